@@ -1,0 +1,30 @@
+"""crossview: cross-view matching with attention.
+
+Three published systems in one library:
+
+- MatchAttention and its models MatchStereo / MatchFlow (stereo disparity, optical flow);
+- camera-conditioned attention (PRoPE, GTA, CaPE, raymaps) for multi-view transformers;
+- TransforMatcher (match-to-match attention) for semantic correspondence.
+
+The user-facing functions (``load_model``, ``list_models``, ``estimate_disparity``,
+``estimate_flow``, ``match_keypoints``) live in :mod:`crossview.api` and are re-exported here
+lazily, so ``import crossview`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_API_NAMES = ("load_model", "list_models", "estimate_disparity", "estimate_flow", "match_keypoints")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API_NAMES:
+        return getattr(import_module("crossview.api"), name)
+    raise AttributeError(f"module 'crossview' has no attribute {name!r}")
+
+
+__all__ = ["__version__", *_API_NAMES]

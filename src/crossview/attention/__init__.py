@@ -1,0 +1,4 @@
+"""Functional attention ops and their kernels.
+
+match (MatchAttention), camera (PRoPE/GTA/CaPE), rope, additive.
+"""

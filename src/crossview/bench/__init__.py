@@ -1,0 +1,1 @@
+"""Benchmarks behind ``crossview bench``: one module per subject, shared helpers in ``report``."""

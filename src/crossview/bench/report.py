@@ -1,0 +1,96 @@
+"""Shared benchmark helpers: timing, peak memory, a rich table and a JSON file.
+
+Speed is reported as measured in one run; compare rows of the same run (ratios), since a shared
+machine is noisy between runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import resource
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+
+def time_call(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
+              min_seconds: float = 0.0) -> dict[str, float]:
+    """Time ``fn()`` and return ``{"median_s", "min_s", "runs"}``.
+
+    Runs ``warmup`` untimed calls, then at least ``repeats`` timed calls, continuing until
+    ``min_seconds`` of timed work has accumulated (so very fast calls are timed often enough).
+    """
+    for _ in range(warmup):
+        fn()
+    times: list[float] = []
+    started = time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - started < min_seconds:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return {"median_s": statistics.median(times), "min_s": min(times), "runs": float(len(times))}
+
+
+def peak_cpu_bytes(fn: Callable[[], Any]) -> int:
+    """Peak bytes held by torch's CPU allocator during ``fn()``, above what was live before.
+
+    Uses the autograd profiler's memory accounting, which sees every CPU tensor allocation made
+    by ATen (including those of C++ extensions using ATen tensors).
+    """
+    gc.collect()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                profile_memory=True) as prof:
+        fn()
+    live = 0
+    peak = 0
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        if event.name == "[memory]":
+            live += event.cpu_memory_usage
+            peak = max(peak, live)
+    return peak
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                console: Console | None = None) -> None:
+    """Print ``rows`` under ``columns`` as a rich table; floats get 4 significant digits."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*(f"{cell:.4g}" if isinstance(cell, float) else str(cell) for cell in row))
+    (console or Console()).print(table)
+
+
+def write_json(path: str | Path, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` plus :func:`machine_info` to ``path`` atomically; return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2))
+    os.replace(tmp, path)
+    return path

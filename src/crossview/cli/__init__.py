@@ -1,0 +1,1 @@
+"""The ``crossview`` command line: parse, call :mod:`crossview.api`, print. Nothing else."""

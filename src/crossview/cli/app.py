@@ -1,0 +1,62 @@
+"""The root typer app and the entry point that turns user errors into exit code 2.
+
+Each command group lives in its own module of this package and is registered in
+:func:`_register_commands`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from crossview import __version__
+from crossview.errors import UserError
+
+app = typer.Typer(
+    name="crossview",
+    help="Cross-view matching with attention: stereo, optical flow and semantic correspondence.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"crossview {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Cross-view matching with attention: stereo, optical flow and semantic correspondence."""
+
+
+def _register_commands() -> None:
+    from crossview.cli import bench
+
+    app.add_typer(bench.app, name="bench")
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; a :class:`UserError` becomes one line on stderr and exit code 2.
+
+    Usage errors (unknown options, missing arguments) are handled by typer itself, which also
+    exits with code 2.
+    """
+    try:
+        app(args=argv)
+    except UserError as error:
+        _stderr.print(f"error: {error}", markup=False)
+        sys.exit(2)

@@ -1,0 +1,1 @@
+"""File formats, dataset readers, the synthetic scene engine and augmentation."""

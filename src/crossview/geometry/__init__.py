@@ -1,0 +1,1 @@
+"""Cameras, raymaps, coordinate grids, warping and consistency checks."""

@@ -1,0 +1,1 @@
+"""Reusable network modules: encoder, ConvGLU, UpConv, convex upsampling, attention modules."""

@@ -1,0 +1,1 @@
+"""Training: losses, the trainer loop, torch.distributed support and checkpoints."""
