@@ -1,0 +1,115 @@
+"""Which MatchAttention backend runs: a process-wide default and the reasons a backend is skipped.
+
+Backends, in order of preference for ``"auto"``:
+
+- ``cpu``: fused C++ kernels (see :mod:`crossview.attention.match_cpu`), CPU tensors only,
+  compiled on first use;
+- ``reference``: plain PyTorch (:mod:`crossview.attention.match_reference`), any device.
+
+The default is ``"auto"``; :func:`set_backend` or the environment variable
+``CROSSVIEW_MATCH_BACKEND`` change it for the whole process, so a whole model can be run and
+benchmarked per backend without touching its code.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+
+BACKENDS = ("reference",)
+ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
+BUILD_PROBLEM = "the C++ extension cannot be built"
+
+_default: str | None = None
+_warned: set[str] = set()
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend that runs (``name``) and why each preferred one was skipped."""
+
+    name: str
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _check_name(name: str, where: str) -> str:
+    if name not in ("auto", *BACKENDS):
+        raise ValueError(f"unknown MatchAttention backend {name!r} from {where}; "
+                         f"choose one of {('auto', *BACKENDS)}")
+    return name
+
+
+def set_backend(name: str | None) -> None:
+    """Set the process-wide default backend (``"auto"``, ``"cpu"``, ``"reference"``).
+
+    ``None`` forgets the setting, so the environment variable (or ``"auto"``) applies again.
+
+    Example:
+        >>> from crossview.attention import set_backend
+        >>> set_backend("reference")
+        >>> set_backend(None)
+    """
+    global _default
+    _default = None if name is None else _check_name(name, "set_backend")
+
+
+def get_backend() -> str:
+    """The process-wide default: :func:`set_backend`, else ``$CROSSVIEW_MATCH_BACKEND``, else
+    ``"auto"``."""
+    if _default is not None:
+        return _default
+    env = os.environ.get(ENV_VAR)
+    return _check_name(env, f"${ENV_VAR}") if env else "auto"
+
+
+def unavailable_reason(name: str, device: torch.device | str = "cpu",
+                       dtype: torch.dtype = torch.float32) -> str | None:
+    """Why backend ``name`` cannot run tensors of this device and dtype, or ``None`` if it can.
+
+    Asking about ``cpu`` compiles the C++ extension the first time (cached afterwards).
+    """
+    _check_name(name, "unavailable_reason")
+    if name == "reference":
+        return None
+    raise AssertionError(name)
+
+
+def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
+                   backend: str = "auto") -> BackendChoice:
+    """Pick the backend for tensors on ``device`` with ``dtype``.
+
+    ``backend="auto"`` follows the process-wide default (:func:`get_backend`); if that is also
+    ``"auto"`` the first available backend of :data:`BACKENDS` wins and the others' reasons are
+    reported in ``skipped``. A backend named explicitly must be available, else ``RuntimeError``.
+
+    Example:
+        >>> from crossview.attention import choose_backend
+        >>> choose_backend("meta").name
+        'reference'
+    """
+    requested = _check_name(backend, "backend=") if backend != "auto" else get_backend()
+    if requested != "auto":
+        reason = unavailable_reason(requested, device, dtype)
+        if reason is not None:
+            raise RuntimeError(f"MatchAttention backend {requested!r} cannot run: {reason}")
+        return BackendChoice(requested)
+    skipped: dict[str, str] = {}
+    for name in BACKENDS:
+        reason = unavailable_reason(name, device, dtype)
+        if reason is None:
+            return BackendChoice(name, skipped)
+        skipped[name] = reason
+    raise AssertionError("the reference backend is always available")
+
+
+def warn_fallback_once(choice: BackendChoice) -> None:
+    """Warn once per process when the fused cpu backend was skipped because it cannot be built."""
+    reason = choice.skipped.get("cpu")
+    if reason is None or not reason.startswith(BUILD_PROBLEM) or "cpu" in _warned:
+        return
+    _warned.add("cpu")
+    warnings.warn(f"MatchAttention falls back to the slow reference backend: {reason}",
+                  RuntimeWarning, stacklevel=3)
