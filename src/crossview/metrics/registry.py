@@ -1,0 +1,86 @@
+"""Named metrics (``"d1_all"``, ``"bad2_noc"``, ``"fl_all"`` ...) that evaluation loops can ask for.
+
+Each :class:`~crossview.metrics.score.MetricSpec` reads its ground truth from the sample dict of
+a dataset reader: stereo metrics use ``sample["disparity"]``, flow metrics ``sample["flow"]``;
+the plain names evaluate on ``sample["valid"]`` (pixels with ground truth, "all"), the ``_noc``
+names on ``sample["valid_noc"]`` (non-occluded pixels with ground truth). Other packages add
+their metrics with :func:`register_metric` (e.g. semantic PCK for keypoint datasets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from crossview.errors import UserError
+from crossview.metrics import flow, stereo
+from crossview.metrics.score import MetricSpec, Score
+
+_METRICS: dict[tuple[str, str], MetricSpec] = {}
+MASKS = {"": "valid", "_noc": "valid_noc"}
+
+
+def register_metric(spec: MetricSpec) -> MetricSpec:
+    """Add ``spec`` under ``(spec.task, spec.name)``; names are unique per task."""
+    key = (spec.task, spec.name)
+    if key in _METRICS:
+        raise ValueError(f"metric {spec.name!r} is already registered for task {spec.task!r}")
+    _METRICS[key] = spec
+    return spec
+
+
+def list_metrics(task: str) -> list[str]:
+    """The metric names available for ``task``."""
+    return sorted(name for metric_task, name in _METRICS if metric_task == task)
+
+
+def get_metrics(task: str, names: Sequence[str]) -> list[MetricSpec]:
+    """The specs of ``names`` for ``task``; an unknown name is a :class:`UserError`."""
+    unknown = [name for name in names if (task, name) not in _METRICS]
+    if unknown:
+        raise UserError(f"unknown {task} metric(s) {', '.join(unknown)}; "
+                        f"known: {', '.join(list_metrics(task))}")
+    return [_METRICS[(task, name)] for name in names]
+
+
+def _masked(fn: Callable[..., Score], truth_key: str, mask_key: str
+            ) -> Callable[[Any, Mapping[str, Any]], Score]:
+    def evaluate(prediction: Any, sample: Mapping[str, Any]) -> Score:
+        if mask_key not in sample:
+            raise UserError(f"this dataset has no '{mask_key}' mask for the metric")
+        return fn(prediction, sample[truth_key], sample[mask_key])
+
+    return evaluate
+
+
+def _register_builtins() -> None:
+    for suffix, mask in MASKS.items():
+        where = "all pixels with ground truth" if not suffix else "non-occluded pixels"
+        for name, fn, what, unit in [
+            ("epe", stereo.endpoint_error, "mean absolute disparity error", "px"),
+            ("avgerr", stereo.endpoint_error, "Middlebury avgerr (= epe)", "px"),
+            ("d1_all", stereo.d1, "KITTI D1: % error > 3 px and > 5% of gt", "%"),
+            *[
+                (f"bad{t:g}", partial(stereo.bad_pixels, threshold=t),
+                 f"% with error > {t:g} px", "%")
+                for t in (0.5, 1.0, 2.0, 3.0, 4.0)
+            ],
+        ]:
+            register_metric(MetricSpec(name + suffix, "stereo", _masked(fn, "disparity", mask),
+                                       f"{what}, over {where}", unit))
+        for name, fn, what, unit in [
+            ("epe", flow.flow_endpoint_error, "mean end-point error", "px"),
+            ("fl_all", flow.fl_all, "KITTI Fl: % EPE > 3 px and > 5% of |gt|", "%"),
+            ("out3", partial(flow.flow_outliers, threshold=3.0), "% with EPE > 3 px", "%"),
+            *[
+                (f"{t}px", partial(flow.flow_accuracy, threshold=float(t)),
+                 f"% with EPE < {t} px", "%")
+                for t in (1, 3, 5)
+            ],
+        ]:
+            register_metric(MetricSpec(name + suffix, "flow", _masked(fn, "flow", mask),
+                                       f"{what}, over {where}", unit))
+
+
+_register_builtins()

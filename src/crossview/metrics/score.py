@@ -1,0 +1,93 @@
+"""Scores that add up over a dataset, and the accumulator every evaluation loop uses.
+
+A metric evaluated on one sample returns a :class:`Score` ``(total, count)``: the sum of a
+per-pixel quantity over the evaluated pixels and the number of those pixels. The per-sample
+value is ``total / count``. Over a dataset two reductions exist and benchmarks disagree on
+which they use, so :class:`MetricAccumulator` keeps both:
+
+- ``pooled``: ``sum(total) / sum(count)`` over all samples, i.e. every evaluated *pixel* of the
+  dataset weighs the same (KITTI devkit, Sintel, FlyingChairs);
+- ``image_mean``: the mean of the per-sample values over samples that have at least one
+  evaluated pixel, i.e. every *image* weighs the same (Middlebury, ETH3D, SceneFlow practice).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Reduction = Literal["pooled", "image_mean"]
+REDUCTIONS: tuple[Reduction, ...] = ("pooled", "image_mean")
+
+
+@dataclass(frozen=True)
+class Score:
+    """``total`` of a per-pixel quantity over ``count`` evaluated pixels of one sample."""
+
+    total: float
+    count: int
+
+    @property
+    def value(self) -> float:
+        """``total / count``; NaN when no pixel was evaluated."""
+        return self.total / self.count if self.count else math.nan
+
+    def __add__(self, other: Score) -> Score:
+        return Score(self.total + other.total, self.count + other.count)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A named metric: ``fn(prediction, sample) -> Score``.
+
+    ``prediction`` is disparity ``[H, W]`` (task "stereo") or flow ``[H, W, 2]`` (task "flow")
+    as numpy arrays; ``sample`` is a dataset sample dict holding the ground truth and masks.
+    """
+
+    name: str
+    task: str
+    fn: Callable[[Any, Mapping[str, Any]], Score]
+    description: str
+    unit: str = ""
+
+
+@dataclass
+class MetricAccumulator:
+    """Evaluate ``metrics`` sample by sample and reduce them over the dataset.
+
+    >>> acc = MetricAccumulator(metrics)          # doctest: +SKIP
+    >>> acc.update(prediction, sample)            # per-sample values, also kept in acc.rows
+    >>> acc.summary()["epe"]["pooled"]            # doctest: +SKIP
+    """
+
+    metrics: Sequence[MetricSpec]
+    rows: list[tuple[str, dict[str, float]]] = field(default_factory=list)
+    _scores: dict[str, list[Score]] = field(default_factory=dict)
+
+    def update(self, prediction: Any, sample: Mapping[str, Any], name: str | None = None
+               ) -> dict[str, float]:
+        """Score one sample; return and record ``{metric name: per-sample value}``."""
+        values = {}
+        for metric in self.metrics:
+            score = metric.fn(prediction, sample)
+            self._scores.setdefault(metric.name, []).append(score)
+            values[metric.name] = score.value
+        self.rows.append((name if name is not None else str(len(self.rows)), values))
+        return values
+
+    def totals(self) -> dict[str, Score]:
+        """The pooled :class:`Score` of each metric (sum these across processes to reduce)."""
+        return {name: sum(scores, Score(0.0, 0)) for name, scores in self._scores.items()}
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """``{metric: {"pooled": ..., "image_mean": ...}}`` over the samples seen so far."""
+        out = {}
+        for name, scores in self._scores.items():
+            per_image = [score.value for score in scores if score.count]
+            out[name] = {
+                "pooled": sum(scores, Score(0.0, 0)).value,
+                "image_mean": math.fsum(per_image) / len(per_image) if per_image else math.nan,
+            }
+        return out

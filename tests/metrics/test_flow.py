@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crossview.metrics import fl_all, flow_accuracy, flow_endpoint_error, flow_outliers
+
+# per-pixel ground truth and prediction with end-point errors 0, 1, 3, 5 (3-4-5 triangle), 10
+GT = np.array([[[0.0, 0.0], [10.0, 0.0], [0.0, 100.0], [40.0, 30.0], [1e10, 0.0]]])
+PRED = np.array([[[0.0, 0.0], [10.0, 1.0], [0.0, 103.0], [43.0, 34.0], [0.0, 0.0]]])
+# the last pixel has unknown ground truth (> 1e9) and is never evaluated
+
+
+def test_flow_epe_is_euclidean_and_skips_unknown() -> None:
+    score = flow_endpoint_error(PRED, GT)
+    assert score.count == 4
+    assert score.value == pytest.approx((0 + 1 + 3 + 5) / 4)
+    valid = np.array([[True, False, True, True, True]])
+    assert flow_endpoint_error(PRED, GT, valid).value == pytest.approx(8 / 3)
+
+
+@pytest.mark.parametrize(("threshold", "expected"), [(1.0, 1), (3.0, 2), (5.0, 3)])
+def test_accuracy_is_strictly_less(threshold: float, expected: int) -> None:
+    assert flow_accuracy(PRED, GT, None, threshold).value == pytest.approx(100 * expected / 4)
+
+
+def test_outliers_strictly_greater() -> None:
+    assert flow_outliers(PRED, GT, None, 3.0).value == pytest.approx(25.0)
+
+
+def test_fl_all_needs_absolute_and_relative() -> None:
+    # EPE 5 at |gt| = 50: 10% -> outlier; EPE 3 at |gt| 100 is not > 3 px
+    assert fl_all(PRED, GT).value == pytest.approx(25.0)
+    gt = np.array([[[100.0, 0.0], [10.0, 0.0]]])
+    pred = np.array([[[104.0, 0.0], [14.0, 0.0]]])  # 4% (inlier) and 40% (outlier)
+    assert fl_all(pred, gt).value == pytest.approx(50.0)
+
+
+def test_shape_errors() -> None:
+    with pytest.raises(ValueError, match=r"prediction\.shape"):
+        flow_endpoint_error(PRED[..., :1], GT)

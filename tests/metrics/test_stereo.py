@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from crossview.metrics import bad_pixels, d1, endpoint_error
+
+# ground truth with one unknown pixel (inf) and prediction errors 0, 0.5, 1, 2, 4 (and one
+# pixel masked out by ``valid``)
+GT = np.array([[10.0, 10.0, 10.0, 100.0], [100.0, 50.0, np.inf, 10.0]])
+PRED = np.array([[10.0, 10.5, 11.0, 98.0], [104.0, 53.5, 3.0, 30.0]])
+VALID = np.array([[True, True, True, True], [True, True, True, False]])
+# evaluated: errors 0, .5, 1, 2, 4, 3.5 (gt 10, 10, 10, 100, 100, 50)
+
+
+def test_endpoint_error_hand_computed() -> None:
+    score = endpoint_error(PRED, GT, VALID)
+    assert score.count == 6
+    assert score.value == pytest.approx((0 + 0.5 + 1 + 2 + 4 + 3.5) / 6)
+    assert endpoint_error(PRED, GT).count == 7  # without valid only the inf pixel drops
+
+
+@pytest.mark.parametrize(("threshold", "expected"), [(0.5, 4), (1.0, 3), (2.0, 2), (4.0, 0),
+                                                      (3.0, 2)])
+def test_bad_pixels_is_strictly_greater(threshold: float, expected: int) -> None:
+    score = bad_pixels(PRED, GT, VALID, threshold)
+    assert score.value == pytest.approx(100.0 * expected / 6)
+
+
+def test_d1_needs_both_absolute_and_relative_error() -> None:
+    # errors 4 (gt 100: 4% -> not outlier), 3.5 (gt 50: 7% -> outlier); 3.0 exactly is not > 3
+    assert d1(PRED, GT, VALID).value == pytest.approx(100.0 / 6)
+    gt = np.array([[10.0, 10.0, 100.0]])
+    pred = np.array([[13.0, 13.01, 106.0]])
+    assert d1(pred, gt).value == pytest.approx(100.0 * 2 / 3)
+
+
+def test_empty_mask_gives_nan_and_zero_count() -> None:
+    score = endpoint_error(PRED, GT, np.zeros_like(VALID))
+    assert score.count == 0 and math.isnan(score.value)
+
+
+def test_nan_prediction_propagates() -> None:
+    pred = PRED.copy()
+    pred[0, 0] = np.nan
+    assert math.isnan(endpoint_error(pred, GT, VALID).value)
+
+
+def test_shape_errors_name_the_arrays() -> None:
+    with pytest.raises(ValueError, match=r"prediction\.shape"):
+        endpoint_error(PRED[:, :2], GT)
+    with pytest.raises(ValueError, match=r"valid\.shape"):
+        d1(PRED, GT, VALID[:, :2])
