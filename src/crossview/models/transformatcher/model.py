@@ -1,0 +1,132 @@
+"""TransforMatcher: multi-layer correlation refined by match-to-match attention.
+
+Pipeline for a pair of images ``[B, 3, S, S]`` (0..255, ``S = 16 * grid``, 240 by default):
+backbone features of many layers -> multi-channel correlation ``[B, L, h, w, h, w]`` (Eq. 4) ->
+one token per match, linear embedding of the ``L`` channels -> match-to-match layers with 4D
+RoPE (Eq. 5-7) -> one score per match, added to the mean input correlation -> 4D bilinear x2
+upsampling -> kernel soft-argmax (Eq. 10) -> dense map of target positions; keypoints are
+transferred with the soft sampler (Eq. 11).
+
+Only the refinement (``head_state_dict``) is trained and shipped; the backbone keeps its
+ImageNet weights.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from crossview.attention.rope4d import match_positions, rope4d_angles
+from crossview.models.transformatcher.backbone import build_backbone
+from crossview.models.transformatcher.correlation import (
+    multilayer_correlation,
+    upsample_correlation,
+)
+from crossview.models.transformatcher.layers import MatchToMatchLayer
+from crossview.models.transformatcher.softargmax import hard_argmax, kernel_soft_argmax
+
+BACKBONE_LAYERS = {"efficientnet-lite0": 11, "resnet101": 26}
+
+
+class MatchRefiner(nn.Module):
+    """Match-to-match refinement of a correlation ``[B, L, h, w, h, w]`` -> ``[B, h, w, h, w]``."""
+
+    def __init__(self, channels: int, dim: int = 16, depth: int = 6, heads: int = 8,
+                 head_dim: int = 4, mlp_dim: int = 64, attention: str = "additive",
+                 rope_base: float = 100.0) -> None:
+        super().__init__()
+        self.rope_base, self.inner = rope_base, heads * head_dim
+        self.embed = nn.Linear(channels, dim)
+        self.layers = nn.ModuleList(MatchToMatchLayer(dim, heads, head_dim, mlp_dim, attention)
+                                    for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, 1)
+        # Start as the identity on the mean correlation, so training only adds what helps.
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, corr: Tensor) -> Tensor:
+        if corr.ndim != 6:
+            raise ValueError(f"corr must be [B, L, hs, ws, ht, wt], got {corr.shape=}")
+        b, _, hs, ws, ht, wt = corr.shape
+        positions = match_positions(hs, ws, ht, wt, device=corr.device)
+        angles = rope4d_angles(positions, self.inner, self.rope_base)
+        x = self.embed(corr.flatten(2).transpose(1, 2))  # [B, T, dim]
+        for layer in self.layers:
+            x = layer(x, angles)
+        score = self.head(self.norm(x)).squeeze(-1).reshape(b, hs, ws, ht, wt)
+        return score + corr.mean(dim=1)
+
+
+class TransforMatcher(nn.Module):
+    """The full model; :meth:`forward` returns a dict of correlations and dense target positions.
+
+    Example:
+        >>> model = TransforMatcher().eval()
+        >>> out = model(torch.rand(1, 3, 240, 240) * 255, torch.rand(1, 3, 240, 240) * 255)
+        >>> out["coords"].shape
+        torch.Size([1, 30, 30, 2])
+    """
+
+    def __init__(self, backbone: str = "efficientnet-lite0", backbone_weights: str | None = None,
+                 grid: int = 15, upsample: int = 2, sigma: float = 10.0,
+                 attention: str = "additive", depth: int = 6, dim: int = 16) -> None:
+        super().__init__()
+        self.grid, self.upsample, self.sigma = grid, upsample, sigma
+        self.image_size = 16 * grid
+        self.backbone = build_backbone(backbone, backbone_weights)
+        self.backbone.requires_grad_(False)
+        self.refiner = MatchRefiner(BACKBONE_LAYERS[backbone], dim=dim, depth=depth,
+                                    attention=attention)
+        self.log_beta = nn.Parameter(torch.tensor(math.log(20.0)))
+
+    def train(self, mode: bool = True) -> TransforMatcher:
+        super().train(mode)
+        self.backbone.eval()  # frozen ImageNet statistics
+        return self
+
+    def correlation(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Raw multi-channel correlation ``[B, L, g, g, g, g]`` of images ``[B, 3, S, S]``."""
+        for name, image in (("src", src), ("tgt", tgt)):
+            if image.ndim != 4 or image.shape[1:] != (3, self.image_size, self.image_size):
+                raise ValueError(f"{name} must be [B, 3, {self.image_size}, {self.image_size}], "
+                                 f"got {image.shape=}")
+        with torch.no_grad():
+            feats = self.backbone.features(torch.cat((src, tgt)))
+        b = src.shape[0]
+        return multilayer_correlation([f[:b] for f in feats], [f[b:] for f in feats],
+                                      (self.grid, self.grid))
+
+    def refine(self, corr: Tensor) -> dict[str, Tensor]:
+        """Refine ``corr [B, L, g, g, g, g]``; returns ``refined`` (upsampled
+        ``[B, G, G, G, G]``, ``G = upsample * g``) and ``coords [B, G, G, 2]``."""
+        refined = upsample_correlation(self.refiner(corr), self.upsample)
+        coords = kernel_soft_argmax(refined, self.sigma, self.log_beta.exp())
+        return {"refined": refined, "coords": coords}
+
+    def forward(self, src: Tensor, tgt: Tensor) -> dict[str, Tensor]:
+        """Images ``[B, 3, S, S]`` in 0..255 -> ``corr`` ``[B, L, g, g, g, g]``, ``refined``,
+        ``coords`` (normalised target ``(x, y)`` of each upsampled source cell)."""
+        corr = self.correlation(src, tgt)
+        return {"corr": corr, **self.refine(corr)}
+
+    def head_state_dict(self) -> dict[str, Tensor]:
+        """The trained parameters (everything but the backbone)."""
+        return {k: v.detach().clone() for k, v in self.state_dict().items()
+                if not k.startswith("backbone.")}
+
+    def load_head_state_dict(self, state: dict[str, Tensor]) -> None:
+        """Load what :meth:`head_state_dict` saved (strict on those keys)."""
+        expected = set(self.head_state_dict())
+        if set(state) != expected:
+            raise ValueError(f"weight keys differ: missing {sorted(expected - set(state))[:3]}, "
+                             f"unexpected {sorted(set(state) - expected)[:3]}")
+        self.load_state_dict(state, strict=False)
+
+
+def raw_argmax_coords(corr: Tensor, upsample: int = 2) -> Tensor:
+    """The no-refinement baseline: hard arg-max of the channel-mean correlation, upsampled like
+    the model's output; ``corr [B, L, g, g, g, g]`` -> ``[B, G, G, 2]``."""
+    return hard_argmax(upsample_correlation(corr.mean(dim=1), upsample))

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from crossview.models.transformatcher.correlation import (
+    multilayer_correlation,
+    upsample_correlation,
+)
+from crossview.models.transformatcher.loss import keypoint_loss
+from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
+from crossview.models.transformatcher.softargmax import (
+    grid_centres,
+    hard_argmax,
+    kernel_soft_argmax,
+    normalised_to_pixels,
+    pixels_to_normalised,
+    soft_sample,
+)
+
+
+def test_correlation_is_relu_cosine_per_layer() -> None:
+    gen = torch.Generator().manual_seed(0)
+    src = [torch.randn(2, 5, 3, 4, generator=gen), torch.randn(2, 7, 3, 4, generator=gen)]
+    tgt = [torch.randn(2, 5, 3, 4, generator=gen), torch.randn(2, 7, 3, 4, generator=gen)]
+    corr = multilayer_correlation(src, tgt, (3, 4))
+    assert corr.shape == (2, 2, 3, 4, 3, 4)
+    for b, layer, i, j, k, m in [(0, 0, 1, 2, 0, 3), (1, 1, 2, 0, 2, 1), (1, 0, 0, 0, 1, 1)]:
+        cos = F.cosine_similarity(src[layer][b, :, i, j], tgt[layer][b, :, k, m], dim=0)
+        torch.testing.assert_close(corr[b, layer, i, j, k, m], cos.clamp(min=0))
+
+
+def test_correlation_resizes_features_to_the_grid() -> None:
+    feats = [torch.rand(1, 4, 8, 8)]
+    corr = multilayer_correlation(feats, feats, (4, 4))
+    resized = F.interpolate(feats[0], size=(4, 4), mode="bilinear", align_corners=False)
+    expected = multilayer_correlation([resized], [resized], (4, 4))
+    torch.testing.assert_close(corr, expected)
+
+
+def _bilinear_1d(n_in: int, n_out: int) -> np.ndarray:
+    """Interpolation matrix [n_out, n_in] of align_corners=False bilinear resizing."""
+    m = np.zeros((n_out, n_in))
+    for o in range(n_out):
+        s = min(max((o + 0.5) * n_in / n_out - 0.5, 0.0), n_in - 1)
+        lo = math.floor(s)
+        hi = min(lo + 1, n_in - 1)
+        m[o, lo] += 1 - (s - lo)
+        m[o, hi] += s - lo
+    return m
+
+
+def test_4d_upsampling_is_multilinear_interpolation() -> None:
+    corr = torch.rand(1, 3, 2, 3, 4, dtype=torch.float64)
+    up = upsample_correlation(corr, 2)
+    mats = [_bilinear_1d(n, 2 * n) for n in (3, 2, 3, 4)]
+    expected = np.einsum("ai,bj,ck,dl,ijkl->abcd", *mats, corr[0].numpy())
+    np.testing.assert_allclose(up[0].numpy(), expected, atol=1e-12)
+
+
+def test_kernel_soft_argmax_peak_and_plain_softmax_limit() -> None:
+    corr = torch.zeros(1, 2, 2, 5, 6)
+    corr[0, 1, 0, 3, 4] = 1.0
+    centres = grid_centres(5, 6)
+    coords = kernel_soft_argmax(corr, sigma=2.0, beta=200.0)
+    torch.testing.assert_close(coords[0, 1, 0], centres[3, 4])
+    # A very wide kernel leaves the softmax expectation.
+    scores = torch.randn(1, 1, 1, 5, 6, dtype=torch.float64)
+    weights = (3.0 * scores.flatten()).softmax(0)
+    expected = (weights[:, None] * centres.double().reshape(-1, 2)).sum(0)
+    torch.testing.assert_close(kernel_soft_argmax(scores, sigma=1e6, beta=3.0)[0, 0, 0], expected)
+
+
+def test_kernel_suppresses_a_distant_second_peak() -> None:
+    corr = torch.zeros(1, 1, 1, 1, 30)
+    corr[..., 2] = 1.0
+    corr[..., 27] = 0.99
+    plain = kernel_soft_argmax(corr, sigma=1e6, beta=50.0)[..., 0]
+    kernel = kernel_soft_argmax(corr, sigma=3.0, beta=50.0)[..., 0]
+    target = grid_centres(1, 30)[0, 2, 0]
+    assert (kernel - target).abs() < 0.01 < (plain - target).abs()
+
+
+def test_hard_argmax_and_gradient_of_soft_argmax() -> None:
+    corr = torch.randn(2, 3, 3, 4, 4, requires_grad=True)
+    best = corr.flatten(3).argmax(-1)
+    torch.testing.assert_close(hard_argmax(corr), grid_centres(4, 4).reshape(-1, 2)[best])
+    kernel_soft_argmax(corr, 2.0, 5.0).sum().backward()
+    assert corr.grad is not None and corr.grad.abs().sum() > 0
+
+
+def test_soft_sampler_formula_and_sharp_limit() -> None:
+    coords = torch.rand(1, 3, 4, 2, dtype=torch.float64) * 2 - 1
+    kp = torch.tensor([[[0.1, -0.3], [-0.9, 0.8]]], dtype=torch.float64)
+    centres = grid_centres(3, 4, dtype=torch.float64).reshape(-1, 2)
+    out = soft_sample(coords, kp, tau=0.1)
+    for n in range(2):
+        w = (-(kp[0, n] - centres).norm(dim=-1) / 0.1).softmax(0)
+        torch.testing.assert_close(out[0, n], (w[:, None] * coords.reshape(-1, 2)).sum(0))
+    at_centre = centres[5][None, None]
+    torch.testing.assert_close(soft_sample(coords, at_centre, tau=1e-4)[0, 0], coords[0, 1, 1])
+
+
+def test_pixel_normalised_round_trip() -> None:
+    pts = torch.tensor([[0.0, 0.0], [239.0, 119.5], [-0.5, -0.5]])
+    norm = pixels_to_normalised(pts, 240, 120)
+    torch.testing.assert_close(norm[2], torch.tensor([-1.0, -1.0]))
+    torch.testing.assert_close(normalised_to_pixels(norm, 240, 120), pts)
+
+
+def test_keypoint_loss_is_mean_distance_of_valid_points() -> None:
+    pred = torch.tensor([[[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]]])
+    gt = torch.tensor([[[3.0, 4.0], [1.0, 2.0], [0.0, 0.0]]])
+    valid = torch.tensor([[True, True, False]])
+    torch.testing.assert_close(keypoint_loss(pred, gt, valid), torch.tensor(3.0))
+    with pytest.raises(ValueError, match="valid"):
+        keypoint_loss(pred, gt, valid[:, :2])
+
+
+@pytest.fixture(scope="module")
+def small_model() -> TransforMatcher:
+    torch.manual_seed(0)
+    return TransforMatcher(grid=4, depth=2)
+
+
+def test_model_shapes_and_zero_head_start(small_model: TransforMatcher) -> None:
+    src, tgt = torch.rand(2, 1, 3, 64, 64) * 255
+    out = small_model.eval()(src, tgt)
+    assert out["corr"].shape == (1, 11, 4, 4, 4, 4)
+    assert out["refined"].shape == (1, 8, 8, 8, 8)
+    assert out["coords"].shape == (1, 8, 8, 2)
+    # The head starts at zero: the refined map is the upsampled mean correlation.
+    torch.testing.assert_close(out["refined"], upsample_correlation(out["corr"].mean(1)))
+    assert raw_argmax_coords(out["corr"]).shape == (1, 8, 8, 2)
+    with pytest.raises(ValueError, match="src"):
+        small_model(torch.rand(1, 3, 60, 64), tgt)
+
+
+def test_training_step_reaches_refiner_not_backbone(small_model: TransforMatcher) -> None:
+    small_model.train()
+    src, tgt = torch.rand(2, 1, 3, 64, 64) * 255
+    out = small_model(src, tgt)
+    kp = torch.rand(1, 5, 2) * 2 - 1
+    keypoint_loss(soft_sample(out["coords"], kp, 0.1), kp).backward()
+    assert small_model.refiner.head.weight.grad.abs().sum() > 0
+    # The head starts at zero, so the first step cannot reach the layers below it yet.
+    assert small_model.refiner.layers[0].attn.qkv.weight.grad.abs().sum() == 0
+    assert all(p.grad is None for p in small_model.backbone.parameters())
+    assert not small_model.backbone.training
+
+
+def test_refiner_mixes_matches_through_attention() -> None:
+    torch.manual_seed(1)
+    for attention in ("additive", "standard"):
+        model = TransforMatcher(grid=4, depth=1, attention=attention).eval()
+        torch.nn.init.normal_(model.refiner.head.weight)
+        corr = torch.rand(1, 11, 4, 4, 4, 4)
+        corr2 = corr.clone()
+        corr2[0, :, 0, 0, 0, 0] += 1.0  # one match changes; other matches' scores follow
+        delta = model.refiner(corr2) - model.refiner(corr)
+        assert delta.flatten()[1:].abs().amax() > 1e-4
+
+
+def test_head_state_dict_round_trip(small_model: TransforMatcher) -> None:
+    state = small_model.head_state_dict()
+    assert not any(k.startswith("backbone.") for k in state)
+    other = TransforMatcher(grid=4, depth=2)
+    other.load_head_state_dict(state)
+    for key, value in other.head_state_dict().items():
+        torch.testing.assert_close(value, state[key])
+    with pytest.raises(ValueError, match="missing"):
+        other.load_head_state_dict(dict(itertools.islice(state.items(), 3)))
