@@ -1,0 +1,70 @@
+"""Configuration of MatchStereo / MatchFlow models (published variants and smaller ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MatchStereoConfig:
+    """Everything that shapes a MatchStereo / MatchFlow network.
+
+    Attributes:
+        dims: encoder channels per stage, fine to coarse (1/4, 1/8, 1/16, 1/32). The decoder
+            uses them reversed (coarse to fine).
+        encoder_depths: ConvFormer blocks per encoder stage.
+        decoder_layers: MatchAttention layers per decoder scale, coarse to fine (1/32 .. 1/4).
+        radii: MatchAttention window radius per decoder scale, coarse to fine.
+        heads: attention heads at every scale (each head has ``C / heads`` channels).
+        attn_to_proj: feed the cross-attention weights to the output projection (Eq. 10-11).
+        gating: gate the cross-attention output with ``SiLU(linear(x))``.
+        noc_mask_embedding: append the running non-occlusion mask as a self-attention input.
+        field_scale_init: initial value of each layer's learnable field scale.
+        noc_threshold: L1 threshold (tokens) of the in-decoder consistency check.
+        encoder_head: size of the unused classification head that published checkpoints carry
+            (0 to drop it in new models).
+
+    The published defaults are MatchStereo-T; see :data:`VARIANTS` for S and B. Smaller models
+    for tests or fast training just change these fields, e.g.
+    ``MatchStereoConfig(dims=(16, 32, 48, 64), encoder_depths=(1, 1, 1, 1),
+    decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)``.
+    """
+
+    dims: tuple[int, int, int, int] = (32, 64, 128, 160)
+    encoder_depths: tuple[int, int, int, int] = (2, 2, 6, 2)
+    decoder_layers: tuple[int, int, int, int] = (8, 8, 8, 2)
+    radii: tuple[int, int, int, int] = (2, 2, 1, 1)
+    heads: int = 4
+    attn_to_proj: bool = True
+    gating: bool = True
+    noc_mask_embedding: bool = True
+    field_scale_init: float = 0.1
+    noc_threshold: float = 2.0
+    encoder_head: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("dims", "encoder_depths", "decoder_layers", "radii"):
+            value = getattr(self, name)
+            if len(value) != 4:
+                raise ValueError(f"{name} needs 4 entries (one per scale), got {value!r}")
+        for dim in self.dims:
+            if dim % self.heads:
+                raise ValueError(f"every channel count must divide by heads={self.heads}, "
+                                 f"got dims={self.dims}")
+
+    @property
+    def decoder_dims(self) -> tuple[int, ...]:
+        """Decoder channels per scale, coarse (1/32) to fine (1/4)."""
+        return tuple(reversed(self.dims))
+
+    @property
+    def min_size(self) -> int:
+        """Smallest padded image side (px): every map needs ``2r + 2`` tokens per side."""
+        return max(s * (2 * r + 2) for s, r in zip((32, 16, 8, 4), self.radii, strict=True))
+
+
+VARIANTS: dict[str, MatchStereoConfig] = {
+    "tiny": MatchStereoConfig(dims=(32, 64, 128, 160)),
+    "small": MatchStereoConfig(dims=(64, 128, 160, 320)),
+    "base": MatchStereoConfig(dims=(128, 256, 320, 512)),
+}
