@@ -1,0 +1,84 @@
+"""Overhead of camera-conditioned attention (PRoPE, GTA) over plain SDPA.
+
+Each method is timed on the same random ``q, k, v`` ``[1, heads, views * patches^2, head_dim]``
+in float32, forward alone and forward + backward (gradients of q, k, v), camera transforms
+built inside every call. Ratios are taken against plain SDPA within the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from crossview.attention.camera import prope_attention
+from crossview.bench.report import time_call
+from crossview.geometry.cameras import random_se3
+
+METHODS = ("sdpa", "prope", "gta")
+PATCH_PIXELS = 16
+
+
+def _attention_fn(method: str, views: int,
+                  patches: int) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    if method == "sdpa":
+        return F.scaled_dot_product_attention
+    gen = torch.Generator().manual_seed(views)
+    viewmats = random_se3(1, views, generator=gen)
+    size = patches * PATCH_PIXELS
+    Ks = torch.tensor([[size, 0.0, size / 2], [0.0, size, size / 2], [0.0, 0.0, 1.0]])
+    Ks = Ks.expand(1, views, 3, 3)
+    kwargs: dict[str, Any] = dict(viewmats=viewmats, image_size=(size, size),
+                                  patch_grid=(patches, patches), encoding=method)
+    if method == "prope":
+        kwargs["Ks"] = Ks
+    return lambda q, k, v: prope_attention(q, k, v, **kwargs)
+
+
+def _passes(fn: Callable[..., Tensor],
+            qkv: tuple[Tensor, ...]) -> list[tuple[str, Callable[[], None]]]:
+    leaves = [x.clone().requires_grad_() for x in qkv]
+
+    def forward() -> None:
+        with torch.no_grad():
+            fn(*qkv)
+
+    def forward_backward() -> None:
+        fn(*leaves).sum().backward()
+        for leaf in leaves:
+            leaf.grad = None
+
+    return [("forward", forward), ("forward+backward", forward_backward)]
+
+
+def bench_camera(views: Sequence[int] = (2, 8), patches: int = 32, heads: int = 8,
+                 head_dim: int = 64, methods: Sequence[str] = METHODS, repeats: int = 3,
+                 on_step: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Time every method for every view count; one row per (views, method, pass).
+
+    Rows hold ``views, tokens, method, pass ("forward" or "forward+backward"), median_s,
+    min_s, runs, ratio`` (median over the SDPA median of the same views and pass).
+    """
+    unknown = set(methods) - set(METHODS)
+    if unknown or "sdpa" not in methods:
+        raise ValueError(f"methods must include 'sdpa' and come from {METHODS}, got {methods}")
+    rows: list[dict[str, Any]] = []
+    for n_views in views:
+        tokens = n_views * patches * patches
+        gen = torch.Generator().manual_seed(0)
+        q, k, v = torch.randn(3, 1, heads, tokens, head_dim, generator=gen).unbind(0)
+        baseline: dict[str, float] = {}
+        for method in methods:
+            fn = _attention_fn(method, n_views, patches)
+            for name, call in _passes(fn, (q, k, v)):
+                if on_step is not None:
+                    on_step(f"{n_views} views {method} {name}")
+                timing = time_call(call, repeats=repeats, warmup=1)
+                baseline.setdefault(name, timing["median_s"])
+                rows.append({"views": n_views, "tokens": tokens, "method": method,
+                             "pass": name, **timing,
+                             "ratio": timing["median_s"] / baseline[name]})
+    return rows
