@@ -1,0 +1,172 @@
+"""Rectified stereo pairs with exact disparity for both views and occlusion masks.
+
+A scene (:mod:`crossview.data.synthetic.scene`) of a slanted background plane and textured,
+slanted planar objects is seen by two cameras with the same intrinsics (random focal length
+``f``, pixels) whose centres differ by a random baseline ``B`` along x. A point at depth ``Z``
+has disparity ``f B / Z``: the left pixel ``x`` sees what the right pixel ``x - d`` sees.
+
+Sample keys (numpy from :func:`random_stereo_pair`, torch from :class:`SyntheticStereo`):
+``image0``/``image1`` (left/right), ``disparity`` (left view), ``disparity1`` (right view),
+``valid`` (a layer is seen: ground truth defined), ``noc``/``noc1`` (the pixel's match is seen
+in the other view: not occluded, inside the image), ``focal_length``, ``baseline``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from crossview.data.synthetic.dataset import Sample, SyntheticDataset, Transform
+from crossview.data.synthetic.objects import planar_layer, random_shape, random_tilt
+from crossview.data.synthetic.scene import (
+    Camera,
+    Layer,
+    inverse_depth_at,
+    render,
+    translation,
+    visible,
+)
+
+
+@dataclass(frozen=True)
+class StereoConfig:
+    """Parameters of random stereo scenes.
+
+    Attributes:
+        size: ``(H, W)`` of the images.
+        max_disparity: largest disparity in pixels; ``None`` means ``W / 4``. Object disparities
+            are ``d_bg + (max - d_bg) u^2`` at their centre (``u`` uniform), so most mass is small.
+        objects: inclusive range of the number of objects in front of the background.
+        focal: focal length range as a multiple of ``W``.
+        baseline: baseline range (scene units).
+        max_tilt: largest plane slant in degrees (a slant that would push the layer's
+            disparity outside ``[0.25, max_disparity]`` is dropped: the plane faces the camera).
+        photo_probability: chance that a texture is a photograph rather than procedural.
+        texel_scale: range of texture texels per pixel (log-uniform); below 1 is smoother.
+    """
+
+    size: tuple[int, int] = (256, 512)
+    max_disparity: float | None = None
+    objects: tuple[int, int] = (4, 10)
+    focal: tuple[float, float] = (0.6, 1.4)
+    baseline: tuple[float, float] = (0.05, 0.5)
+    max_tilt: float = 50.0
+    photo_probability: float = 0.5
+    texel_scale: tuple[float, float] = (0.5, 2.0)
+
+    def __post_init__(self) -> None:
+        h, w = self.size
+        if h < 2 or w < 2:
+            raise ValueError(f"size must be at least 2x2, got {self.size=}")
+        if self.max_disparity is not None and self.max_disparity <= 1:
+            raise ValueError(f"max_disparity must be > 1, got {self.max_disparity=}")
+        if not 0 <= self.objects[0] <= self.objects[1]:
+            raise ValueError(f"objects must be a range 0 <= lo <= hi, got {self.objects=}")
+
+    @property
+    def disparity_limit(self) -> float:
+        return self.max_disparity if self.max_disparity is not None else self.size[1] / 4
+
+
+def _disparities(layer: Layer, cameras: tuple[Camera, ...], fb: float, xs: np.ndarray,
+                 ys: np.ndarray) -> np.ndarray:
+    return np.concatenate([fb * inverse_depth_at(layer, c, xs, ys) for c in cameras])
+
+
+def stereo_scene(rng: np.random.Generator, config: StereoConfig, split: str = "train"
+                 ) -> tuple[list[Layer], Camera, Camera, float, float]:
+    """A random scene and its rectified cameras: ``(layers, left, right, focal, baseline)``."""
+    h, w = config.size
+    dmax = config.disparity_limit
+    f = w * rng.uniform(*config.focal)
+    baseline = rng.uniform(*config.baseline)
+    fb = f * baseline
+    cx = (w - 1) / 2 + rng.uniform(-0.05, 0.05) * w
+    cy = (h - 1) / 2 + rng.uniform(-0.05, 0.05) * h
+    k = np.array([[f, 0.0, cx], [0.0, f, cy], [0.0, 0.0, 1.0]])
+    left = Camera(k, np.eye(4))
+    right = Camera(k, translation([-baseline, 0.0, 0.0]))
+    both = (left, right)
+    corners_x = np.array([0.0, w - 1, 0.0, w - 1])
+    corners_y = np.array([0.0, 0.0, h - 1, h - 1])
+
+    def place(pixel: tuple[float, float], disparity: float, shape, lo: float, hi: float,
+              xs: np.ndarray, ys: np.ndarray) -> Layer:
+        tilt = random_tilt(rng, config.max_tilt)
+        layer = planar_layer(rng, left, pixel, fb / disparity, shape, tilt=tilt,
+                             extent=float(w + dmax), split=split,
+                             photo_probability=config.photo_probability,
+                             texel_scale=config.texel_scale)
+        d = _disparities(layer, both, fb, xs, ys)
+        if d.min() < lo or d.max() > hi:  # too slanted for the disparity range: face the camera
+            layer = Layer(layer.origin, np.diag([fb / disparity / f] * 2 + [0.0])[:, :2],
+                          layer.texture, layer.texture_map, layer.shape)
+        return layer
+
+    d_bg = max(0.5, dmax * rng.uniform(0.0, 0.12))
+    layers = [place(((w - 1) / 2, (h - 1) / 2), d_bg, None, 0.25, max(0.5 * dmax, 2 * d_bg),
+                    corners_x, corners_y)]
+    for _ in range(int(rng.integers(config.objects[0], config.objects[1] + 1))):
+        disparity = d_bg + (dmax - d_bg) * rng.random() ** 2
+        radius = max(1.5, min(h, w) * np.exp(rng.uniform(np.log(0.04), np.log(0.35))))
+        pixel = (rng.uniform(-0.1, 1.1) * w, rng.uniform(-0.1, 1.1) * h)
+        shape = random_shape(rng, radius)
+        e = shape.extent()
+        xs = pixel[0] + np.array([-e, e, -e, e])
+        ys = pixel[1] + np.array([-e, -e, e, e])
+        layers.append(place(pixel, disparity, shape, 0.25, dmax, xs, ys))
+    return layers, left, right, f, baseline
+
+
+def render_stereo(layers: list[Layer], left: Camera, right: Camera, size: tuple[int, int],
+                  focal_baseline: float) -> Sample:
+    """Render both views of a rectified scene and derive disparities and occlusion masks."""
+    h, w = size
+    view0 = render(layers, left, size)
+    view1 = render(layers, right, size)
+    disparity = (focal_baseline * view0.inverse_depth).astype(np.float32)
+    disparity1 = (focal_baseline * view1.inverse_depth).astype(np.float32)
+    xs = np.arange(w, dtype=np.float64)[None, :]
+    rows = np.broadcast_to(np.arange(h, dtype=np.float64)[:, None], (h, w))
+    noc = visible(view1, view0.layer, xs - focal_baseline * view0.inverse_depth, rows)
+    noc1 = visible(view0, view1.layer, xs + focal_baseline * view1.inverse_depth, rows)
+    return {
+        "image0": view0.image, "image1": view1.image,
+        "disparity": disparity, "disparity1": disparity1,
+        "valid": view0.layer >= 0, "valid1": view1.layer >= 0,
+        "noc": noc, "noc1": noc1,
+    }
+
+
+def random_stereo_pair(rng: np.random.Generator, config: StereoConfig | None = None,
+                       split: str = "train") -> Sample:
+    """One random stereo pair as a dict of numpy arrays (images ``[H, W, 3]`` float32 0..255,
+    labels and masks ``[H, W]``, plus scalar ``focal_length`` and ``baseline``)."""
+    config = config or StereoConfig()
+    layers, left, right, f, baseline = stereo_scene(rng, config, split)
+    sample = render_stereo(layers, left, right, config.size, f * baseline)
+    sample["focal_length"] = np.float32(f)
+    sample["baseline"] = np.float32(baseline)
+    return sample
+
+
+class SyntheticStereo(SyntheticDataset):
+    """Torch dataset of random stereo pairs; sample ``i`` depends only on ``(seed, split, i)``.
+
+    Example:
+        >>> ds = SyntheticStereo(10, seed=0, config=StereoConfig(size=(32, 48)))
+        >>> s = ds[3]
+        >>> tuple(s["image0"].shape), tuple(s["disparity"].shape), s["noc"].dtype
+        ((3, 32, 48), (32, 48), torch.bool)
+    """
+
+    kind = "stereo"
+
+    def __init__(self, length: int, *, seed: int = 0, config: StereoConfig | None = None,
+                 split: str = "train", transform: Transform | None = None) -> None:
+        super().__init__(length, seed=seed, split=split, transform=transform)
+        self.config = config or StereoConfig()
+
+    def generate(self, rng: np.random.Generator) -> Sample:
+        return random_stereo_pair(rng, self.config, self.split)
