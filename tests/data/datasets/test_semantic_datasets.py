@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+
+from crossview.data.datasets.pfpascal import PFPascal
+from crossview.data.datasets.pfwillow import PFWillow
+from crossview.data.datasets.spair import SPair71k
+from crossview.errors import UserError
+
+
+def _spair_tree(root: Path, write_image) -> dict:
+    pair = "000001-2008_000008-2008_000075:aeroplane"
+    (root / "Layout" / "large").mkdir(parents=True)
+    (root / "Layout" / "large" / "test.txt").write_text(pair + "\n")
+    src = write_image(root / "JPEGImages" / "aeroplane" / "2008_000008.jpg", (12, 16))
+    ann = {"pair_id": 1, "src_imname": "2008_000008.jpg", "trg_imname": "2008_000075.jpg",
+           "category": "aeroplane", "src_kps": [[1, 2], [5, 6], [9, 3]],
+           "trg_kps": [[4, 4], [7, 8], [10, 1]], "src_bndbox": [0, 1, 15, 11],
+           "trg_bndbox": [2, 2, 9, 10], "kps_ids": [0, 3, 7], "viewpoint_variation": 0}
+    tgt = write_image(root / "JPEGImages" / "aeroplane" / "2008_000075.jpg", (10, 14))
+    (root / "PairAnnotation" / "test").mkdir(parents=True)
+    (root / "PairAnnotation" / "test" / f"{pair}.json").write_text(json.dumps(ann))
+    return {"pair": pair, "ann": ann, "src": src, "tgt": tgt}
+
+
+def test_spair71k_reads_the_release_layout(tmp_path: Path, write_image) -> None:
+    tree = _spair_tree(tmp_path / "SPair-71k", write_image)
+    data = SPair71k(tmp_path / "SPair-71k", "test")
+    assert len(data) == 1
+    sample = data[0]
+    assert sample["name"] == tree["pair"] and sample["category"] == "aeroplane"
+    assert sample["image0"].shape == (12, 16, 3) and sample["image1"].shape == (10, 14, 3)
+    np.testing.assert_array_equal(sample["keypoints0"], tree["ann"]["src_kps"])
+    np.testing.assert_array_equal(sample["keypoints1"], tree["ann"]["trg_kps"])
+    assert sample["valid_keypoints"].all()
+    np.testing.assert_array_equal(sample["bbox1"], [2, 2, 9, 10])
+
+
+def test_spair71k_errors_name_the_layout(tmp_path: Path, write_image) -> None:
+    with pytest.raises(UserError, match="Layout/large"):
+        SPair71k(tmp_path, "test")
+    _spair_tree(tmp_path / "SPair-71k", write_image)
+    with pytest.raises(UserError, match="split"):
+        SPair71k(tmp_path / "SPair-71k", "dev")
+    (tmp_path / "SPair-71k" / "PairAnnotation" / "test").rename(tmp_path / "moved")
+    with pytest.raises(UserError, match="pair annotation not found"):
+        SPair71k(tmp_path / "SPair-71k", "test")[0]
+
+
+def _pascal_tree(root: Path, write_image) -> None:
+    root.mkdir(parents=True)
+    (root / "test_pairs.csv").write_text(
+        "source_image,target_image,class\n"
+        "JPEGImages/2009_000001.jpg,JPEGImages/2010_000002.jpg,8\n")
+    write_image(root / "JPEGImages" / "2009_000001.jpg", (12, 16))
+    write_image(root / "JPEGImages" / "2010_000002.jpg", (14, 10))
+    nan = np.nan
+    for name, kps, bbox in [
+        ("2009_000001", [[1.0, 2.0], [nan, nan], [5.0, 6.0], [3.0, 3.0]], [0, 0, 15, 11]),
+        ("2010_000002", [[4.0, 4.0], [2.0, 2.0], [7.0, 8.0], [nan, nan]], [1, 1, 9, 13]),
+    ]:
+        path = root / "Annotations" / "cat" / f"{name}.mat"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scipy.io.savemat(str(path), {"kps": np.array(kps), "bbox": np.array([bbox], float)})
+
+
+def test_pfpascal_pairs_keypoints_annotated_in_both_images(tmp_path: Path, write_image) -> None:
+    _pascal_tree(tmp_path / "PF-PASCAL", write_image)
+    sample = PFPascal(tmp_path / "PF-PASCAL", "test")[0]
+    assert sample["category"] == "cat"
+    assert sample["image1"].shape == (14, 10, 3)
+    np.testing.assert_array_equal(sample["valid_keypoints"], [True, False, True, False])
+    np.testing.assert_array_equal(sample["keypoints0"][[0, 2]], [[1, 2], [5, 6]])
+    np.testing.assert_array_equal(sample["keypoints1"][[0, 2]], [[4, 4], [7, 8]])
+    assert np.isfinite(sample["keypoints0"]).all()
+    np.testing.assert_array_equal(sample["bbox1"], [1, 1, 9, 13])
+
+
+def test_pfpascal_bad_class_and_missing_split(tmp_path: Path, write_image) -> None:
+    _pascal_tree(tmp_path / "PF-PASCAL", write_image)
+    with pytest.raises(UserError, match=r"trn_pairs\.csv"):
+        PFPascal(tmp_path / "PF-PASCAL", "trn")
+    (tmp_path / "PF-PASCAL" / "test_pairs.csv").write_text(
+        "source_image,target_image,class\na.jpg,b.jpg,25\n")
+    with pytest.raises(UserError, match=r"1\.\.20"):
+        PFPascal(tmp_path / "PF-PASCAL", "test")
+
+
+def test_pfwillow_reads_test_pairs(tmp_path: Path, write_image) -> None:
+    root = tmp_path / "PF-WILLOW"
+    write_image(root / "car(G)" / "car_g_0001.png", (20, 30))
+    write_image(root / "car(G)" / "car_g_0002.png", (25, 20))
+    header = ["imageA", "imageB"] + [f"{c}{i}" for c in ("XA", "YA", "XB", "YB")
+                                     for i in range(1, 11)]
+    xa, ya, xb, yb = (np.arange(10) + offset for offset in (0, 1, 2, 3))
+    row = ["PF-dataset/car(G)/car_g_0001.png", "PF-dataset/car(G)/car_g_0002.png",
+           *map(str, np.concatenate([xa, ya, xb, yb]))]
+    (root / "test_pairs.csv").write_text(",".join(header) + "\n" + ",".join(row) + "\n")
+    sample = PFWillow(root)[0]
+    assert sample["category"] == "car" and sample["image0"].shape == (20, 30, 3)
+    np.testing.assert_array_equal(sample["keypoints0"], np.stack([xa, ya], 1))
+    np.testing.assert_array_equal(sample["keypoints1"], np.stack([xb, yb], 1))
+    assert sample["valid_keypoints"].all() and "bbox1" not in sample
+    (root / "test_pairs.csv").write_text("imageA,imageB\n")
+    with pytest.raises(UserError, match="42 columns"):
+        PFWillow(root)
