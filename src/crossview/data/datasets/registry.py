@@ -1,0 +1,155 @@
+"""Dataset kinds by name, ``KIND[,OPTION=VALUE...]:PATH`` parsing, and each kind's metric set.
+
+>>> dataset, kind = open_dataset("kitti2015:/data/KITTI2015")          # doctest: +SKIP
+>>> dataset, kind = open_dataset("sintel,pass=final:/data/MPI-Sintel")  # doctest: +SKIP
+
+A :class:`DatasetKind` names a reader, its task ("stereo", "flow", ...), the metrics that the
+benchmark itself reports and the reduction it uses over the dataset ("pooled" per pixel or
+"image_mean" per image, see :mod:`crossview.metrics.score`). Kinds that need no path (the
+synthetic held-out benchmarks) are opened by their bare name. Other packages add kinds with
+:func:`register_dataset`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from crossview.errors import UserError
+from crossview.metrics.score import REDUCTIONS, Reduction
+
+
+@dataclass(frozen=True)
+class DatasetKind:
+    """A named dataset: ``factory(path, **options)`` (or ``factory(**options)`` when
+    ``needs_path`` is false) returns a sequence of sample dicts."""
+
+    name: str
+    task: str
+    factory: Callable[..., Sequence[dict[str, Any]]]
+    metrics: tuple[str, ...]
+    reduction: Reduction
+    description: str
+    needs_path: bool = True
+
+
+_KINDS: dict[str, DatasetKind] = {}
+
+
+def register_dataset(kind: DatasetKind) -> DatasetKind:
+    """Add ``kind`` under its name (names are unique)."""
+    if kind.name in _KINDS:
+        raise ValueError(f"dataset kind {kind.name!r} is already registered")
+    if kind.reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {kind.reduction!r}")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def list_datasets() -> list[DatasetKind]:
+    """All registered kinds, sorted by name."""
+    return [_KINDS[name] for name in sorted(_KINDS)]
+
+
+def get_dataset_kind(name: str) -> DatasetKind:
+    """The kind called ``name``; an unknown name is a :class:`UserError` listing known ones."""
+    if name not in _KINDS:
+        raise UserError(f"unknown dataset kind {name!r}; known: {', '.join(sorted(_KINDS))}")
+    return _KINDS[name]
+
+
+def parse_dataset_spec(spec: str) -> tuple[str, dict[str, str], str | None]:
+    """Split ``KIND[,OPTION=VALUE...][:PATH]`` into ``(kind, options, path or None)``.
+
+    An option named like a Python keyword gets a trailing underscore (``pass`` -> ``pass_``).
+    """
+    head, sep, path = spec.partition(":")
+    name, *pairs = head.split(",")
+    options = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise UserError(f"dataset option {pair!r} in {spec!r} is not KEY=VALUE")
+        key = key.strip()
+        options[f"{key}_" if keyword.iskeyword(key) else key] = value.strip()
+    return name.strip(), options, (path if sep else None)
+
+
+def open_dataset(spec: str) -> tuple[Sequence[dict[str, Any]], DatasetKind]:
+    """Open ``KIND[,OPTION=VALUE...]:PATH`` (or a path-less kind by name); return the dataset
+    and its :class:`DatasetKind`. Unknown kinds or options and missing paths are
+    :class:`UserError`\\ s."""
+    name, options, path = parse_dataset_spec(spec)
+    kind = get_dataset_kind(name)
+    accepted = [
+        parameter.name for parameter in inspect.signature(kind.factory).parameters.values()
+        if parameter.kind == parameter.KEYWORD_ONLY
+    ]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise UserError(f"dataset kind {name!r} has no option {', '.join(unknown)}; "
+                        f"options: {', '.join(a.rstrip('_') for a in accepted) or 'none'}")
+    if kind.needs_path and not path:
+        raise UserError(f"dataset kind {name!r} needs a path: use --dataset {name}:PATH")
+    if not kind.needs_path and path:
+        raise UserError(f"dataset kind {name!r} takes no path; use --dataset {name}")
+    dataset = kind.factory(path, **options) if kind.needs_path else kind.factory(**options)
+    return dataset, kind
+
+
+def _register_builtins() -> None:
+    from crossview.data.datasets.chairs import FlyingChairs
+    from crossview.data.datasets.eth3d import ETH3D
+    from crossview.data.datasets.kitti import KITTIFlow, KITTIStereo
+    from crossview.data.datasets.middlebury import Middlebury
+    from crossview.data.datasets.sceneflow import SceneFlowFlow, SceneFlowStereo
+    from crossview.data.datasets.sintel import SintelFlow, SintelStereo
+
+    middlebury = ("avgerr", "bad0.5", "bad1", "bad2", "bad4")
+    sceneflow = ("epe", "bad1", "bad3")
+    for subset in ("flyingthings3d", "driving", "monkaa"):
+        register_dataset(DatasetKind(
+            subset, "stereo", partial(SceneFlowStereo, subset=subset), sceneflow, "image_mean",
+            f"SceneFlow {subset} stereo (options: split=train|test, pass=clean|final)"))
+        register_dataset(DatasetKind(
+            f"{subset}-flow", "flow", partial(SceneFlowFlow, subset=subset),
+            ("epe", "1px", "3px", "5px"), "image_mean",
+            f"SceneFlow {subset} optical flow (options: split, pass, camera=left|right)"))
+    register_dataset(DatasetKind(
+        "middlebury", "stereo", Middlebury,
+        middlebury + tuple(f"{name}_noc" for name in middlebury), "image_mean",
+        "Middlebury MiddEval3 training (option: resolution=F|H|Q)"))
+    register_dataset(DatasetKind(
+        "middlebury2014", "stereo", Middlebury, middlebury, "image_mean",
+        "Middlebury 2014 full-size scenes (no occlusion masks)"))
+    register_dataset(DatasetKind(
+        "eth3d", "stereo", ETH3D, ("bad1_noc", "bad1", "avgerr_noc", "avgerr"), "image_mean",
+        "ETH3D two-view training"))
+    register_dataset(DatasetKind(
+        "kitti2015", "stereo", partial(KITTIStereo, year=2015),
+        ("d1_all", "d1_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 stereo training"))
+    register_dataset(DatasetKind(
+        "kitti2012", "stereo", partial(KITTIStereo, year=2012),
+        ("bad3_noc", "bad3", "epe_noc", "epe"), "pooled", "KITTI 2012 stereo training"))
+    register_dataset(DatasetKind(
+        "kitti2015-flow", "flow", partial(KITTIFlow, year=2015),
+        ("fl_all", "fl_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 flow training"))
+    register_dataset(DatasetKind(
+        "kitti2012-flow", "flow", partial(KITTIFlow, year=2012),
+        ("out3_noc", "out3", "epe_noc", "epe"), "pooled", "KITTI 2012 flow training"))
+    register_dataset(DatasetKind(
+        "sintel", "flow", SintelFlow, ("epe", "epe_noc", "1px", "3px", "5px"), "pooled",
+        "MPI Sintel flow training (option: pass=clean|final)"))
+    register_dataset(DatasetKind(
+        "sintel-stereo", "stereo", SintelStereo, ("epe", "epe_noc", "bad1", "bad3"), "pooled",
+        "MPI Sintel stereo training (option: pass=clean|final)"))
+    register_dataset(DatasetKind(
+        "chairs", "flow", FlyingChairs, ("epe", "1px", "3px", "5px"), "pooled",
+        "FlyingChairs (option: split=train|val|all, default val)"))
+
+
+_register_builtins()

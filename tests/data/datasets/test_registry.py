@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crossview.data import io
+from crossview.data.datasets import (
+    DatasetKind,
+    get_dataset_kind,
+    list_datasets,
+    open_dataset,
+    parse_dataset_spec,
+    register_dataset,
+    registry,
+)
+from crossview.errors import UserError
+from crossview.metrics import get_metrics
+
+
+def test_parse_spec() -> None:
+    assert parse_dataset_spec("kitti2015:/data/kitti") == ("kitti2015", {}, "/data/kitti")
+    assert parse_dataset_spec("sintel,pass=final,x=1:/a:b") == (
+        "sintel", {"pass_": "final", "x": "1"}, "/a:b")
+    assert parse_dataset_spec("synthetic-stereo") == ("synthetic-stereo", {}, None)
+    with pytest.raises(UserError, match="KEY=VALUE"):
+        parse_dataset_spec("sintel,final:/a")
+
+
+def test_open_passes_options_and_checks_them(tmp_path: Path, write_image, mkparent) -> None:
+    for i in (1, 2):
+        io.write_flo(mkparent(tmp_path / "data" / f"{i:05d}_flow.flo"),
+                     np.zeros((6, 8, 2), np.float32))
+        write_image(tmp_path / "data" / f"{i:05d}_img1.ppm")
+        write_image(tmp_path / "data" / f"{i:05d}_img2.ppm")
+    dataset, kind = open_dataset(f"chairs,split=all:{tmp_path}")
+    assert len(dataset) == 2 and kind.task == "flow" and kind.reduction == "pooled"
+    with pytest.raises(UserError, match="has no option colour; options: split"):
+        open_dataset(f"chairs,colour=red:{tmp_path}")
+    with pytest.raises(UserError, match="needs a path"):
+        open_dataset("chairs")
+    with pytest.raises(UserError, match=r"unknown dataset kind 'kitty'.*kitti2015"):
+        open_dataset("kitty:/x")
+    with pytest.raises(UserError, match="no such directory"):
+        open_dataset(f"kitti2015:{tmp_path / 'missing'}")
+
+
+def test_every_kind_has_known_metrics_for_its_task() -> None:
+    kinds = list_datasets()
+    assert {"flyingthings3d", "driving", "monkaa", "middlebury", "kitti2012", "kitti2015",
+            "kitti2015-flow", "eth3d", "sintel", "sintel-stereo", "chairs"} <= {
+        kind.name for kind in kinds}
+    for kind in kinds:
+        assert len(get_metrics(kind.task, kind.metrics)) == len(kind.metrics)
+
+
+def test_register_rejects_duplicates_and_serves_pathless_kinds(monkeypatch) -> None:
+    monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))  # keep the registry clean
+    with pytest.raises(ValueError, match="already registered"):
+        register_dataset(get_dataset_kind("chairs"))
+    kind = DatasetKind("test-pathless", "stereo", lambda *, n="2": [{}] * int(n), ("epe",),
+                       "pooled", "a test kind", needs_path=False)
+    register_dataset(kind)
+    dataset, found = open_dataset("test-pathless,n=3")
+    assert len(dataset) == 3 and found is kind
+    with pytest.raises(UserError, match="takes no path"):
+        open_dataset("test-pathless:/x")
