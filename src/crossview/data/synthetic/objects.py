@@ -24,6 +24,16 @@ def random_shape(rng: np.random.Generator, radius: float) -> Shape:
     )
 
 
+def random_site(rng: np.random.Generator,
+                size: tuple[int, int]) -> tuple[tuple[float, float], Shape]:
+    """Where an object goes: a pixel (possibly a little outside the image) and its outline,
+    with a radius log-uniform in 4%..35% of the shorter image side (at least 1.5 px)."""
+    h, w = size
+    pixel = (float(rng.uniform(-0.1, 1.1) * w), float(rng.uniform(-0.1, 1.1) * h))
+    radius = max(1.5, min(h, w) * float(np.exp(rng.uniform(np.log(0.04), np.log(0.35)))))
+    return pixel, random_shape(rng, radius)
+
+
 def random_tilt(rng: np.random.Generator, max_degrees: float) -> np.ndarray:
     """A ``[3, 3]`` rotation about a random axis in the image plane, up to ``max_degrees``."""
     direction = rng.uniform(0.0, 2 * np.pi)

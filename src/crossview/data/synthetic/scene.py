@@ -272,6 +272,11 @@ def project(layers: Sequence[Layer], rendering: Rendering, camera: Camera,
     return x, y, inv
 
 
+def _snap(coord: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
+    nearest = np.round(coord)
+    return np.where(np.abs(coord - nearest) < tolerance, nearest, coord)
+
+
 def visible(target: Rendering, layer: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Whether points of layers ``layer`` at target pixels ``(x, y)`` are seen by ``target``.
 
@@ -280,6 +285,9 @@ def visible(target: Rendering, layer: np.ndarray, x: np.ndarray, y: np.ndarray) 
     only that layer). All arrays ``[H, W]``; returns a bool ``[H, W]`` mask.
     """
     h, w = target.layer.shape
+    # round-off may move an exact pixel position by ~1e-12; a neighbour read with such a
+    # weight does not change the warp, so positions that close to a pixel count as on it
+    x, y = _snap(x), _snap(y)
     ok = (layer >= 0) & np.isfinite(x) & np.isfinite(y)
     ok &= (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)
     xs = np.where(ok, x, 0.0)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crossview.data.synthetic.dataset import Sample, SyntheticDataset, Transform
-from crossview.data.synthetic.objects import planar_layer, random_shape, random_tilt
+from crossview.data.synthetic.objects import planar_layer, random_site, random_tilt
 from crossview.data.synthetic.scene import (
     Camera,
     Layer,
@@ -109,9 +109,7 @@ def stereo_scene(rng: np.random.Generator, config: StereoConfig, split: str = "t
                     corners_x, corners_y)]
     for _ in range(int(rng.integers(config.objects[0], config.objects[1] + 1))):
         disparity = d_bg + (dmax - d_bg) * rng.random() ** 2
-        radius = max(1.5, min(h, w) * np.exp(rng.uniform(np.log(0.04), np.log(0.35))))
-        pixel = (rng.uniform(-0.1, 1.1) * w, rng.uniform(-0.1, 1.1) * h)
-        shape = random_shape(rng, radius)
+        pixel, shape = random_site(rng, config.size)
         e = shape.extent()
         xs = pixel[0] + np.array([-e, e, -e, e])
         ys = pixel[1] + np.array([-e, -e, e, e])
