@@ -27,7 +27,7 @@ def warp_other_view(field: torch.Tensor) -> torch.Tensor:
     """
     if field.ndim != 4 or field.shape[-1] != 2:
         raise ValueError(f"field must be [2B, H, W, 2], got {field.shape=}")
-    n, h, w, _ = field.shape
+    h, w = field.shape[1:3]
     ys = torch.arange(h, device=field.device, dtype=field.dtype).view(1, h, 1)
     xs = torch.arange(w, device=field.device, dtype=field.dtype).view(1, 1, w)
     gx = (xs + field[..., 0]) * (2.0 / max(w - 1, 1)) - 1.0

@@ -20,7 +20,8 @@ from crossview.nn.norms import ChannelLayerNorm
 class SelfMatchAttention(nn.Module):
     """Self-MatchAttention with one window centre per head.
 
-    ``forward(x [N, H, W, in_dim], rel_pos [N, H, W, heads, 2]) -> [N, H, W, out_dim]``;
+    ``forward(x [N, H, W, in_dim], rel_pos [N, H, W, heads, 2]) -> [N, H, W, out_dim]``. The
+    attention runs in ``rel_pos``'s dtype (float32 under bfloat16 autocast: positions need it);
     q, k, v map ``in_dim -> dim`` (no bias), negative-L1 scores scaled by ``(dim/heads)**-0.5``,
     ``proj`` maps ``dim -> out_dim`` (no bias).
     """
@@ -34,7 +35,8 @@ class SelfMatchAttention(nn.Module):
         self.proj = nn.Linear(dim, out_dim, bias=False)
 
     def forward(self, x: torch.Tensor, rel_pos: torch.Tensor) -> torch.Tensor:
-        q, k, v = (_split_heads(lin(x), self.heads) for lin in (self.q, self.k, self.v))
+        q, k, v = (_split_heads(lin(x), self.heads).to(rel_pos.dtype)
+                   for lin in (self.q, self.k, self.v))
         out = match_attention(q, k, v, rel_pos, self.radius, scale=q.shape[-1] ** -0.5)
         return self.proj(out.flatten(-2))
 
@@ -61,9 +63,9 @@ class CrossMatchAttention(nn.Module):
         self.proj = nn.Linear(dim + extra, in_dim, bias=False)
 
     def forward(self, x: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
-        q = _split_heads(self.q(x), self.heads)
-        k = _split_heads(other_view(self.k(x)), self.heads)
-        v = _split_heads(other_view(self.v(x)), self.heads)
+        q = _split_heads(self.q(x), self.heads).to(field.dtype)
+        k = _split_heads(other_view(self.k(x)), self.heads).to(field.dtype)
+        v = _split_heads(other_view(self.v(x)), self.heads).to(field.dtype)
         result = match_attention(q, k, v, field.unsqueeze(3), self.radius,
                                  scale=q.shape[-1] ** -0.5, return_attn=self.attn_to_proj)
         out, attn = result if self.attn_to_proj else (result, None)

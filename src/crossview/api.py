@@ -1,0 +1,256 @@
+"""The user-facing functions: load a model, estimate disparity or optical flow.
+
+Images may be paths, PIL images, ``[H, W, 3]`` uint8 numpy arrays or float tensors
+``[B, 3, H, W]`` with values 0..255 (see ``docs/conventions.md``). Inputs are padded to a
+multiple of 32 by edge replication (height on the top, width on the right, as the published
+MatchStereo inference does) and the outputs cropped back.
+
+Example:
+    >>> import crossview
+    >>> model = crossview.load_model("matchstereo-t", weights="matchstereo_tiny_fsd.pth")
+    >>> result = crossview.estimate_disparity("left.png", "right.png", model=model)
+    >>> result.disparity.shape  # [B, H, W] pixels, left view; result.valid is the noc mask
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import nn
+
+from crossview.data.io import read_image
+from crossview.errors import UserError
+from crossview.geometry.consistency import noc_mask
+from crossview.models import registry
+from crossview.models.weights import load_weights
+
+ImageLike = str | os.PathLike | Image.Image | np.ndarray | torch.Tensor
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CONSISTENCY_THRESHOLD = 8.0  # px, as the published inference script
+
+
+class RandomWeightsWarning(UserWarning):
+    """A model runs with random weights: its output is meaningless."""
+
+
+def list_models() -> list[str]:
+    """Names :func:`load_model` accepts."""
+    return registry.list_models()
+
+
+def load_model(name: str = "matchstereo-t", weights: str | os.PathLike | None = None, *,
+               device: str | torch.device = "cpu") -> nn.Module:
+    """Build a registered model and load its weights.
+
+    Args:
+        name: one of :func:`list_models` (``matchstereo-t/-s/-b``, ``matchflow-b``, ...).
+        weights: a published ``.pth`` checkpoint (``{"model": state_dict}``), a bare state dict
+            file or ``.safetensors``; default: the weights bundled for ``name``, if any. Keys
+            and shapes must match exactly (:class:`~crossview.errors.UserError` otherwise).
+        device: where the model lives.
+
+    Without weights the model is randomly initialised and a :class:`RandomWeightsWarning`
+    says that its output is meaningless; ``model.weights_source`` is ``None`` then (else the
+    weights path).
+    """
+    spec = registry.get_spec(name)
+    model = spec.build()
+    path = weights if weights is not None else spec.weights_path
+    if path is None:
+        warnings.warn(f"{spec.name} has no weights (pass weights=...): it runs with random "
+                      "weights and its output is meaningless", RandomWeightsWarning, stacklevel=2)
+    else:
+        load_weights(model, path)
+    model.weights_source = None if path is None else str(path)
+    model.model_name = spec.name
+    return model.eval().to(_device(device))
+
+
+@dataclass
+class StereoResult:
+    """Disparities (positive px) ``[B, H, W]`` of the left and right views, their left-right
+    consistency (non-occlusion) masks ``[B, H, W]`` bool, and the self relative positions at
+    full resolution ``[B, H, W, 2]`` (px; where each pixel draws its information from)."""
+
+    disparity: torch.Tensor
+    disparity_right: torch.Tensor
+    valid: torch.Tensor
+    valid_right: torch.Tensor
+    self_rpos: torch.Tensor
+    self_rpos_right: torch.Tensor
+
+
+@dataclass
+class FlowResult:
+    """Forward flow (frame 0 -> 1) and backward flow ``[B, 2, H, W]`` (x, y px), their
+    forward-backward consistency masks ``[B, H, W]`` bool, and the self relative positions
+    ``[B, H, W, 2]`` (px) of both frames."""
+
+    flow: torch.Tensor
+    flow_backward: torch.Tensor
+    valid: torch.Tensor
+    valid_backward: torch.Tensor
+    self_rpos: torch.Tensor
+    self_rpos_backward: torch.Tensor
+
+
+def estimate_disparity(left: ImageLike, right: ImageLike, *,
+                       model: str | nn.Module = "matchstereo-t",
+                       weights: str | os.PathLike | None = None, device: str = "cpu",
+                       precision: str = "fp32", lri: bool = False,
+                       size: tuple[int, int] | None = None,
+                       threshold: float = CONSISTENCY_THRESHOLD) -> StereoResult:
+    """Disparity of both views of a rectified stereo pair.
+
+    Args:
+        left, right: the pair (see the module docstring), same size.
+        model: a name (loaded with ``weights``) or a model from :func:`load_model`; the model
+            is moved to ``device``.
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast; fields stay float32).
+        lri: low-resolution initialisation: a half-resolution pass gives the initial field.
+        size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
+        threshold: left-right consistency threshold in px for ``valid``.
+
+    Returns:
+        :class:`StereoResult` (float32 tensors on ``device``).
+    """
+    field, rpos, valid = _predict(model, weights, left, right, "stereo", device=device,
+                                  precision=precision, lri=lri, size=size, threshold=threshold)
+    b = field.shape[0] // 2
+    return StereoResult((-field[:b, ..., 0]).clamp(min=0), field[b:, ..., 0].clamp(min=0),
+                        valid[:b], valid[b:], rpos[:b], rpos[b:])
+
+
+def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = "matchflow-b",
+                  weights: str | os.PathLike | None = None, device: str = "cpu",
+                  precision: str = "fp32", lri: bool = False, size: tuple[int, int] | None = None,
+                  threshold: float = CONSISTENCY_THRESHOLD) -> FlowResult:
+    """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
+
+    Returns:
+        :class:`FlowResult` (float32 tensors on ``device``).
+    """
+    field, rpos, valid = _predict(model, weights, img0, img1, "flow", device=device,
+                                  precision=precision, lri=lri, size=size, threshold=threshold)
+    b = field.shape[0] // 2
+    flow = field.permute(0, 3, 1, 2)
+    return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:])
+
+
+def as_image_batch(image: ImageLike, name: str = "image") -> torch.Tensor:
+    """Any accepted image form as a float32 tensor ``[B, 3, H, W]`` with values 0..255."""
+    if isinstance(image, str | os.PathLike):
+        image = read_image(image)
+    if isinstance(image, Image.Image):
+        image = np.asarray(image.convert("RGB"))
+    if isinstance(image, np.ndarray):
+        if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+            raise TypeError(f"{name} as a numpy array must be [H, W, 3] uint8, got "
+                            f"{image.shape=} {image.dtype=}")
+        return torch.from_numpy(image.copy()).permute(2, 0, 1)[None].float()
+    if isinstance(image, torch.Tensor):
+        if image.ndim != 4 or image.shape[1] != 3 or not image.is_floating_point():
+            raise ValueError(f"{name} as a tensor must be float [B, 3, H, W] (0..255), got "
+                             f"{image.shape=} {image.dtype=}")
+        return image.float()
+    raise TypeError(f"{name} must be a path, PIL image, numpy array or tensor, got "
+                    f"{type(image).__name__}")
+
+
+def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
+             img1: ImageLike, task: str, *, device: str, precision: str, lri: bool,
+             size: tuple[int, int] | None, threshold: float,
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Full-resolution field and self relative positions ``[2B, H, W, 2]`` and the mask."""
+    target = _device(device)
+    if isinstance(model, str):
+        model = load_model(model, weights, device=target)
+    dtype = PRECISIONS.get(precision)
+    if dtype is None:
+        raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
+    if x0.shape != x1.shape:
+        raise UserError(f"the two images differ in size: {tuple(x0.shape[-2:])} and "
+                        f"{tuple(x1.shape[-2:])} (H, W)")
+    model.to(target)
+    x0, x1 = x0.to(target), x1.to(target)
+    autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
+                else contextlib.nullcontext())
+    with torch.inference_mode(), autocast:
+        if size is None:
+            field, rpos = _run(model, x0, x1, task, lri)
+        else:
+            field, rpos = _run_fixed(model, x0, x1, task, lri, size)
+    field, rpos = field.float(), rpos.float()
+    return field, rpos, noc_mask(field, threshold)
+
+
+def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, lri: bool,
+               size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fixed-resolution inference: resize to ``size``, run, resize the fields back, rescale."""
+    h, w = x0.shape[-2:]
+    field, rpos = _run(model, _resize(x0, size), _resize(x1, size), task, lri)
+    gain = torch.tensor([w / size[1], h / size[0]], device=field.device, dtype=field.dtype)
+    return _resize_field(field, (h, w)) * gain, _resize_field(rpos, (h, w)) * gain
+
+
+def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
+         lri: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """One padded pass (two with ``lri``); fields cropped to the input size."""
+    h, w = x0.shape[-2:]
+    init = None
+    if lri:
+        half = (h // 2, w // 2)
+        coarse, _ = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)
+        init = _resize_field(coarse, (_ceil32(h) // 32, _ceil32(w) // 32)) * (2 / 32)
+    _check_size(model, h, w)
+    out = model.forward_fields(_pad(x0), _pad(x1), task=task, init_field=init)
+    return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w)
+
+
+def _check_size(model: nn.Module, h: int, w: int) -> None:
+    least = model.config.min_size
+    if min(_ceil32(h), _ceil32(w)) < least:
+        raise UserError(f"images of {h}x{w} px are too small: the model needs at least "
+                        f"{least - 31} px per side (padded to a multiple of 32, >= {least})")
+
+
+def _ceil32(n: int) -> int:
+    return -(-n // 32) * 32
+
+
+def _pad(x: torch.Tensor) -> torch.Tensor:
+    """Edge-replicate ``[B, 3, H, W]`` to multiples of 32: height on the top, width right."""
+    h, w = x.shape[-2:]
+    return F.pad(x, (0, _ceil32(w) - w, _ceil32(h) - h, 0), mode="replicate")
+
+
+def _crop(field: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """Undo :func:`_pad` on a channel-last ``[N, Hp, Wp, 2]`` field."""
+    return field[:, field.shape[1] - h:, :w]
+
+
+def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    return F.interpolate(x, size=size, mode="bilinear", align_corners=True)
+
+
+def _resize_field(field: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bilinear (``align_corners=True``) resize of ``[N, h, w, 2]``; values unchanged."""
+    return _resize(field.permute(0, 3, 1, 2), size).permute(0, 2, 3, 1)
+
+
+def _device(device: str | torch.device) -> torch.device:
+    try:
+        target = torch.device(device)
+    except RuntimeError:
+        raise UserError(f"unknown device {device!r}") from None
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise UserError("device 'cuda' requested but CUDA is not available")
+    return target

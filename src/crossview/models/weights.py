@@ -1,0 +1,80 @@
+"""Load weights into a model: published ``.pth`` checkpoints, bare state dicts, ``.safetensors``.
+
+Nothing is ever unpickled beyond tensors and plain containers (``torch.load(...,
+weights_only=True)``). Keys and shapes are checked before loading, and a mismatch raises a
+:class:`~crossview.errors.UserError` naming the first offenders, so a wrong file is reported as
+what it is rather than as a torch traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from torch import nn
+
+from crossview.errors import UserError
+
+SHOWN = 5  # offenders named per kind of mismatch
+
+
+def read_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
+    """Read a state dict from ``path`` on the CPU.
+
+    ``.safetensors`` files are read directly. Anything else goes through
+    ``torch.load(weights_only=True)``: a bare state dict, or a checkpoint dict holding it under
+    ``"model"`` or ``"state_dict"`` (the published MatchStereo checkpoints use ``"model"``).
+    Raises :class:`UserError` for a missing, unreadable or non-state-dict file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such weights file")
+    try:
+        if path.suffix == ".safetensors":
+            return load_file(path, device="cpu")
+        content = torch.load(path, map_location="cpu", weights_only=True)
+    except (SafetensorError, pickle.UnpicklingError, RuntimeError, OSError, EOFError,
+            ValueError) as error:
+        raise UserError(f"{path}: cannot read weights ({str(error).splitlines()[0]})") from None
+    if isinstance(content, Mapping):
+        for key in ("model", "state_dict"):
+            if isinstance(content.get(key), Mapping):
+                content = content[key]
+                break
+    if not isinstance(content, Mapping) or not all(
+            isinstance(v, torch.Tensor) for v in content.values()):
+        raise UserError(f"{path}: not a state dict (expected name -> tensor, or a checkpoint "
+                        "with one under 'model' or 'state_dict')")
+    return dict(content)
+
+
+def check_state_dict(model: nn.Module, state_dict: Mapping[str, torch.Tensor],
+                     source: str = "weights") -> None:
+    """Raise :class:`UserError` unless ``state_dict`` has exactly the keys and shapes of ``model``.
+
+    The message names up to :data:`SHOWN` missing keys, unexpected keys and shape mismatches.
+    """
+    expected = model.state_dict()
+    missing = [k for k in expected if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in expected]
+    shapes = [f"{k} {tuple(state_dict[k].shape)} != {tuple(v.shape)}"
+              for k, v in expected.items() if k in state_dict and state_dict[k].shape != v.shape]
+    problems = [f"{label} ({len(items)}): {', '.join(items[:SHOWN])}"
+                + (", ..." if len(items) > SHOWN else "")
+                for label, items in (("missing keys", missing), ("unexpected keys", unexpected),
+                                     ("shape mismatches", shapes)) if items]
+    if problems:
+        raise UserError(f"{source} do not fit {type(model).__name__}: " + "; ".join(problems))
+
+
+def load_weights(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
+    """Read ``path`` (see :func:`read_state_dict`), check it, load it strictly; return ``model``."""
+    state_dict = read_state_dict(path)
+    check_state_dict(model, state_dict, source=str(path))
+    model.load_state_dict(state_dict, strict=True)
+    return model
