@@ -42,8 +42,10 @@ def _root(
 
 def _register_commands() -> None:
     from crossview.cli import bench
+    from crossview.cli.eval import eval_command
 
     app.add_typer(bench.app, name="bench")
+    app.command("eval")(eval_command)
 
 
 _register_commands()

@@ -1,0 +1,129 @@
+"""``crossview eval``: score a model on a benchmark with the benchmark's own metrics.
+
+Parses options, opens the dataset (:mod:`crossview.data.datasets.registry`), wraps
+:mod:`crossview.api` into a predictor, runs :func:`crossview.eval.evaluate` under a progress
+bar, and prints a per-sample and a mean table (and JSON with ``--json``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import torch
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from crossview.bench.report import print_table, write_json
+from crossview.errors import UserError
+from crossview.eval import EvalResult, Predictor, evaluate
+
+_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _image_batch(image: np.ndarray) -> torch.Tensor:
+    """``[H, W, 3]`` (uint8 or float 0..255) -> float ``[1, 3, H, W]``, the api's float form."""
+    return torch.from_numpy(np.ascontiguousarray(image, np.float32)).permute(2, 0, 1)[None]
+
+
+def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
+                    precision: str) -> Predictor:
+    """A predictor running the registered model ``name`` through :mod:`crossview.api`."""
+    from crossview import api
+    from crossview.models.registry import get_spec
+
+    model_task = get_spec(name).task
+    if model_task != task:
+        raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
+                        "benchmark")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", api.RandomWeightsWarning)
+        model = api.load_model(name, weights, device=device)
+    for warning in caught:
+        _stderr.print(f"warning: {warning.message}", markup=False)
+
+    def predict(sample: Mapping[str, Any]) -> torch.Tensor:
+        first, second = _image_batch(sample["image0"]), _image_batch(sample["image1"])
+        if task == "stereo":
+            return api.estimate_disparity(first, second, model=model, device=device,
+                                          precision=precision).disparity[0]
+        return api.estimate_flow(first, second, model=model, device=device,
+                                 precision=precision).flow[0].permute(1, 2, 0)
+
+    return predict
+
+
+def _print_datasets() -> None:
+    from crossview.data.datasets import list_datasets
+
+    rows = [(kind.name, kind.task, ", ".join(kind.metrics), kind.reduction, kind.description)
+            for kind in list_datasets()]
+    print_table("dataset kinds (--dataset KIND[,OPTION=VALUE...]:PATH)",
+                ["kind", "task", "metrics", "reduction", "description"], rows)
+
+
+def _print_result(result: EvalResult, per_sample: bool) -> None:
+    if per_sample:
+        print_table(f"{result.dataset}: per sample", ["sample", *result.metrics],
+                    [(name, *(values[m] for m in result.metrics)) for name, values in result.rows])
+    rows = []
+    for reduction, label in (("pooled", "mean per pixel"), ("image_mean", "mean per image")):
+        marker = " (benchmark)" if reduction == result.reduction else ""
+        rows.append((label + marker,
+                     *(result.summary[m][reduction] for m in result.metrics)))
+    print_table(f"{result.dataset}: {len(result.rows)} samples", ["", *result.metrics], rows)
+
+
+def eval_command(
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Model name (see `crossview.list_models()`).")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        "--dataset", help="KIND[,OPTION=VALUE...]:PATH, e.g. kitti2015:/data/KITTI2015, or a "
+                          "synthetic benchmark name; --list shows the kinds.")] = None,
+    weights: Annotated[Path | None, typer.Option(
+        "--weights", help="Weights file (.pth/.safetensors).")] = None,
+    metrics: Annotated[str | None, typer.Option(
+        "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=0, help="Evaluate the first N samples only.")] = None,
+    json_path: Annotated[Path | None, typer.Option(
+        "--json", help="Also write the results as JSON here.")] = None,
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:1, ...")] = "cpu",
+    precision: Annotated[str, typer.Option("--precision", help="fp32, bf16 or fp16.")] = "fp32",
+    per_sample: Annotated[bool, typer.Option(
+        "--per-sample/--no-per-sample", help="Print the per-sample table.")] = True,
+    list_kinds: Annotated[bool, typer.Option(
+        "--list", help="List the dataset kinds and exit.")] = False,
+) -> None:
+    """Evaluate a model on a benchmark: per-sample and mean table, optional JSON."""
+    from crossview.data.datasets import open_dataset
+    from crossview.metrics import get_metrics
+
+    if list_kinds:
+        _print_datasets()
+        return
+    if model is None or dataset is None:
+        raise UserError("crossview eval needs --model NAME and --dataset KIND:PATH "
+                        "(--list shows the dataset kinds)")
+    data, kind = open_dataset(dataset)
+    names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
+    specs = get_metrics(kind.task, names)
+    predictor = model_predictor(model, weights, kind.task, device=device, precision=precision)
+    total = len(data) if limit is None else min(limit, len(data))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=_stderr, transient=True) as progress:
+        task = progress.add_task(f"eval {kind.name}", total=total)
+        result = evaluate(data, predictor, specs, reduction=kind.reduction,
+                          dataset_name=kind.name, limit=limit,
+                          on_sample=lambda *_: progress.advance(task))
+    _print_result(result, per_sample)
+    if json_path is not None:
+        payload = {"model": model, "weights": None if weights is None else str(weights),
+                   "dataset_spec": dataset, "limit": limit, **result.to_dict()}
+        write_json(json_path, payload)
+        typer.echo(f"wrote {json_path}")

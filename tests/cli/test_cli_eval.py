@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from crossview.cli.app import main
+from crossview.data import io
+from crossview.metrics import endpoint_error, flow_endpoint_error
+from crossview.models import registry
+
+H, W = 20, 24
+
+
+class _ImageField(nn.Module):
+    """A stand-in model whose field is read off the images, so the test knows the answer:
+    stereo disparity = image0[..., 0] / 50 (left) and image1[..., 0] / 50 (right); flow =
+    (image0[..., 0], image0[..., 1]) / 50."""
+
+    config = SimpleNamespace(min_size=32)
+
+    def __init__(self, task: str) -> None:
+        super().__init__()
+        self.task = task
+
+    def forward_fields(self, x0: torch.Tensor, x1: torch.Tensor, *, task: str,
+                       init_field: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        assert task == self.task
+        if task == "stereo":
+            zeros = torch.zeros_like(x0[:, 0])
+            field = torch.cat([torch.stack([-x0[:, 0] / 50, zeros], -1),
+                               torch.stack([x1[:, 0] / 50, zeros], -1)])
+        else:
+            forward = torch.stack([x0[:, 0], x0[:, 1]], -1) / 50
+            field = torch.cat([forward, -forward])
+        return {"field": field, "self_rpos_up": torch.zeros_like(field)}
+
+
+@pytest.fixture
+def fake_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    for task in ("stereo", "flow"):
+        spec = registry.ModelSpec(f"test-{task}", build=lambda t=task: _ImageField(t), task=task)
+        monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
+
+
+@pytest.fixture
+def kitti(tmp_path: Path) -> tuple[Path, list]:
+    rng = np.random.default_rng(0)
+    truth = []
+    for i in range(3):
+        name = f"{i:06d}_10.png"
+        image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+        disparity = np.round(rng.uniform(0, 6, (H, W)) * 256) / 256
+        occ, noc = rng.random((H, W)) < 0.6, rng.random((H, W)) < 0.4
+        for folder, array in (("image_2", image), ("image_3", image[::-1].copy())):
+            (tmp_path / "training" / folder).mkdir(parents=True, exist_ok=True)
+            io.write_image(tmp_path / "training" / folder / name, array)
+        for folder, valid in (("disp_occ_0", occ), ("disp_noc_0", occ & noc)):
+            (tmp_path / "training" / folder).mkdir(exist_ok=True)
+            io.write_kitti_disparity(tmp_path / "training" / folder / name, disparity, valid)
+        truth.append((name, image, disparity, occ))
+    return tmp_path, truth
+
+
+def _run(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    return done.value.code
+
+
+def test_eval_kitti_table_and_json(fake_models, kitti, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    root, truth = kitti
+    out = tmp_path / "results" / "kitti.json"
+    code = _run(["eval", "--model", "test-stereo", "--dataset", f"kitti2015:{root}",
+                 "--limit", "2", "--json", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "000001_10.png" in printed.out and "000002_10.png" not in printed.out
+    assert "mean per pixel (benchmark)" in printed.out
+    payload = json.loads(out.read_text())
+    assert payload["samples"] == 2 and payload["metrics"] == ["d1_all", "d1_all_noc", "epe",
+                                                              "epe_noc"]
+    scores = [endpoint_error(image[..., 0] / 50, disparity, occ)
+              for _, image, disparity, occ in truth[:2]]
+    expected = sum(s.total for s in scores) / sum(s.count for s in scores)  # KITTI pools pixels
+    assert payload["mean"]["epe"] == pytest.approx(expected, rel=1e-5)
+    assert payload["per_sample"][1]["epe"] == pytest.approx(scores[1].value, rel=1e-5)
+    assert "random weights" in printed.err
+
+
+def test_eval_flow_with_chosen_metrics(fake_models, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(1)
+    (tmp_path / "data").mkdir()
+    image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+    flow = rng.normal(0, 2, (H, W, 2)).astype(np.float32)
+    io.write_image(tmp_path / "data" / "00001_img1.ppm", image)
+    io.write_image(tmp_path / "data" / "00001_img2.ppm", image)
+    io.write_flo(tmp_path / "data" / "00001_flow.flo", flow)
+    out = tmp_path / "chairs.json"
+    code = _run(["eval", "--model", "test-flow", "--dataset", f"chairs,split=all:{tmp_path}",
+                 "--metrics", "epe,1px", "--json", str(out), "--no-per-sample"])
+    assert code == 0, capsys.readouterr().err
+    predicted = image[..., :2].astype(np.float64) / 50
+    payload = json.loads(out.read_text())
+    assert payload["metrics"] == ["epe", "1px"]
+    assert payload["mean"]["epe"] == pytest.approx(
+        flow_endpoint_error(predicted, flow).value, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["eval", "--model", "test-stereo"], "needs --model NAME and --dataset"),
+        (["eval", "--model", "test-flow", "--dataset", "kitti2015:{root}"], "estimates flow"),
+        (["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}/nope"],
+         "no such directory"),
+        (["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}", "--metrics", "x"],
+         "unknown stereo metric"),
+        (["eval", "--model", "nope", "--dataset", "kitti2015:{root}"], "unknown model"),
+    ],
+)
+def test_user_errors_are_one_line_exit_2(fake_models, kitti, argv: list[str], message: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    root, _ = kitti
+    code = _run([arg.format(root=root) for arg in argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_list_shows_kinds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["eval", "--list"]) == 0
+    assert "kitti2015" in capsys.readouterr().out
