@@ -22,10 +22,10 @@ from PIL import Image
 # Photographs and scans shipped inside the scikit-image wheel (no download needed).
 TRAIN_IMAGES = (
     "astronaut.png", "brick.png", "camera.png", "coins.png", "grass.png", "gravel.png",
-    "moon.png", "page.png", "text.png", "hubble_deep_field.jpg", "ihc.png", "retina.jpg",
-    "motorcycle_left.png", "rocket.jpg", "cell.png", "clock_motion.png",
+    "moon.png", "page.png", "text.png", "hubble_deep_field.jpg", "ihc.png", "color.png",
+    "motorcycle_left.png", "microaneurysms.png", "cell.png", "clock_motion.png",
 )
-HELDOUT_IMAGES = ("chelsea.png", "coffee.png", "color.png", "microaneurysms.png")
+HELDOUT_IMAGES = ("chelsea.png", "coffee.png", "rocket.jpg", "retina.jpg")
 SPLITS = ("train", "heldout")
 
 
