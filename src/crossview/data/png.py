@@ -56,22 +56,36 @@ def _unfilter(rows: np.ndarray, width: int, bpp: int) -> np.ndarray:
     """Undo the PNG row filters of ``rows`` ``[H, 1 + W*bpp]`` uint8; return ``[H, W, bpp]``.
 
     Pixel (r, p) depends on (r, p-1), (r-1, p) and (r-1, p-1), so all pixels of one
-    anti-diagonal r + p = k are independent: each step reconstructs a whole diagonal at once.
+    anti-diagonal k = r + p are independent. The image is stored skewed, ``S[r + 1, k + 2] =
+    X[r, k - r]`` (zeros elsewhere, which is PNG's "outside the image"), so that diagonal k is
+    column k + 2 and its neighbours left, up and up-left are the column slices ``S[r+1, k+1]``,
+    ``S[r, k+1]`` and ``S[r, k]``: each step reconstructs a whole diagonal with slices only.
     """
     height = rows.shape[0]
-    types = rows[:, 0].astype(np.int64)
+    types = rows[:, 0].astype(np.int16)
     if types.size and types.max() > 4:
         raise ValueError(f"unknown PNG filter type {int(types.max())}")
-    filtered = rows[:, 1:].reshape(height, width, bpp).astype(np.int32)
-    out = np.zeros((height + 1, width + 1, bpp), np.int32)  # zero row/column = PNG's "none"
+    r_index = np.arange(height)[:, None]
+    skewed_cols = r_index + np.arange(width)[None, :]  # k = r + p
+    filtered = np.zeros((height, height + width - 1, bpp), np.int16)
+    filtered[r_index, skewed_cols] = rows[:, 1:].reshape(height, width, bpp)
+    out = np.zeros((height + 1, height + width + 1, bpp), np.int16)
+    kinds = types[:, None]
     for k in range(height + width - 1):
-        r = np.arange(max(0, k - width + 1), min(height, k + 1))
-        p = k - r
-        a, b, c = out[r + 1, p], out[r, p + 1], out[r, p]
-        kind = types[r][:, None]
-        predicted = np.choose(kind, [np.zeros_like(a), a, b, (a + b) // 2, _paeth(a, b, c)])
-        out[r + 1, p + 1] = (filtered[r, p] + predicted) & 0xFF
-    return out[1:, 1:].astype(np.uint8)
+        r0, r1 = max(0, k - width + 1), min(height - 1, k) + 1
+        a = out[r0 + 1 : r1 + 1, k + 1]
+        b = out[r0:r1, k + 1]
+        c = out[r0:r1, k]
+        kind = kinds[r0:r1]
+        predicted = np.where(kind == 1, a, np.where(kind == 2, b, 0))
+        average = kind == 3
+        if average.any():
+            predicted = np.where(average, (a + b) >> 1, predicted)
+        paeth = kind == 4
+        if paeth.any():
+            predicted = np.where(paeth, _paeth(a, b, c), predicted)
+        out[r0 + 1 : r1 + 1, k + 2] = (filtered[r0:r1, k] + predicted) & 0xFF
+    return out[1:][r_index, skewed_cols + 2].astype(np.uint8)
 
 
 def decode(data: bytes, name: str = "PNG") -> np.ndarray:
