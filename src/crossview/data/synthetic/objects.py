@@ -41,6 +41,28 @@ def random_tilt(rng: np.random.Generator, max_degrees: float) -> np.ndarray:
     return rotation([angle * np.cos(direction), angle * np.sin(direction), 0.0])
 
 
+def textured_layer(rng: np.random.Generator, origin: np.ndarray, axes: np.ndarray,
+                   shape: Shape | None, *, extent: float | None = None, split: str = "train",
+                   photo_probability: float = 0.5,
+                   texel_scale: tuple[float, float] = (0.5, 2.0)) -> Layer:
+    """A layer on the plane ``origin + axes @ (u, v)`` with a random texture.
+
+    ``extent`` (plane units) sizes the texture when the layer has no outline. The texture has
+    ``texel_scale`` (log-uniform range) texels per plane unit, at a random rotation and offset:
+    below 1 it is magnified (smooth), above 1 minified (detailed).
+    """
+    span = 2 * (shape.extent() if shape is not None else (extent or 64.0))
+    scale = float(np.exp(rng.uniform(np.log(texel_scale[0]), np.log(texel_scale[1]))))
+    side = int(np.clip(np.ceil(span * scale) + 2, 16, MAX_TEXTURE))
+    texture = random_texture(rng, (side, side), split, photo_probability)
+    angle = rng.uniform(0.0, 2 * np.pi)
+    c, s = np.cos(angle) * scale, np.sin(angle) * scale
+    offset = rng.uniform(0.0, side - 1, 2)
+    texture_map = np.array([[c, -s, offset[0]], [s, c, offset[1]]])
+    return Layer(np.asarray(origin, np.float64), np.asarray(axes, np.float64), texture,
+                 texture_map, shape)
+
+
 def planar_layer(rng: np.random.Generator, camera: Camera, pixel: tuple[float, float],
                  depth: float, shape: Shape | None, *, tilt: np.ndarray | None = None,
                  extent: float | None = None, split: str = "train",
@@ -50,9 +72,8 @@ def planar_layer(rng: np.random.Generator, camera: Camera, pixel: tuple[float, f
 
     Untilted, the plane faces the camera and one plane unit is one pixel at ``pixel``
     (``u = x - pixel_x``, ``v = y - pixel_y`` for a camera with square pixels); ``tilt``
-    (``[3, 3]``, camera frame) rotates it about that point. ``extent`` (plane units) sizes the
-    texture when the layer has no outline. The texture has ``texel_scale`` (log-uniform range)
-    texels per plane unit: below 1 it is magnified (smooth), above 1 minified (detailed).
+    (``[3, 3]``, camera frame) rotates it about that point. Texture options as in
+    :func:`textured_layer`.
     """
     k = camera.K
     cam_to_world = np.linalg.inv(camera.world_to_camera)
@@ -62,12 +83,5 @@ def planar_layer(rng: np.random.Generator, camera: Camera, pixel: tuple[float, f
         axes_cam = tilt @ axes_cam
     origin = cam_to_world[:3, :3] @ point_cam + cam_to_world[:3, 3]
     axes = cam_to_world[:3, :3] @ axes_cam
-    span = 2 * (shape.extent() if shape is not None else (extent or 64.0))
-    scale = float(np.exp(rng.uniform(np.log(texel_scale[0]), np.log(texel_scale[1]))))
-    side = int(np.clip(np.ceil(span * scale) + 2, 16, MAX_TEXTURE))
-    texture = random_texture(rng, (side, side), split, photo_probability)
-    angle = rng.uniform(0.0, 2 * np.pi)
-    c, s = np.cos(angle) * scale, np.sin(angle) * scale
-    offset = rng.uniform(0.0, side - 1, 2)
-    texture_map = np.array([[c, -s, offset[0]], [s, c, offset[1]]])
-    return Layer(origin, axes, texture, texture_map, shape)
+    return textured_layer(rng, origin, axes, shape, extent=extent, split=split,
+                          photo_probability=photo_probability, texel_scale=texel_scale)
