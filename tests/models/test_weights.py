@@ -1,0 +1,86 @@
+"""Weight files: the accepted forms, strict key/shape checks, no unpickling of objects."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from crossview.errors import UserError
+from crossview.models.weights import SHOWN, check_state_dict, load_weights, read_state_dict
+
+
+def _net() -> nn.Module:
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+
+
+def _random_state() -> dict[str, torch.Tensor]:
+    return {k: torch.randn_like(v) for k, v in _net().state_dict().items()}
+
+
+@pytest.mark.parametrize("form", ["checkpoint", "bare", "state_dict_key", "safetensors"])
+def test_accepted_forms_load_exactly(tmp_path: Path, form: str) -> None:
+    state = _random_state()
+    path = tmp_path / ("w.safetensors" if form == "safetensors" else "w.pth")
+    if form == "safetensors":
+        save_file(state, path)
+    else:
+        content = {"checkpoint": {"model": state, "epoch": 3}, "bare": state,
+                   "state_dict_key": {"state_dict": state}}[form]
+        torch.save(content, path)
+    net = load_weights(_net(), path)
+    for key, value in net.state_dict().items():
+        assert torch.equal(value, state[key])
+
+
+def test_mismatches_name_the_offenders() -> None:
+    state = _random_state()
+    state["0.weight"] = torch.zeros(5, 3)
+    state.pop("2.bias")
+    state["extra.weight"] = torch.zeros(1)
+    with pytest.raises(UserError) as info:
+        check_state_dict(_net(), state, source="w.pth")
+    message = str(info.value)
+    assert "w.pth" in message and "\n" not in message
+    assert "missing keys (1): 2.bias" in message
+    assert "unexpected keys (1): extra.weight" in message
+    assert "0.weight (5, 3) != (4, 3)" in message
+
+
+def test_long_lists_are_cut() -> None:
+    state = {f"k{i}": torch.zeros(1) for i in range(SHOWN + 3)}
+    with pytest.raises(UserError, match=r"unexpected keys \(8\): k0, k1, k2, k3, k4, \.\.\."):
+        check_state_dict(_net(), {**_random_state(), **state})
+
+
+def test_arbitrary_objects_are_not_unpickled(tmp_path: Path) -> None:
+    class Payload:
+        def __reduce__(self):
+            return (print, ("unpickled!",))
+
+    path = tmp_path / "evil.pth"
+    path.write_bytes(pickle.dumps({"model": Payload()}))
+    with pytest.raises(UserError, match="cannot read weights"):
+        read_state_dict(path)
+
+
+@pytest.mark.parametrize("name,content", [("bad.safetensors", b"garbage!"),
+                                          ("bad.pth", b"\x00\x01 not a zip")])
+def test_corrupt_files(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(UserError, match=name):
+        read_state_dict(path)
+
+
+def test_missing_file_and_non_state_dict(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no such weights file"):
+        read_state_dict(tmp_path / "nope.pth")
+    path = tmp_path / "list.pth"
+    torch.save([torch.zeros(1)], path)
+    with pytest.raises(UserError, match="not a state dict"):
+        read_state_dict(path)
