@@ -58,5 +58,5 @@ def test_flow_vertical_component_counts() -> None:
 
 
 def test_rejects_bad_shapes() -> None:
-    with pytest.raises(ValueError, match="field.shape"):
+    with pytest.raises(ValueError, match=r"field\.shape"):
         warp_other_view(torch.zeros(2, 4, 4, 3))

@@ -106,7 +106,7 @@ def test_rejects_bad_images() -> None:
         model.forward_fields(torch.zeros(1, 3, 160, 192), torch.zeros(1, 3, 160, 192))
     with pytest.raises(ValueError, match="multiples of 32"):
         model.forward_fields(torch.zeros(1, 3, 200, 192), torch.zeros(1, 3, 200, 192))
-    with pytest.raises(ValueError, match="img0.shape"):
+    with pytest.raises(ValueError, match=r"img0\.shape"):
         model.forward_fields(torch.zeros(1, 3, 192, 192), torch.zeros(1, 3, 192, 224))
     with pytest.raises(ValueError, match="task"):
         model.forward_fields(torch.zeros(1, 3, 192, 192), torch.zeros(1, 3, 192, 192), task="x")
