@@ -167,7 +167,9 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
     """Resize every entry to ``params.size`` (label values scaled), flip, then crop ``crop``.
 
     ``image1`` is cropped ``params.y_jitter`` rows lower (clamped to the image). Flips mirror
-    images and labels and negate the flipped flow component. Scalars pass unchanged.
+    images and labels and negate the flipped flow component. Scalars pass unchanged (except
+    ``focal_length``, scaled with x). Non-occlusion masks (``noc``, ``noc1``, ``noc_backward``)
+    lose the pixels whose match now falls outside the crop.
     """
     h, w = next(v for k, v in sample.items() if _is_image(k)).shape[-2:]
     nh, nw = params.size
@@ -194,7 +196,31 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
         if key == "image1":
             top = int(np.clip(top + params.y_jitter, 0, nh - ch))
         out[key] = v[..., top:top + ch, params.left:params.left + cw].contiguous()
+    labels = dict(_MATCH_LABELS)
+    if "flow" not in out:
+        labels["noc"] = ("disparity", -1.0)
+    for mask_key, (label_key, sign) in labels.items():
+        if mask_key in out and label_key in out:
+            out[mask_key] = out[mask_key] & _match_inside(out[label_key], sign)
     return out
+
+
+# non-occlusion masks and the label giving each pixel's match in the other view: a pixel whose
+# match left the crop is no longer "seen in the other view"
+_MATCH_LABELS = {"noc": ("flow", 1.0), "noc_backward": ("flow_backward", 1.0),
+                 "noc1": ("disparity1", 1.0)}
+
+
+def _match_inside(label: torch.Tensor, sign: float) -> torch.Tensor:
+    """Whether ``p + flow`` (``[2, H, W]``) or ``x + sign * d`` (``[H, W]``) is in the image."""
+    h, w = label.shape[-2:]
+    xs = torch.arange(w, dtype=label.dtype)
+    if label.ndim == 2:
+        x = xs + sign * label
+        return (x >= 0) & (x <= w - 1)
+    x = xs + label[0]
+    y = torch.arange(h, dtype=label.dtype)[:, None] + label[1]
+    return (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)
 
 
 @dataclass(frozen=True)
