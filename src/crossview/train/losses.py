@@ -18,7 +18,8 @@ Terms (``LossConfig`` switches each one on or off):
   full-resolution field (``N + 4`` terms for ``N`` decoder layers), ``L_cross`` over the
   cross-attention outputs (``N`` terms). Term ``i`` of ``n`` has weight ``gamma**(n - 1 - i)``
   (the last, finest term weighs 1). Every field is bilinearly upsampled to full resolution and
-  compared with an L1 distance (summed over x, y, averaged over valid pixels).
+  compared with an L1 distance (summed over x, y, averaged over valid pixels per sample,
+  then over samples).
 - The consistency-constrained cross loss (Eq. 16), per cross field: the L1 term is restricted
   to the running non-occlusion mask ``M_noc`` (Eq. 12): a reference pixel counts as visible when
   ``|F_ref(p) + F_tgt(p + F_ref(p))|_1 < A`` (``A = noc_threshold = 1`` pixel of the field's own
@@ -161,9 +162,16 @@ def adaptive_multimodal_ce(volume: torch.Tensor, disp: torch.Tensor, valid: torc
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``values`` where ``mask`` holds (same shape); 0 (with a graph) if none does."""
-    mask = mask.to(values.dtype)
-    return (values * mask).sum() / mask.sum().clamp_min(1.0)
+    """Per-sample mean of ``values [N, ...]`` where ``mask`` holds, then the mean over samples.
+
+    Values outside the mask (even NaN or inf) are ignored; a sample without a masked pixel
+    contributes 0. Averaging per sample first makes a batch split over ranks (DDP averages the
+    ranks' gradients) compute exactly the loss of the whole batch.
+    """
+    picked = torch.where(mask, values, torch.zeros((), dtype=values.dtype))
+    total = picked.flatten(1).sum(dim=1)
+    count = mask.flatten(1).sum(dim=1).clamp_min(1).to(values.dtype)
+    return (total / count).mean()
 
 
 def sample_field(field: torch.Tensor, at: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

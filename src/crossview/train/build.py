@@ -1,0 +1,114 @@
+"""What a :class:`~crossview.train.config.Config` names, built: datasets, scores, init weights.
+
+Dataset names: ``synthetic-stereo`` and ``synthetic-flow`` (the seeded engine of
+:mod:`crossview.data.synthetic`, rendered at ``data.height x data.width``). Training uses the
+``train`` split with ``data.seed``; validation the same split with seed ``data.seed + 1000``
+(an unrelated stream), so the held-out benchmarks (split ``heldout``) stay unseen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+
+from crossview.errors import UserError
+from crossview.metrics.flow import flow_endpoint_error
+from crossview.metrics.stereo import bad_pixels, endpoint_error
+from crossview.train.config import Config
+
+DATASETS = ("synthetic-stereo", "synthetic-flow")
+VALIDATION_SEED_OFFSET = 1000
+
+
+def stereo_training_sample(sample: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A synthetic stereo sample -> the trainer's layout, ground truth for both views.
+
+    ``gt [2, H, W, 2]``: left ``(-disparity, 0)``, right ``(+disparity1, 0)``;
+    ``valid [2, H, W]`` from ``valid``/``valid1``.
+    """
+    zeros = torch.zeros_like(sample["disparity"])
+    gt = torch.stack([torch.stack([-sample["disparity"], zeros], dim=-1),
+                      torch.stack([sample["disparity1"], zeros], dim=-1)])
+    valid = torch.stack([sample["valid"], sample["valid1"]])
+    return {"img0": sample["image0"], "img1": sample["image1"], "gt": gt, "valid": valid}
+
+
+def flow_training_sample(sample: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A synthetic flow sample -> the trainer's layout (forward flow ``[2, H, W]`` -> field)."""
+    gt = sample["flow"].permute(1, 2, 0)
+    return {"img0": sample["image0"], "img1": sample["image1"], "gt": gt,
+            "valid": sample["valid"]}
+
+
+class TrainingView(Dataset):
+    """A dataset whose samples are converted to the trainer's layout on access."""
+
+    def __init__(self, dataset: Any, convert: Any) -> None:
+        self.dataset = dataset
+        self.convert = convert
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return self.convert(self.dataset[index])
+
+
+def _synthetic(name: str, length: int, seed: int, size: tuple[int, int]) -> TrainingView:
+    if name == "synthetic-stereo":
+        from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
+        return TrainingView(SyntheticStereo(length, seed=seed, config=StereoConfig(size=size)),
+                            stereo_training_sample)
+    if name == "synthetic-flow":
+        from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
+        return TrainingView(SyntheticFlow(length, seed=seed, config=FlowConfig(size=size)),
+                            flow_training_sample)
+    raise UserError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
+
+
+def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
+    """The training and validation sets named by ``cfg.data``."""
+    data = cfg.data
+    size = (data.height, data.width)
+    train = _synthetic(data.train, data.train_size, data.seed, size)
+    val = None
+    if data.val_size > 0:
+        val = _synthetic(data.val, data.val_size, data.seed + VALIDATION_SEED_OFFSET, size)
+    return train, val
+
+
+def build_model(cfg: Config) -> torch.nn.Module:
+    """The registry model ``cfg.model.name`` with ``cfg.model.overrides``, untrained."""
+    from crossview.models.registry import create_model
+    return create_model(cfg.model.name, task=cfg.task, overrides=cfg.model.overrides)
+
+
+def load_init_weights(model: torch.nn.Module, path: str | Path) -> None:
+    """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``."""
+    from crossview.models.weights import load_weights_into
+    load_weights_into(model, path)
+
+
+def field_errors(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor,
+                 task: str) -> torch.Tensor:
+    """Summed validation errors of a batch of reference-view fields, with the metrics of
+    :mod:`crossview.metrics`.
+
+    ``pred``, ``gt`` ``[B, H, W, 2]``, ``valid [B, H, W]`` -> float64 ``[EPE sum, bad-2 count,
+    pixel count]``. Stereo fields are scored as disparity ``max(-x, 0)`` (EPE and bad-2), flow
+    fields by their end-point error (bad-2 count 0).
+    """
+    totals = torch.zeros(3, dtype=torch.float64)
+    for p, g, v in zip(pred.cpu().numpy(), gt.cpu().numpy(), valid.cpu().numpy(), strict=True):
+        if task == "stereo":
+            disp = (-p[..., 0]).clip(min=0.0)
+            epe = endpoint_error(disp, -g[..., 0], v)
+            bad = bad_pixels(disp, -g[..., 0], v, 2.0)
+            totals += torch.tensor([epe.total, bad.total / 100.0, epe.count], dtype=torch.float64)
+        else:
+            epe = flow_endpoint_error(p, g, v)
+            totals += torch.tensor([epe.total, 0.0, epe.count], dtype=torch.float64)
+    return totals

@@ -1,0 +1,110 @@
+"""Training checkpoints: atomic writes, resume, keep-last-N plus the best one.
+
+A checkpoint is a ``torch.save`` of plain containers and tensors only (model, optimiser and
+scheduler state dicts, the step, the random states, counters), so it loads with
+``torch.load(..., weights_only=True)``. Files are ``step-00001200.pt`` in the run directory,
+plus ``best.pt``; each is written to a temporary name in the same directory and renamed, so a
+run killed at any moment leaves either the previous or the new file, never a torn one.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from crossview.errors import UserError
+
+_STEP_FILE = re.compile(r"^step-(\d{8})\.pt$")
+
+
+def checkpoint_path(run_dir: str | Path, step: int) -> Path:
+    """``run_dir/step-{step:08d}.pt``."""
+    return Path(run_dir) / f"step-{step:08d}.pt"
+
+
+def save_checkpoint(path: str | Path, state: dict[str, Any]) -> Path:
+    """Write ``state`` to ``path`` atomically (temporary file, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as handle:
+        torch.save(state, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint` (never unpickles arbitrary objects)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"checkpoint not found: {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises several types for a corrupt or foreign file
+        raise UserError(f"cannot read checkpoint {path}: {error}") from error
+
+
+def step_checkpoints(run_dir: str | Path) -> list[Path]:
+    """The ``step-*.pt`` files of a run directory, oldest step first."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return []
+    found = [p for p in run_dir.iterdir() if _STEP_FILE.match(p.name)]
+    return sorted(found, key=lambda p: int(_STEP_FILE.match(p.name).group(1)))
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The newest ``step-*.pt`` of a run directory, or None."""
+    found = step_checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def prune_checkpoints(run_dir: str | Path, keep_last: int) -> None:
+    """Delete all but the ``keep_last`` newest step checkpoints (``best.pt`` is never touched)."""
+    for old in step_checkpoints(run_dir)[:-keep_last]:
+        old.unlink(missing_ok=True)
+
+
+def mark_best(path: str | Path) -> Path:
+    """Copy a step checkpoint to ``best.pt`` next to it, atomically."""
+    path = Path(path)
+    best = path.with_name("best.pt")
+    tmp = best.with_name(f".best.pt.tmp-{os.getpid()}")
+    shutil.copyfile(path, tmp)
+    os.replace(tmp, best)
+    return best
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """The torch, CUDA, numpy and Python random states as tensors and plain values."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached": float(cached)},
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Inverse of :func:`capture_rng_state`."""
+    torch.set_rng_state(state["torch"])
+    npy = state["numpy"]
+    np.random.set_state((npy["kind"], npy["keys"].numpy().astype(np.uint32), npy["pos"],
+                         npy["has_gauss"], npy["cached"]))
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

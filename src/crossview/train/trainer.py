@@ -1,0 +1,372 @@
+"""The training loop: AdamW + one-cycle, clipping, autocast, validation, checkpoints, resume.
+
+The loop is deterministic by step: the global batch of step ``s`` is a pure function of
+``(data seed, s)`` (see :func:`batch_indices`), each rank takes its contiguous share, and the
+random states are checkpointed, so a run resumed from a checkpoint (``resume=True``) computes
+exactly what the uninterrupted run would have computed. Rank 0 alone writes checkpoints, the
+JSONL log and the progress bar.
+
+Training samples are dicts: ``img0``, ``img1`` ``[3, H, W]`` float in 0..255; ``gt`` the
+reference-view field ``[H, W, 2]`` (or both views, ``[2, H, W, 2]``); ``valid`` ``[H, W]`` (or
+``[2, H, W]``) bool. Models provide ``forward_fields(img0, img1, task=...)`` (see
+:mod:`crossview.train.losses` for what the losses read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import signal
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from crossview.errors import UserError
+from crossview.train import checkpoint as ckpt
+from crossview.train.config import Config, config_to_dict
+from crossview.train.distributed import (
+    DistInfo,
+    all_reduce_sum,
+    barrier,
+    close_distributed,
+    init_distributed,
+    shard,
+)
+from crossview.train.losses import training_loss
+
+StepCallback = Callable[[int, dict[str, float]], bool | None]
+
+# Configuration fields that change what a run computes: a resume must not change them.
+_FROZEN_ON_RESUME = ("task", "model", "data", "loss", "optim")
+_FROZEN_TRAIN = ("steps", "batch_size", "precision", "seed")
+
+
+def batch_indices(step: int, batch_size: int, dataset_size: int, seed: int) -> list[int]:
+    """The global batch of ``step``: samples ``step*B .. step*B + B - 1`` of an endless stream
+    that visits the dataset in a fresh seeded permutation every epoch."""
+    out = []
+    cached: dict[int, torch.Tensor] = {}
+    for t in range(step * batch_size, (step + 1) * batch_size):
+        epoch, pos = divmod(t, dataset_size)
+        if epoch not in cached:
+            gen = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+            cached[epoch] = torch.randperm(dataset_size, generator=gen)
+        out.append(int(cached[epoch][pos]))
+    return out
+
+
+def collate(samples: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Stack samples; both-view ground truth becomes ``[2B, ...]``, reference rows first."""
+    batch = {key: torch.stack([s[key] for s in samples]) for key in ("img0", "img1", "gt",
+                                                                      "valid")}
+    if batch["gt"].dim() == 5:  # [B, 2, H, W, 2]
+        batch["gt"] = batch["gt"].transpose(0, 1).flatten(0, 1)
+        batch["valid"] = batch["valid"].transpose(0, 1).flatten(0, 1)
+    return batch
+
+
+class _Fields(nn.Module):
+    """``forward`` = ``model.forward_fields``, so DistributedDataParallel hooks see the call."""
+
+    def __init__(self, model: nn.Module, task: str) -> None:
+        super().__init__()
+        self.model = model
+        self.task = task
+
+    def forward(self, img0: torch.Tensor, img1: torch.Tensor) -> dict[str, Any]:
+        return self.model.forward_fields(img0, img1, task=self.task)
+
+
+class _StopRequested:
+    """SIGINT/SIGTERM set a flag; the loop checkpoints at the next step boundary and stops."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopRequested:
+        with contextlib.suppress(ValueError):  # not the main thread: no handlers
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.requested = True
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+class Trainer:
+    """One training run described by a :class:`Config`.
+
+    Args:
+        cfg: the configuration.
+        model: the network (default: built from ``cfg.model`` by the model registry).
+        train_set / val_set: map-style datasets of training samples (default: built from
+            ``cfg.data``).
+        resume: continue from the newest checkpoint of ``cfg.train.out_dir``.
+        init_weights: a weights file loaded into the model before step 0 (fine-tuning);
+            ignored when resuming.
+        progress: show a progress bar (rank 0).
+        on_step: called on every rank after every step with ``(step, logs)``; returning True
+            stops the run like SIGINT/SIGTERM do (checkpoint, then return).
+    """
+
+    def __init__(self, cfg: Config, *, model: nn.Module | None = None,
+                 train_set: Any = None, val_set: Any = None, resume: bool = False,
+                 init_weights: str | Path | None = None, progress: bool = True,
+                 on_step: StepCallback | None = None) -> None:
+        self.cfg = cfg
+        self.dist: DistInfo = init_distributed(cfg.train.device)
+        if cfg.train.device.startswith("cuda"):
+            self.device = torch.device("cuda", self.dist.local_rank)
+        else:
+            if cfg.train.precision == "fp16":
+                raise UserError("train.precision fp16 needs a CUDA device; use bf16 on CPU")
+            self.device = torch.device(cfg.train.device)
+        if cfg.train.batch_size % self.dist.world_size:
+            raise UserError(f"train.batch_size ({cfg.train.batch_size}) must be divisible by "
+                            f"the number of processes ({self.dist.world_size})")
+        torch.manual_seed(cfg.train.seed)
+        if model is None or train_set is None:
+            from crossview.train.build import build_datasets, build_model
+            model = model if model is not None else build_model(cfg)
+            if train_set is None:
+                train_set, val_set = build_datasets(cfg)
+        self.model = model.to(self.device)
+        self.train_set = train_set
+        self.val_set = val_set
+        if len(train_set) == 0:
+            raise UserError("the training set is empty")
+        self.run_dir = Path(cfg.train.out_dir)
+        self.progress = progress
+        self.on_step = on_step
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=cfg.optim.betas,
+                                           weight_decay=cfg.optim.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.OneCycleLR(
+            self.optimizer, max_lr=cfg.optim.lr, total_steps=cfg.train.steps,
+            pct_start=cfg.optim.pct_start, anneal_strategy="linear", cycle_momentum=False)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=cfg.train.precision == "fp16")
+        self.step = 0
+        self.nonfinite_total = 0
+        self.nonfinite_run = 0
+        self.best_metric = math.inf
+        if resume:
+            self._resume()
+        elif init_weights is not None:
+            from crossview.train.build import load_init_weights
+            load_init_weights(self.model, init_weights)
+        wrapped: nn.Module = _Fields(self.model, cfg.task)
+        if self.dist.enabled:
+            wrapped = DistributedDataParallel(
+                wrapped, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                find_unused_parameters=True)
+        self.forward = wrapped
+
+    # ----------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resume needs, as plain containers and tensors."""
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "step": self.step,
+            "rng": ckpt.capture_rng_state(),
+            "nonfinite_total": self.nonfinite_total,
+            "nonfinite_run": self.nonfinite_run,
+            "best_metric": self.best_metric,
+            "config": config_to_dict(self.cfg),
+        }
+
+    def _resume(self) -> None:
+        latest = ckpt.latest_checkpoint(self.run_dir)
+        if latest is None:
+            raise UserError(f"--resume: no checkpoint (step-*.pt) in {self.run_dir}")
+        state = ckpt.load_checkpoint(latest)
+        saved = state["config"]
+        now = config_to_dict(self.cfg)
+        for key in _FROZEN_ON_RESUME:
+            if saved[key] != now[key]:
+                raise UserError(f"--resume: the config's '{key}' section differs from the "
+                                f"checkpoint's ({latest}); resume with the same config")
+        for key in _FROZEN_TRAIN:
+            if saved["train"][key] != now["train"][key]:
+                raise UserError(f"--resume: train.{key} differs from the checkpoint's "
+                                f"({saved['train'][key]!r} there, {now['train'][key]!r} now)")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.step = int(state["step"])
+        self.nonfinite_total = int(state["nonfinite_total"])
+        self.nonfinite_run = int(state["nonfinite_run"])
+        self.best_metric = float(state["best_metric"])
+        ckpt.restore_rng_state(state["rng"])
+
+    def save(self) -> Path | None:
+        """Checkpoint the current step (rank 0 writes; every rank waits for it)."""
+        path = None
+        if self.dist.is_main:
+            path = ckpt.save_checkpoint(ckpt.checkpoint_path(self.run_dir, self.step),
+                                        self.state_dict())
+            ckpt.prune_checkpoints(self.run_dir, self.cfg.train.keep_last)
+        barrier(self.dist)
+        return path
+
+    # ------------------------------------------------------------------ steps
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        precision = self.cfg.train.precision
+        if precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        return torch.autocast(self.device.type, dtype=dtype)
+
+    def _batch(self, dataset: Any, indices: list[int]) -> dict[str, torch.Tensor]:
+        batch = collate([dataset[i] for i in indices])
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    def train_step(self) -> dict[str, float]:
+        """One optimisation step on this rank's share of the global batch of ``self.step``."""
+        cfg = self.cfg
+        indices = batch_indices(self.step, cfg.train.batch_size, len(self.train_set),
+                                cfg.data.seed)
+        batch = self._batch(self.train_set, shard(indices, self.dist))
+        self.forward.train()
+        with self._autocast():
+            outputs = self.forward(batch["img0"], batch["img1"])
+        loss, logs = training_loss(outputs, batch["gt"], batch["valid"], cfg.task, cfg.loss)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        max_norm = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else math.inf
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        finite = math.isfinite(float(loss.detach())) and math.isfinite(grad_norm)
+        if finite:
+            self.scaler.step(self.optimizer)
+            self.nonfinite_run = 0
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            self.nonfinite_total += 1
+            self.nonfinite_run += 1
+        self.scaler.update()
+        with warnings.catch_warnings():  # a skipped first step trips torch's order check
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+            self.scheduler.step()
+        logs = self._mean_over_ranks(logs)
+        logs.update(grad_norm=grad_norm, lr=self.optimizer.param_groups[0]["lr"],
+                    skipped=float(not finite))
+        self.step += 1
+        if self.nonfinite_run >= cfg.train.max_nonfinite:
+            raise UserError(f"stopping at step {self.step}: {self.nonfinite_run} steps in a row "
+                            "had a non-finite loss or gradient (lower optim.lr, or use fp32)")
+        return logs
+
+    def _mean_over_ranks(self, logs: dict[str, float]) -> dict[str, float]:
+        if not self.dist.enabled:
+            return logs
+        keys = sorted(logs)
+        values = all_reduce_sum(torch.tensor([logs[k] for k in keys], dtype=torch.float64),
+                                self.dist)
+        return {k: float(v) / self.dist.world_size for k, v in zip(keys, values, strict=True)}
+
+    @torch.no_grad()
+    def validate(self) -> dict[str, float]:
+        """EPE (and bad-2 for stereo) of the reference view over the validation set."""
+        from crossview.train.build import field_errors
+        self.model.eval()
+        indices = list(range(len(self.val_set)))
+        per_rank = math.ceil(len(indices) / self.dist.world_size)
+        mine = indices[self.dist.rank * per_rank:(self.dist.rank + 1) * per_rank]
+        per_batch = max(1, self.cfg.train.batch_size // self.dist.world_size)
+        totals = torch.zeros(3, dtype=torch.float64)
+        for start in range(0, len(mine), per_batch):
+            batch = self._batch(self.val_set, mine[start:start + per_batch])
+            with self._autocast():
+                outputs = self.model.forward_fields(batch["img0"], batch["img1"],
+                                                    task=self.cfg.task)
+            b = batch["img0"].shape[0]
+            totals += field_errors(outputs["field"][:b].float(), batch["gt"][:b],
+                                   batch["valid"][:b], self.cfg.task)
+        totals = all_reduce_sum(totals, self.dist)
+        count = max(float(totals[2]), 1.0)
+        metrics = {"epe": float(totals[0]) / count}
+        if self.cfg.task == "stereo":
+            metrics["bad2"] = 100.0 * float(totals[1]) / count
+        return metrics
+
+    # ------------------------------------------------------------------- loop
+    def _log(self, record: dict[str, Any]) -> None:
+        if self.dist.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.run_dir / "log.jsonl", "a") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+    def run(self) -> dict[str, Any]:
+        """Train until ``cfg.train.steps``; returns the last logs and validation metrics."""
+        cfg = self.cfg.train
+        last_logs: dict[str, float] = {}
+        last_val: dict[str, float] = {}
+        started = time.perf_counter()
+        first_step = self.step
+        progress = Progress(TextColumn("[bold]train"), BarColumn(),
+                            TextColumn("{task.completed}/{task.total}"),
+                            TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
+                            TextColumn("eta"), TimeRemainingColumn(),
+                            disable=not (self.progress and self.dist.is_main))
+        try:
+            with _StopRequested() as stop, progress:
+                bar = progress.add_task("train", total=cfg.steps, completed=self.step, loss="-")
+                while self.step < cfg.steps:
+                    t0 = time.perf_counter()
+                    last_logs = self.train_step()
+                    if self.on_step is not None and self.on_step(self.step, last_logs):
+                        stop.requested = True
+                    seconds = time.perf_counter() - t0
+                    progress.update(bar, completed=self.step, loss=f"{last_logs['loss']:.3f}")
+                    if self.step % cfg.log_every == 0 or self.step == cfg.steps:
+                        self._log({"kind": "train", "step": self.step, **last_logs,
+                                   "step_s": seconds,
+                                   "samples_per_s": cfg.batch_size / max(seconds, 1e-9),
+                                   "nonfinite_total": self.nonfinite_total})
+                    saved = False
+                    if self.val_set is not None and (self.step % cfg.val_every == 0
+                                                     or self.step == cfg.steps):
+                        last_val = self.validate()
+                        self._log({"kind": "val", "step": self.step, **last_val})
+                        if last_val["epe"] < self.best_metric:
+                            self.best_metric = last_val["epe"]
+                            path = self.save()
+                            saved = True
+                            if path is not None:
+                                ckpt.mark_best(path)
+                    due = self.step % cfg.ckpt_every == 0 or self.step == cfg.steps
+                    if not saved and (due or stop.requested):
+                        self.save()
+                    if stop.requested:
+                        break
+        finally:
+            close_distributed(self.dist)
+        return {"step": self.step, "train": last_logs, "val": last_val,
+                "seconds": time.perf_counter() - started, "steps_run": self.step - first_step,
+                "nonfinite_total": self.nonfinite_total}
+
+
+def train(cfg: Config, **kwargs: Any) -> dict[str, Any]:
+    """Build a :class:`Trainer` and run it (the Python twin of ``crossview train``)."""
+    return Trainer(cfg, **kwargs).run()
+
+
+__all__ = ["Trainer", "batch_indices", "collate", "train"]

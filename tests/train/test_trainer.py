@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from train_standin import StandInModel, StandInStereo
+
+from crossview.errors import UserError
+from crossview.train.checkpoint import latest_checkpoint, load_checkpoint, step_checkpoints
+from crossview.train.config import config_from_dict
+from crossview.train.trainer import Trainer, batch_indices, collate
+
+HERE = Path(__file__).parent
+
+
+def make_cfg(out_dir: Path, **train) -> object:
+    values = {"train": {"steps": 6, "batch_size": 2, "out_dir": str(out_dir), "log_every": 1,
+                        "val_every": 3, "ckpt_every": 2, "keep_last": 2, **train},
+              "optim": {"lr": 1e-2, "pct_start": 0.3}}
+    return config_from_dict(values)
+
+
+def run(cfg, resume: bool = False, stop_after: int | None = None, train_set=None, **kwargs):
+    torch.manual_seed(0)
+    model = StandInModel()
+    trainer = Trainer(cfg, model=model, train_set=train_set or StandInStereo(),
+                      val_set=StandInStereo(4), resume=resume, progress=False,
+                      on_step=(lambda step, logs: step == stop_after), **kwargs)
+    summary = trainer.run()
+    return trainer, summary
+
+
+def params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+class TestBatchOrder:
+    def test_each_epoch_is_a_permutation(self) -> None:
+        seen = [i for step in range(4) for i in batch_indices(step, 3, 12, seed=5)]
+        assert sorted(seen) == list(range(12))
+        second = [i for step in range(4, 8) for i in batch_indices(step, 3, 12, seed=5)]
+        assert sorted(second) == list(range(12)) and second != seen
+
+    def test_deterministic_and_seeded(self) -> None:
+        assert batch_indices(7, 4, 10, 1) == batch_indices(7, 4, 10, 1)
+        assert batch_indices(0, 10, 10, 1) != batch_indices(0, 10, 10, 2)
+
+    def test_collate_orders_both_views(self) -> None:
+        a = {"img0": torch.zeros(3, 2, 2), "img1": torch.zeros(3, 2, 2),
+             "gt": torch.stack([torch.full((2, 2, 2), 1.0), torch.full((2, 2, 2), 2.0)]),
+             "valid": torch.ones(2, 2, 2, dtype=torch.bool)}
+        b = {**a, "gt": a["gt"] + 10}
+        batch = collate([a, b])
+        assert batch["gt"].shape == (4, 2, 2, 2)
+        assert batch["gt"][:, 0, 0, 0].tolist() == [1.0, 11.0, 2.0, 12.0]
+
+
+class TestTrainer:
+    def test_loss_decreases_and_files_are_written(self, tmp_path: Path) -> None:
+        cfg = make_cfg(tmp_path, steps=12, ckpt_every=4, val_every=4)
+        _, summary = run(cfg)
+        assert summary["step"] == 12
+        records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+        train = [r for r in records if r["kind"] == "train"]
+        val = [r for r in records if r["kind"] == "val"]
+        assert [r["step"] for r in train] == list(range(1, 13))
+        assert [r["step"] for r in val] == [4, 8, 12]
+        assert {"loss", "init", "self", "cross", "lr", "grad_norm"} <= set(train[0])
+        assert {"epe", "bad2"} <= set(val[0])
+        assert sum(r["loss"] for r in train[-3:]) < sum(r["loss"] for r in train[:3])
+        assert [p.name for p in step_checkpoints(tmp_path)] == ["step-00000008.pt",
+                                                                "step-00000012.pt"]
+        best = load_checkpoint(tmp_path / "best.pt")
+        assert best["best_metric"] == min(r["epe"] for r in val)
+
+    def test_resume_continues_as_if_never_stopped(self, tmp_path: Path) -> None:
+        straight, _ = run(make_cfg(tmp_path / "a"))
+        _, summary = run(make_cfg(tmp_path / "b"), stop_after=3)
+        assert summary["step"] == 3 and latest_checkpoint(tmp_path / "b").name.endswith("3.pt")
+        resumed, summary = run(make_cfg(tmp_path / "b"), resume=True)
+        assert summary["steps_run"] == 3
+        for key, value in params(straight.model).items():
+            torch.testing.assert_close(params(resumed.model)[key], value, rtol=0, atol=0)
+
+    def test_kill_9_then_resume_is_identical(self, tmp_path: Path) -> None:
+        script = textwrap.dedent(f"""
+            import os, signal, sys
+            sys.path.insert(0, {str(HERE)!r})
+            from test_trainer import make_cfg, run
+            from pathlib import Path
+            cfg = make_cfg(Path({str(tmp_path / "killed")!r}), ckpt_every=1)
+            def die(step, logs):
+                if step == 4:
+                    os.kill(os.getpid(), signal.SIGKILL)
+            import test_trainer
+            from crossview.train.trainer import Trainer
+            import torch
+            from train_standin import StandInModel, StandInStereo
+            torch.manual_seed(0)
+            Trainer(cfg, model=StandInModel(), train_set=StandInStereo(),
+                    val_set=StandInStereo(4), progress=False, on_step=die).run()
+        """)
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode == -9, result.stderr
+        assert latest_checkpoint(tmp_path / "killed").name == "step-00000003.pt"
+        resumed, _ = run(make_cfg(tmp_path / "killed", ckpt_every=1), resume=True)
+        straight, _ = run(make_cfg(tmp_path / "straight", ckpt_every=1))
+        for key, value in params(straight.model).items():
+            torch.testing.assert_close(params(resumed.model)[key], value, rtol=0, atol=0)
+
+    def test_resume_refuses_a_different_config(self, tmp_path: Path) -> None:
+        run(make_cfg(tmp_path), stop_after=2)
+        with pytest.raises(UserError, match=r"train\.steps"):
+            run(make_cfg(tmp_path, steps=7), resume=True)
+        with pytest.raises(UserError, match="no checkpoint"):
+            run(make_cfg(tmp_path / "empty"), resume=True)
+
+    def test_nonfinite_steps_are_skipped_and_counted(self, tmp_path: Path) -> None:
+        cfg = make_cfg(tmp_path, steps=4, batch_size=16, val_every=100)
+        data = StandInStereo(32, nan_at=tuple(range(16, 32)))
+        order = [batch_indices(s, 16, 32, 0) for s in range(4)]
+        poisoned = [any(i >= 16 for i in idx) for idx in order]
+        before = {}
+
+        def watch(step, logs):
+            before[step] = logs["skipped"]
+
+        torch.manual_seed(0)
+        trainer = Trainer(cfg, model=StandInModel(), train_set=data, progress=False,
+                          on_step=watch)
+        trainer.run()
+        assert [bool(before[s + 1]) for s in range(4)] == poisoned
+        assert trainer.nonfinite_total == sum(poisoned)
+        for p in trainer.model.parameters():
+            assert torch.isfinite(p).all()
+
+    def test_too_many_nonfinite_in_a_row_stops_clearly(self, tmp_path: Path) -> None:
+        cfg = make_cfg(tmp_path, steps=10, max_nonfinite=3)
+        data = StandInStereo(8, nan_at=tuple(range(8)))
+        with pytest.raises(UserError, match="3 steps in a row had a non-finite"):
+            Trainer(cfg, model=StandInModel(), train_set=data, progress=False).run()
+
+    def test_bf16_autocast_trains(self, tmp_path: Path) -> None:
+        _, summary = run(make_cfg(tmp_path, steps=2, precision="bf16"))
+        assert torch.isfinite(torch.tensor(summary["train"]["loss"]))
+
+    def test_fp16_on_cpu_is_refused(self, tmp_path: Path) -> None:
+        with pytest.raises(UserError, match="fp16"):
+            run(make_cfg(tmp_path, precision="fp16"))
+
+
+def test_log_is_parseable_when_killed_mid_run(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path)
+    run(cfg, stop_after=2)
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["step"] <= 2 for line in lines)
+    assert os.path.exists(tmp_path / "step-00000002.pt")
