@@ -51,3 +51,59 @@ def camera(
     path = write_json(json_path, {"benchmark": "camera", "dtype": "float32", "heads": heads,
                                   "head_dim": head_dim, "patches": patches, "rows": rows})
     typer.echo(f"wrote {path}")
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    from crossview.errors import UserError
+
+    try:
+        h, w = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise UserError(f"size must look like HxW (e.g. 256x512), got {text!r}") from None
+    if h < 16 or w < 16:
+        raise UserError(f"size must be at least 16x16, got {text!r}")
+    return h, w
+
+
+@app.command("data")
+def data(
+    size: Annotated[str, typer.Option(help="Stereo/flow image size HxW.")] = "256x512",
+    warp_size: Annotated[str, typer.Option(help="Warp-pair image size HxW.")] = "240x240",
+    multiview_size: Annotated[str, typer.Option(help="Multi-view image size HxW.")] = "64x64",
+    views: Annotated[int, typer.Option(help="Views per multi-view sample.")] = 4,
+    count: Annotated[int, typer.Option(help="Timed samples per case.")] = 40,
+    case: Annotated[list[str] | None, typer.Option(
+        "--case", help="Cases to time (repeatable; default all).")] = None,
+    json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
+        "bench-results/data.json"),
+) -> None:
+    """Synthetic data throughput (samples/s on one thread): stereo, flow, warps, multi-view."""
+    from rich.progress import Progress
+
+    from crossview.bench.data import CASES, bench_data
+    from crossview.bench.report import print_table, write_json
+    from crossview.errors import UserError
+
+    chosen = case or list(CASES)
+    unknown = [c for c in chosen if c not in CASES]
+    if unknown:
+        raise UserError(f"unknown --case {', '.join(unknown)}; expected one of {', '.join(CASES)}")
+    if count <= 0 or views <= 0:
+        raise UserError("--count and --views must be positive")
+    sizes = {"warp": _parse_size(warp_size), "multiview": _parse_size(multiview_size)}
+    cases = [(c, sizes.get(c, _parse_size(size))) for c in chosen]
+    with Progress(transient=True) as progress:
+        task = progress.add_task("synthetic data", total=len(cases) * count)
+
+        def on_sample(label: str) -> None:
+            progress.update(task, advance=1, description=label)
+
+        rows = bench_data(cases, count, views=views, on_sample=on_sample)
+    print_table(
+        "synthetic data throughput, 1 torch thread",
+        ["case", "size", "samples", "wall s", "samples/s (wall)", "samples/s (cpu)"],
+        [[r["case"], r["size"] + (f" x{r['views']}" if r["views"] else ""), r["samples"],
+          r["wall_s"], r["per_s_wall"], r["per_s_cpu"]] for r in rows],
+    )
+    path = write_json(json_path, {"benchmark": "data", "torch_threads": 1, "rows": rows})
+    typer.echo(f"wrote {path}")
