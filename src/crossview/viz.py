@@ -1,0 +1,136 @@
+"""Pictures of dense results: disparity with a colour bar, flow on the standard colour wheel,
+consistency masks, and self relative positions (the MatchAttention paper's Fig. 6 view).
+
+Every function takes numpy arrays or tensors and returns ``[H, W', 3]`` uint8 RGB arrays (or
+``[H, W]`` for masks), ready for :func:`crossview.data.io.write_image`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from matplotlib import colormaps
+from PIL import Image, ImageDraw
+
+ArrayLike = np.ndarray | torch.Tensor
+
+# Segment lengths of the Middlebury flow colour wheel (Baker et al., 2011):
+# red-yellow, yellow-green, green-cyan, cyan-blue, blue-magenta, magenta-red.
+_WHEEL_SEGMENTS = (15, 6, 4, 11, 13, 6)
+
+
+def _numpy(x: ArrayLike) -> np.ndarray:
+    return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def colour_wheel() -> np.ndarray:
+    """The 55 colours of the Middlebury flow wheel, ``[55, 3]`` float in 0..255."""
+    rows = []
+    # (red, green, blue) per segment: 1 = full, "up" = rising ramp, "down" = falling ramp
+    patterns = ((1, "up", 0), ("down", 1, 0), (0, 1, "up"), (0, "down", 1), ("up", 0, 1),
+                (1, 0, "down"))
+    for n, pattern in zip(_WHEEL_SEGMENTS, patterns, strict=True):
+        for i in range(n):
+            up = np.floor(255 * i / n)
+            values = {0: 0.0, 1: 255.0, "up": up, "down": 255 - up}
+            rows.append([values[c] for c in pattern])
+    return np.array(rows, dtype=np.float64)
+
+
+def flow_to_colour(flow: ArrayLike, max_flow: float | None = None) -> np.ndarray:
+    """Flow ``[H, W, 2]`` or ``[2, H, W]`` (x, y px) on the standard colour wheel, ``[H, W, 3]``.
+
+    Hue is the direction (right = red, up = violet/blue side, as in the Middlebury code),
+    saturation the magnitude relative to ``max_flow`` (default: the largest magnitude); zero
+    flow is white, and magnitudes beyond ``max_flow`` are darkened.
+    """
+    flow = _numpy(flow).astype(np.float64)
+    if flow.ndim == 3 and flow.shape[0] == 2 and flow.shape[2] != 2:
+        flow = flow.transpose(1, 2, 0)
+    if flow.ndim != 3 or flow.shape[2] != 2:
+        raise ValueError(f"flow must be [H, W, 2] or [2, H, W], got {flow.shape=}")
+    u, v = np.nan_to_num(flow[..., 0]), np.nan_to_num(flow[..., 1])
+    radius = np.hypot(u, v)
+    scale = max_flow if max_flow is not None else max(float(radius.max()), 1e-9)
+    u, v, radius = u / scale, v / scale, radius / scale
+    wheel = colour_wheel() / 255.0
+    n = len(wheel)
+    angle = np.arctan2(-v, -u) / np.pi
+    fk = (angle + 1) / 2 * (n - 1)
+    k0 = np.floor(fk).astype(int)
+    k1 = (k0 + 1) % n
+    frac = (fk - k0)[..., None]
+    colour = (1 - frac) * wheel[k0] + frac * wheel[k1]
+    inside = (radius <= 1)[..., None]
+    colour = np.where(inside, 1 - radius[..., None] * (1 - colour), colour * 0.75)
+    return np.floor(255 * colour).astype(np.uint8)
+
+
+def disparity_to_colour(disparity: ArrayLike, *, vmin: float | None = None,
+                        vmax: float | None = None, cmap: str = "turbo",
+                        colour_bar: bool = True) -> np.ndarray:
+    """Disparity ``[H, W]`` (px) through ``cmap``; with ``colour_bar`` a labelled bar is appended
+    on the right (``[H, W + bar, 3]``). The range defaults to the 1st..99th percentile."""
+    disp = _numpy(disparity).astype(np.float64)
+    if disp.ndim != 2:
+        raise ValueError(f"disparity must be [H, W], got {disp.shape=}")
+    finite = disp[np.isfinite(disp)]
+    low = vmin if vmin is not None else (float(np.percentile(finite, 1)) if finite.size else 0.0)
+    high = vmax if vmax is not None else (float(np.percentile(finite, 99)) if finite.size else 1.0)
+    high = max(high, low + 1e-6)
+    table = colormaps[cmap]
+    picture = table(np.clip((np.nan_to_num(disp, nan=low) - low) / (high - low), 0, 1))
+    picture = (picture[..., :3] * 255).astype(np.uint8)
+    return _append_colour_bar(picture, table, low, high) if colour_bar else picture
+
+
+def _append_colour_bar(picture: np.ndarray, table, low: float, high: float) -> np.ndarray:
+    """A vertical bar (high at the top) with min / mid / max labels, right of ``picture``."""
+    h = picture.shape[0]
+    bar_w, label_w = max(8, h // 32), 48
+    ramp = table(np.linspace(1, 0, h))[:, None, :3].repeat(bar_w, axis=1)
+    canvas = Image.new("RGB", (picture.shape[1] + bar_w + label_w + 4, h), "white")
+    canvas.paste(Image.fromarray(picture), (0, 0))
+    canvas.paste(Image.fromarray((ramp * 255).astype(np.uint8)), (picture.shape[1] + 2, 0))
+    draw = ImageDraw.Draw(canvas)
+    x = picture.shape[1] + bar_w + 4
+    for value, y in ((high, 0), ((low + high) / 2, h // 2 - 5), (low, h - 11)):
+        draw.text((x, max(y, 0)), f"{value:.1f}", fill="black")
+    return np.asarray(canvas)
+
+
+def mask_to_image(mask: ArrayLike) -> np.ndarray:
+    """Boolean mask ``[H, W]`` as uint8 0 / 255."""
+    mask = _numpy(mask)
+    if mask.ndim != 2:
+        raise ValueError(f"mask must be [H, W], got {mask.shape=}")
+    return np.where(mask.astype(bool), 255, 0).astype(np.uint8)
+
+
+def self_rpos_picture(self_rpos: ArrayLike, image: ArrayLike | None = None, *,
+                      step: int = 24) -> np.ndarray:
+    """Where each pixel draws its information from (the paper's Fig. 6 view), ``[H, W, 3]``.
+
+    ``self_rpos [H, W, 2]`` (px) is coloured on the flow wheel and blended with the grey
+    ``image [H, W, 3]`` (if given); every ``step`` px an arrow runs from the pixel to the
+    centre of its self-attention window. In occluded regions the arrows point to the visible
+    surface the model copies its match from.
+    """
+    rpos = _numpy(self_rpos).astype(np.float64)
+    if rpos.ndim != 3 or rpos.shape[2] != 2:
+        raise ValueError(f"self_rpos must be [H, W, 2], got {rpos.shape=}")
+    picture = flow_to_colour(rpos).astype(np.float64)
+    if image is not None:
+        grey = _numpy(image).astype(np.float64).mean(-1, keepdims=True)
+        if grey.shape[:2] != rpos.shape[:2]:
+            raise ValueError(f"image must match self_rpos: {grey.shape[:2]} vs {rpos.shape[:2]}")
+        picture = 0.6 * picture + 0.4 * grey
+    canvas = Image.fromarray(picture.astype(np.uint8))
+    draw = ImageDraw.Draw(canvas)
+    h, w = rpos.shape[:2]
+    for y in range(step // 2, h, step):
+        for x in range(step // 2, w, step):
+            tx, ty = x + rpos[y, x, 0], y + rpos[y, x, 1]
+            draw.line([(x, y), (tx, ty)], fill=(0, 0, 0), width=1)
+            draw.ellipse([tx - 1.5, ty - 1.5, tx + 1.5, ty + 1.5], fill=(0, 0, 0))
+    return np.asarray(canvas)
