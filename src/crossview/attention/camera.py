@@ -65,8 +65,8 @@ class CameraTransforms:
         query_mats, key_mats, output_mats: ``[B, C, 4, 4]`` camera matrices applied to the
             camera channels of Q (``P^T``), of K and V (``P^-1``) and of the output (``P``);
             ``None`` when the encoding has no camera part.
-        rope_x, rope_y: ``(cos, sin)`` ``[B or 1, 1, T, D/8]`` for the x and y RoPE channels;
-            ``None`` for ``none``.
+        rope: ``(cos, sin)`` ``[B or 1, 1, T, 2, D/8]`` for the x (index 0) and y (index 1)
+            RoPE channels; ``None`` for ``none``.
     """
 
     encoding: str
@@ -75,22 +75,20 @@ class CameraTransforms:
     query_mats: Tensor | None = None
     key_mats: Tensor | None = None
     output_mats: Tensor | None = None
-    rope_x: tuple[Tensor, Tensor] | None = None
-    rope_y: tuple[Tensor, Tensor] | None = None
+    rope: tuple[Tensor, Tensor] | None = None
 
     def _apply(self, x: Tensor, mats: Tensor | None, inverse_rope: bool) -> Tensor:
-        if self.rope_x is None or self.rope_y is None:
+        if self.rope is None:
             return x
-        half, quarter = self.head_dim // 2, self.head_dim // 4
+        half = self.head_dim // 2
         camera_part = x[..., :half]
         if mats is not None:
             camera_part = _apply_blocks(camera_part, mats.to(x.dtype))
-        (cos_x, sin_x), (cos_y, sin_y) = self.rope_x, self.rope_y
-        x_part = apply_rope(x[..., half : half + quarter], cos_x.to(x.dtype), sin_x.to(x.dtype),
-                            inverse=inverse_rope)
-        y_part = apply_rope(x[..., half + quarter :], cos_y.to(x.dtype), sin_y.to(x.dtype),
-                            inverse=inverse_rope)
-        return torch.cat([camera_part, x_part, y_part], dim=-1)
+        # the x and y RoPE quarters rotate in one call: [..., D/2] -> [..., 2 axes, D/4]
+        cos, sin = (c.to(x.dtype) for c in self.rope)
+        rope_part = apply_rope(x[..., half:].unflatten(-1, (2, half // 2)), cos, sin,
+                               inverse=inverse_rope)
+        return torch.cat([camera_part, rope_part.flatten(-2)], dim=-1)
 
     def query(self, q: Tensor) -> Tensor:
         """Transform queries ``[B, heads, T, D]`` by ``T_t^T``."""
@@ -176,12 +174,10 @@ def camera_transforms(viewmats: Tensor, Ks: Tensor | None = None, *, head_dim: i
         return CameraTransforms(encoding, tokens, head_dim)
 
     n = head_dim // 8
-    cos_x, sin_x = rope_coefficients(positions[..., 0], n, ROPE_BASE, dtype)
-    cos_y, sin_y = rope_coefficients(positions[..., 1], n, ROPE_BASE, dtype)
-    rope_x = (cos_x.reshape(-1, 1, tokens, n), sin_x.reshape(-1, 1, tokens, n))
-    rope_y = (cos_y.reshape(-1, 1, tokens, n), sin_y.reshape(-1, 1, tokens, n))
+    cos, sin = rope_coefficients(positions, n, ROPE_BASE, dtype)  # [..., T, 2, n]
+    rope = (cos.reshape(-1, 1, tokens, 2, n), sin.reshape(-1, 1, tokens, 2, n))
     if encoding == "rope":
-        return CameraTransforms(encoding, tokens, head_dim, rope_x=rope_x, rope_y=rope_y)
+        return CameraTransforms(encoding, tokens, head_dim, rope=rope)
 
     if encoding == "prope" and Ks is not None:
         check_intrinsics(Ks, "Ks")
@@ -197,7 +193,7 @@ def camera_transforms(viewmats: Tensor, Ks: Tensor | None = None, *, head_dim: i
     return CameraTransforms(
         encoding, tokens, head_dim,
         query_mats=forward.transpose(-1, -2).to(dtype), key_mats=inverse.to(dtype),
-        output_mats=forward.to(dtype), rope_x=rope_x, rope_y=rope_y,
+        output_mats=forward.to(dtype), rope=rope,
     )
 
 

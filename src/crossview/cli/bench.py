@@ -22,10 +22,12 @@ def camera(
     heads: Annotated[int, typer.Option(help="Attention heads.")] = 8,
     head_dim: Annotated[int, typer.Option(help="Channels per head (a multiple of 8).")] = 64,
     repeats: Annotated[int, typer.Option(help="Timed runs per case (median reported).")] = 3,
+    threads: Annotated[int, typer.Option(help="Torch CPU threads (0: torch's default).")] = 0,
     json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
         "bench-results/camera.json"),
 ) -> None:
     """PRoPE and GTA attention against plain SDPA: forward and backward, float32 CPU."""
+    import torch
     from rich.progress import Progress
 
     from crossview.bench.camera import METHODS, bench_camera
@@ -33,7 +35,9 @@ def camera(
     from crossview.errors import UserError
 
     views = views or [2, 8]
-    if head_dim % 8 or min(views) <= 0 or patches <= 0 or heads <= 0 or repeats <= 0:
+    if threads > 0:
+        torch.set_num_threads(threads)
+    if head_dim % 8 or min(views) <= 0 or min(patches, heads, repeats) <= 0 or threads < 0:
         raise UserError("--head-dim must be a multiple of 8; views, patches, heads, repeats > 0")
     with Progress(transient=True) as progress:
         task = progress.add_task("camera attention", total=len(views) * len(METHODS) * 2)
@@ -44,9 +48,10 @@ def camera(
         rows = bench_camera(views, patches, heads, head_dim, repeats=repeats, on_step=on_step)
     print_table(
         f"camera attention, {heads} heads x {head_dim} channels, {patches}x{patches} patches/view",
-        ["views", "tokens", "method", "pass", "median s", "ratio vs sdpa"],
-        [[r["views"], r["tokens"], r["method"], r["pass"], r["median_s"], r["ratio"]]
-         for r in rows],
+        ["views", "tokens", "method", "pass", "median s", "min s", "ratio (median)",
+         "ratio (min)"],
+        [[r["views"], r["tokens"], r["method"], r["pass"], r["median_s"], r["min_s"], r["ratio"],
+          r["ratio_min"]] for r in rows],
     )
     path = write_json(json_path, {"benchmark": "camera", "dtype": "float32", "heads": heads,
                                   "head_dim": head_dim, "patches": patches, "rows": rows})
