@@ -43,9 +43,15 @@ def _root(
 def _register_commands() -> None:
     from crossview.cli import bench
     from crossview.cli.eval import eval_command
+    from crossview.cli.flow import flow_command
+    from crossview.cli.match import match_command
+    from crossview.cli.stereo import stereo_command
 
     app.add_typer(bench.app, name="bench")
     app.command("eval")(eval_command)
+    app.command("match")(match_command)
+    app.command("stereo")(stereo_command)
+    app.command("flow")(flow_command)
 
 
 _register_commands()

@@ -1,0 +1,215 @@
+"""What ``crossview stereo`` and ``crossview flow`` share: options, pairing inputs, writing.
+
+Inputs are two files, two directories (paired by file name, else by sorted order) or two glob
+patterns (paired in sorted order). Everything about the inputs and the output directory is
+checked before the model runs; each pair's outputs are all computed before its first file is
+written, and every file is written under a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from PIL import Image
+from rich.console import Console
+from rich.progress import Progress
+
+from crossview.cli.bench import _parse_size
+from crossview.data import io
+from crossview.errors import UserError
+
+OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]
+Weights = Annotated[Path | None, typer.Option(
+    help="Weights: published .pth checkpoint, bare state dict or .safetensors.")]
+Device = Annotated[str, typer.Option(help="cpu or cuda.")]
+Precision = Annotated[str, typer.Option(help="fp32, bf16 or fp16.")]
+Lri = Annotated[bool, typer.Option("--lri", help="Low-resolution initialisation (two passes).")]
+Size = Annotated[str | None, typer.Option(
+    "--size", help="Fixed-resolution inference at HxW, results resized back.")]
+SaveRpos = Annotated[bool, typer.Option(
+    "--save-rpos", help="Also save the self relative positions as a picture (paper Fig. 6).")]
+
+_stdout = Console(highlight=False)
+_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class DenseOptions:
+    """The options both commands take (see their ``--help``)."""
+
+    out_dir: Path
+    model: str
+    weights: Path | None
+    device: str
+    precision: str
+    lri: bool
+    size: str | None
+    save_right: bool
+    save_rpos: bool
+    fmt: str
+
+
+def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
+    """Pair the inputs: two files, two directories or two glob patterns."""
+    a, b = Path(first), Path(second)
+    if a.is_dir() and b.is_dir():
+        left, right = _images_in(a), _images_in(b)
+        if {p.name for p in left} == {p.name for p in right}:
+            right = [b / p.name for p in left]
+        elif len(left) != len(right):
+            raise UserError(f"{a} has {len(left)} images but {b} has {len(right)}")
+        return list(zip(left, right, strict=True))
+    if a.is_dir() or b.is_dir():
+        raise UserError(f"give two files, two directories or two patterns, got {a} and {b}")
+    if a.is_file() and b.is_file():
+        return [(a, b)]
+    left, right = _expand(first), _expand(second)
+    if len(left) != len(right):
+        raise UserError(f"{first!r} matches {len(left)} files but {second!r} matches {len(right)}")
+    return list(zip(left, right, strict=True))
+
+
+def _images_in(folder: Path) -> list[Path]:
+    images = sorted(p for p in folder.iterdir() if p.suffix.lower() in io.IMAGE_SUFFIXES)
+    if not images:
+        raise UserError(f"{folder}: no images in this directory")
+    return images
+
+
+def _expand(pattern: str) -> list[Path]:
+    matches = sorted(Path(p) for p in glob.glob(pattern) if Path(p).is_file())
+    if not matches:
+        raise UserError(f"{pattern}: no such file" if not glob.has_magic(pattern)
+                        else f"{pattern}: no file matches this pattern")
+    return matches
+
+
+def check_pairs(pairs: list[tuple[Path, Path]]) -> None:
+    """Every image opens (header) and both images of a pair have one size."""
+    for a, b in pairs:
+        sizes = []
+        for path in (a, b):
+            try:
+                with Image.open(path) as image:
+                    sizes.append(image.size)
+            except (OSError, ValueError, SyntaxError) as error:
+                raise UserError(f"{path}: cannot read image ({error})") from None
+        if sizes[0] != sizes[1]:
+            raise UserError(f"{a} is {sizes[0][0]}x{sizes[0][1]} but {b} is "
+                            f"{sizes[1][0]}x{sizes[1][1]} (W x H); a pair needs one size")
+
+
+def prepare_out_dir(out_dir: Path) -> None:
+    """Create ``out_dir`` and make sure a file can be written in it."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".crossview-probe-", dir=out_dir)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise UserError(f"{out_dir}: cannot write to this output directory "
+                        f"({error.strerror or error})") from None
+
+
+def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
+    """A unique output stem per pair: the first file's stem, else ``parent_stem``, else numbered."""
+    for naming in (lambda p: p.stem, lambda p: f"{p.parent.name}_{p.stem}"):
+        names = [naming(a) for a, _ in pairs]
+        if len(set(names)) == len(names):
+            return names
+    return [f"{i:05d}_{a.stem}" for i, (a, _) in enumerate(pairs)]
+
+
+def load_model_for(options: DenseOptions):
+    """The model, with a 'warning:' line on stderr when it runs on random weights."""
+    from crossview import api
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", api.RandomWeightsWarning)
+        model = api.load_model(options.model, options.weights, device=options.device)
+    for warning in caught:
+        _stderr.print(f"warning: {warning.message}", markup=False)
+    return model
+
+
+def run_dense(task: str, first: str, second: str, options: DenseOptions,
+              outputs: Callable[[str, tuple[np.ndarray, np.ndarray], object, DenseOptions],
+                                dict[str, Callable]]) -> None:
+    """Check everything, load the model, run every pair and write its outputs.
+
+    ``outputs(name, (image0, image1), result, options)`` returns ``{file name: writer(path)}`` for
+    one pair; all of a pair's arrays are computed before the writers run.
+    """
+    from crossview import api
+
+    size = _parse_size(options.size) if options.size else None
+    pairs = find_pairs(first, second)
+    check_pairs(pairs)
+    check_format(options.fmt, "disparity" if task == "stereo" else "flow")
+    prepare_out_dir(options.out_dir)
+    model = load_model_for(options)
+    estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
+    names = output_names(pairs)
+    with Progress(console=_stderr, transient=True) as progress:
+        bar = progress.add_task(task, total=len(pairs))
+        for name, (a, b) in zip(names, pairs, strict=True):
+            images = io.read_image(a), io.read_image(b)
+            result = estimate(*images, model=model, device=options.device,
+                              precision=options.precision, lri=options.lri, size=size)
+            writers = outputs(name, images, result, options)
+            for file_name, write in writers.items():
+                write(options.out_dir / file_name)
+            progress.advance(bar)
+    _stdout.print(f"wrote {len(pairs)} pair(s) to {options.out_dir}")
+
+
+def raw_writer(array: np.ndarray, fmt: str, kind: str) -> tuple[str, Callable[[Path], None]]:
+    """``(suffix, writer)`` of a disparity ``[H, W]`` or flow ``[H, W, 2]`` in format ``fmt``."""
+    if fmt == "npy":
+        return ".npy", lambda path: io.write_npy(path, array)
+    if fmt == "pfm":
+        values = array if kind == "disparity" else np.dstack([array, np.zeros(array.shape[:2])])
+        return ".pfm", lambda path: io.write_pfm(path, values)
+    if fmt == "png16" and kind == "disparity":
+        clipped = np.clip(array, 0, 65535 / 256)
+        return ".png", lambda path: io.write_kitti_disparity(path, clipped, clipped > 0)
+    if fmt == "png16":
+        clipped = np.clip(array, -512, 511.98)
+        return ".png", lambda path: io.write_kitti_flow(path, clipped)
+    if fmt == "flo" and kind == "flow":
+        return ".flo", lambda path: io.write_flo(path, array)
+    allowed = "pfm, png16, npy" + (", flo" if kind == "flow" else "")
+    raise UserError(f"--format {fmt!r} cannot hold {kind}; choose one of {allowed}")
+
+
+def picture_writer(picture: np.ndarray) -> Callable[[Path], None]:
+    return lambda path: io.write_image(path, picture)
+
+
+def view_outputs(prefix: str, raw: np.ndarray, kind: str, valid: np.ndarray, rpos: np.ndarray,
+                 image: np.ndarray | None, options: DenseOptions) -> dict[str, Callable]:
+    """Raw result, colour picture, mask (and self-rpos picture) of one view."""
+    from crossview.viz import disparity_to_colour, flow_to_colour, mask_to_image, self_rpos_picture
+
+    suffix, write_raw = raw_writer(raw, options.fmt, kind)
+    colour = disparity_to_colour(raw) if kind == "disparity" else flow_to_colour(raw)
+    files = {f"{prefix}{suffix}": write_raw,
+             f"{prefix}_color.png": picture_writer(colour),
+             f"{prefix}_noc.png": picture_writer(mask_to_image(valid))}
+    if options.save_rpos:
+        files[f"{prefix}_rpos.png"] = picture_writer(self_rpos_picture(rpos, image))
+    return files
+
+
+def check_format(fmt: str, kind: str) -> None:
+    """Refuse a format that cannot hold ``kind`` before anything runs."""
+    raw_writer(np.zeros((1, 1) if kind == "disparity" else (1, 1, 2), np.float32), fmt, kind)
