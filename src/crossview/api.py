@@ -254,3 +254,60 @@ def _device(device: str | torch.device) -> torch.device:
     if target.type == "cuda" and not torch.cuda.is_available():
         raise UserError("device 'cuda' requested but CUDA is not available")
     return target
+
+
+# ----------------------------------------------------------------------------- semantic matching
+
+
+@dataclass
+class MatchResult:
+    """Keypoints transferred from a source to a target image by TransforMatcher.
+
+    ``points [N, 2]``: the source keypoints, ``transferred [N, 2]``: their matches in the
+    target, both pixel ``(x, y)`` of the original images; ``flow [2, Hs, Ws]``: dense
+    source -> target displacement (px); ``flow_backward [2, Ht, Wt]``: target -> source."""
+
+    points: torch.Tensor
+    transferred: torch.Tensor
+    flow: torch.Tensor
+    flow_backward: torch.Tensor
+
+
+def match_keypoints(src: ImageLike, tgt: ImageLike, points: torch.Tensor | np.ndarray | None = None,
+                    *, model: nn.Module | None = None, weights: str | os.PathLike | None = None,
+                    device: str = "cpu") -> MatchResult:
+    """Transfer ``points`` (pixel ``(x, y)`` ``[N, 2]`` in ``src``) to ``tgt`` (semantic
+    correspondence between two instances of a category; the images may differ in size).
+
+    ``model``: a :class:`~crossview.models.transformatcher.TransforMatcher`; default: built
+    with the bundled weights (or ``weights``). Without ``points``, an 8 x 8 grid over the source.
+    Both images are resized to the model's square input (240 x 240) as in the paper; the
+    results are mapped back to the original pixel frames.
+    """
+    from crossview.models.transformatcher import load_transformatcher, match_pair
+
+    target = _device(device)
+    if model is None:
+        model = load_transformatcher(weights)
+    x0, x1 = as_image_batch(src, "source image"), as_image_batch(tgt, "target image")
+    if x0.shape[0] != 1 or x1.shape[0] != 1:
+        raise UserError("match_keypoints takes one source and one target image")
+    h0, w0 = x0.shape[-2:]
+    if points is None:
+        ys, xs = torch.meshgrid(torch.linspace(0.1, 0.9, 8) * (h0 - 1),
+                                torch.linspace(0.1, 0.9, 8) * (w0 - 1), indexing="ij")
+        points = torch.stack((xs, ys), -1).reshape(-1, 2)
+    points = torch.as_tensor(points, dtype=torch.float32)
+    if points.ndim != 2 or points.shape[1] != 2 or len(points) == 0:
+        raise UserError(f"points must be a non-empty list of (x, y), got shape "
+                        f"{tuple(points.shape)}")
+    outside = (points[:, 0] < 0) | (points[:, 0] > w0 - 1) | (points[:, 1] < 0) | (
+        points[:, 1] > h0 - 1)
+    if outside.any():
+        x, y = points[outside.nonzero()[0, 0]].tolist()
+        raise UserError(f"point ({x:g}, {y:g}) lies outside the source image "
+                        f"({w0}x{h0} px, x in 0..{w0 - 1}, y in 0..{h0 - 1})")
+    model = model.to(target).eval()
+    with torch.inference_mode():
+        out = match_pair(model, x0.to(target), x1.to(target), points.to(target))
+    return MatchResult(points, *(t.cpu() for t in out))

@@ -28,15 +28,17 @@ def rope4d_angles(positions: Tensor, dim: int, base: float = 100.0) -> Tensor:
     return positions[..., axis] * freqs[level]
 
 
-def apply_rope4d(x: Tensor, angles: Tensor) -> Tensor:
+def apply_rope4d(x: Tensor, angles: Tensor | tuple[Tensor, Tensor]) -> Tensor:
     """Rotate the channel pairs ``(x[..., 2j], x[..., 2j + 1])`` of ``x [..., T, D]`` by
-    ``angles [T, D // 2]`` (from :func:`rope4d_angles`)."""
-    if x.shape[-1] % 2 != 0 or angles.shape[-1] * 2 != x.shape[-1]:
+    ``angles [T, D // 2]`` (from :func:`rope4d_angles`), or by their precomputed
+    ``(cos, sin)`` (a model with many layers computes them once)."""
+    cos, sin = (angles.cos(), angles.sin()) if isinstance(angles, Tensor) else angles
+    if x.shape[-1] % 2 != 0 or cos.shape[-1] * 2 != x.shape[-1]:
         raise ValueError(f"x channels must be twice the angle count, got {x.shape=} "
-                         f"{angles.shape=}")
-    if angles.shape[-2] != x.shape[-2]:
-        raise ValueError(f"one angle row per token is needed, got {x.shape=} {angles.shape=}")
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+                         f"{cos.shape=}")
+    if cos.shape[-2] != x.shape[-2]:
+        raise ValueError(f"one angle row per token is needed, got {x.shape=} {cos.shape=}")
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     pairs = x.unflatten(-1, (-1, 2))
     even, odd = pairs[..., 0], pairs[..., 1]
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)

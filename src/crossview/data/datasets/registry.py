@@ -150,6 +150,24 @@ def _register_builtins() -> None:
     register_dataset(DatasetKind(
         "chairs", "flow", FlyingChairs, ("epe", "1px", "3px", "5px"), "pooled",
         "FlyingChairs (option: split=train|val|all, default val)"))
+    _register_semantic()
+
+
+def _register_semantic() -> None:
+    """Semantic correspondence (keypoint transfer, PCK per pair; see metrics.keypoints)."""
+    import crossview.metrics.keypoints  # noqa: F401  (registers the pck@... metrics)
+    from crossview.data.datasets.pfpascal import PFPascal
+    from crossview.data.datasets.pfwillow import PFWillow
+    from crossview.data.datasets.spair import SPair71k
+
+    for name, factory, kind, description in (
+        ("spair71k", SPair71k, "bbox", "SPair-71k (options: split=trn|val|test, layout)"),
+        ("pfpascal", PFPascal, "img", "PF-PASCAL (option: split=trn|val|test)"),
+        ("pfwillow", PFWillow, "bbox-kp", "PF-WILLOW test pairs"),
+    ):
+        metrics = tuple(f"pck@{alpha}_{kind}" for alpha in (0.05, 0.1, 0.15))
+        register_dataset(DatasetKind(name, "semantic", factory, metrics, "image_mean",
+                                     description))
 
 
 _register_builtins()

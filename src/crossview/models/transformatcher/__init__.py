@@ -1,0 +1,17 @@
+"""TransforMatcher: match-to-match attention for semantic correspondence.
+
+Files: ``backbone`` (ImageNet CNNs with many feature layers), ``correlation`` (Eq. 4 and 4D
+upsampling), ``layers`` (match-to-match attention, Eq. 5-7), ``softargmax`` (Eq. 10-11),
+``loss`` (Eq. 12), ``model``, ``inference`` (one pair of any sizes), ``draw`` (pictures).
+"""
+
+from __future__ import annotations
+
+from crossview.models.transformatcher.inference import (
+    keypoint_predictor,
+    load_transformatcher,
+    match_pair,
+)
+from crossview.models.transformatcher.model import TransforMatcher
+
+__all__ = ["TransforMatcher", "keypoint_predictor", "load_transformatcher", "match_pair"]

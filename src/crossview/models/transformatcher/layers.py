@@ -35,10 +35,11 @@ class MatchToMatchAttention(nn.Module):
             self.w_q = nn.Parameter(nn.init.normal_(torch.empty(heads, head_dim), std=0.5))
             self.w_k = nn.Parameter(nn.init.normal_(torch.empty(heads, head_dim), std=0.5))
 
-    def forward(self, x: Tensor, angles: Tensor) -> Tensor:
-        """``x [B, T, dim]``, rotary ``angles [T, heads * head_dim / 2]`` -> ``[B, T, dim]``."""
+    def forward(self, x: Tensor, rotation: tuple[Tensor, Tensor]) -> Tensor:
+        """``x [B, T, dim]``, rotary ``(cos, sin)`` ``[T, heads * head_dim / 2]`` each ->
+        ``[B, T, dim]``."""
         q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q, k = apply_rope4d(q, angles), apply_rope4d(k, angles)
+        q, k = apply_rope4d(q, rotation), apply_rope4d(k, rotation)
         q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(1, 2) for t in (q, k, v))
         if self.attention == "additive":
             # Fastformer adds the query back before the output projection.
@@ -59,7 +60,7 @@ class MatchToMatchLayer(nn.Module):
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = nn.Sequential(nn.Linear(dim, mlp_dim), nn.GELU(), nn.Linear(mlp_dim, dim))
 
-    def forward(self, x: Tensor, angles: Tensor) -> Tensor:
-        """``x [B, T, dim]``, ``angles [T, heads * head_dim / 2]`` -> ``[B, T, dim]``."""
-        x = x + self.attn(self.norm1(x), angles)
+    def forward(self, x: Tensor, rotation: tuple[Tensor, Tensor]) -> Tensor:
+        """``x [B, T, dim]``, rotary ``(cos, sin)`` ``[T, inner / 2]`` -> ``[B, T, dim]``."""
+        x = x + self.attn(self.norm1(x), rotation)
         return x + self.mlp(self.norm2(x))

@@ -53,9 +53,10 @@ class MatchRefiner(nn.Module):
         b, _, hs, ws, ht, wt = corr.shape
         positions = match_positions(hs, ws, ht, wt, device=corr.device)
         angles = rope4d_angles(positions, self.inner, self.rope_base)
+        rotation = (angles.cos(), angles.sin())
         x = self.embed(corr.flatten(2).transpose(1, 2))  # [B, T, dim]
         for layer in self.layers:
-            x = layer(x, angles)
+            x = layer(x, rotation)
         score = self.head(self.norm(x)).squeeze(-1).reshape(b, hs, ws, ht, wt)
         return score + corr.mean(dim=1)
 

@@ -1,0 +1,103 @@
+"""Inference on one image pair of any sizes: keypoint transfer and dense flows both ways.
+
+The images are resized to the model's square input (as the paper does); because positions are
+handled in normalised ``[-1, 1]`` coordinates, keypoints and flows map back to each image's own
+pixel frame exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from crossview.errors import UserError
+from crossview.models.transformatcher.model import TransforMatcher
+from crossview.models.transformatcher.softargmax import (
+    grid_centres,
+    normalised_to_pixels,
+    pixels_to_normalised,
+    soft_sample,
+)
+from crossview.models.weights import read_state_dict
+
+WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "transformatcher_lite0.safetensors"
+EVAL_TAU = 0.05
+
+
+def load_transformatcher(weights: str | os.PathLike | None = None, *,
+                         backbone: str = "efficientnet-lite0",
+                         backbone_weights: str | os.PathLike | None = None) -> TransforMatcher:
+    """TransforMatcher (240 x 240 input) with its refinement weights: ``weights`` or the bundled
+    file trained on synthetic warps (EfficientNet-Lite0 backbone only)."""
+    path = Path(weights) if weights is not None else WEIGHTS
+    if weights is None and backbone != "efficientnet-lite0":
+        raise UserError("the bundled TransforMatcher weights are for the efficientnet-lite0 "
+                        "backbone; pass weights=... for another backbone")
+    model = TransforMatcher(backbone=backbone, backbone_weights=backbone_weights)
+    try:
+        model.load_head_state_dict(read_state_dict(path))
+    except ValueError as error:
+        raise UserError(f"{path}: not TransforMatcher weights ({error})") from None
+    return model.eval()
+
+
+def _dense_flow(coords: Tensor, src_size: tuple[int, int], tgt_size: tuple[int, int]) -> Tensor:
+    """``coords [1, G, G, 2]`` (normalised target position of each source cell) -> pixel flow
+    ``[2, Hs, Ws]`` from the source frame into the target frame.
+
+    The normalised displacement is upsampled (not the positions: clamping at the border would
+    bend an identity map), then both ends are mapped to their own pixel frames."""
+    (hs, ws), (ht, wt) = src_size, tgt_size
+    g = coords.shape[1:3]
+    shift = (coords - grid_centres(*g, coords.device, coords.dtype)).permute(0, 3, 1, 2)
+    shift = F.interpolate(shift, size=(hs, ws), mode="bilinear", align_corners=False)
+    ys, xs = torch.meshgrid(torch.arange(hs, dtype=coords.dtype, device=coords.device),
+                            torch.arange(ws, dtype=coords.dtype, device=coords.device),
+                            indexing="ij")
+    pixels = torch.stack((xs, ys), -1)
+    target = normalised_to_pixels(pixels_to_normalised(pixels, ws, hs)
+                                  + shift[0].permute(1, 2, 0), wt, ht)
+    return (target - pixels).permute(2, 0, 1)
+
+
+def match_pair(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
+               ) -> tuple[Tensor, Tensor, Tensor]:
+    """Images ``[1, 3, Hs, Ws]``, ``[1, 3, Ht, Wt]`` (0..255), source pixel ``points [N, 2]``
+    -> ``(transferred [N, 2] target px, flow [2, Hs, Ws], flow_backward [2, Ht, Wt])``."""
+    size = (model.image_size, model.image_size)
+    (hs, ws), (ht, wt) = src.shape[-2:], tgt.shape[-2:]
+
+    def resize(x: Tensor) -> Tensor:
+        return F.interpolate(x, size=size, mode="bilinear", align_corners=False, antialias=True)
+
+    corr = model.correlation(resize(src), resize(tgt))
+    forward = model.refine(corr)["coords"]
+    backward = model.refine(corr.permute(0, 1, 4, 5, 2, 3))["coords"]
+    kp = pixels_to_normalised(points, ws, hs)[None]
+    transferred = normalised_to_pixels(soft_sample(forward, kp, EVAL_TAU)[0], wt, ht)
+    return (transferred, _dense_flow(forward, (hs, ws), (ht, wt)),
+            _dense_flow(backward, (ht, wt), (hs, ws)))
+
+
+def keypoint_predictor(model: TransforMatcher) -> Callable[[Mapping[str, Any]], np.ndarray]:
+    """A ``crossview.eval`` predictor for semantic samples: transfers ``keypoints0`` of
+    ``image0`` into ``image1``; returns ``[N, 2]`` target pixels (invalid rows are ignored by
+    the PCK metrics)."""
+    model.eval()
+
+    def predict(sample: Mapping[str, Any]) -> np.ndarray:
+        src, tgt = (torch.from_numpy(np.ascontiguousarray(sample[k], np.float32))
+                    .permute(2, 0, 1)[None] for k in ("image0", "image1"))
+        points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32))
+        with torch.inference_mode():
+            transferred, _, _ = match_pair(model, src, tgt, points)
+        return transferred.numpy()
+
+    return predict

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from crossview.errors import UserError
+from crossview.eval import evaluate
+from crossview.metrics import get_metrics
+from crossview.metrics.keypoints import THRESHOLD_KINDS
+from crossview.models.transformatcher.draw import match_lines, warp_source_to_target
+from crossview.models.transformatcher.inference import (
+    _dense_flow,
+    keypoint_predictor,
+    load_transformatcher,
+    match_pair,
+)
+from crossview.models.transformatcher.model import TransforMatcher
+from crossview.models.transformatcher.softargmax import grid_centres
+
+
+def test_identity_coords_give_zero_flow_and_scaled_targets() -> None:
+    coords = grid_centres(6, 6)[None]
+    torch.testing.assert_close(_dense_flow(coords, (12, 18), (12, 18)), torch.zeros(2, 12, 18),
+                               atol=1e-5, rtol=0)
+    # Into a target twice as large, pixel x maps to 2x + 0.5 (pixel centres at integers).
+    flow = _dense_flow(coords, (12, 18), (24, 36))
+    xs = torch.arange(18.0)
+    torch.testing.assert_close(flow[0, 5], 2 * xs + 0.5 - xs, atol=1e-4, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def model() -> TransforMatcher:
+    torch.manual_seed(0)
+    return TransforMatcher(grid=4).eval()
+
+
+def test_match_pair_shapes_and_frames(model: TransforMatcher) -> None:
+    src, tgt = torch.rand(1, 3, 30, 50) * 255, torch.rand(1, 3, 44, 20) * 255
+    points = torch.tensor([[0.0, 0.0], [49.0, 29.0], [10.0, 5.0]])
+    transferred, flow, flow_back = match_pair(model, src, tgt, points)
+    assert transferred.shape == (3, 2) and flow.shape == (2, 30, 50)
+    assert flow_back.shape == (2, 44, 20)
+    assert (transferred[:, 0] >= -0.5).all() and (transferred[:, 0] <= 19.5).all()
+    assert (transferred[:, 1] >= -0.5).all() and (transferred[:, 1] <= 43.5).all()
+
+
+def test_keypoint_predictor_runs_inside_crossview_eval(model: TransforMatcher) -> None:
+    assert "bbox-kp" in THRESHOLD_KINDS  # importing metrics.keypoints registers pck@...
+    rng = np.random.default_rng(0)
+    samples = [{"name": f"p{i}", "image0": rng.integers(0, 256, (30, 40, 3), dtype=np.uint8),
+                "image1": rng.integers(0, 256, (36, 30, 3), dtype=np.uint8),
+                "keypoints0": rng.uniform(0, 29, (5, 2)).astype(np.float32),
+                "keypoints1": rng.uniform(0, 29, (5, 2)).astype(np.float32),
+                "valid_keypoints": np.array([True] * 4 + [False])} for i in range(2)]
+    result = evaluate(samples, keypoint_predictor(model),
+                      get_metrics("semantic", ["pck@0.1_img", "pck@0.1_bbox-kp"]),
+                      reduction="image_mean")
+    assert len(result.rows) == 2
+    assert all(0.0 <= v <= 100.0 for v in result.mean().values())
+
+
+def test_load_weights_and_errors(tmp_path) -> None:
+    torch.manual_seed(1)
+    reference = TransforMatcher()
+    path = tmp_path / "w.safetensors"
+    save_file(reference.head_state_dict(), str(path))
+    loaded = load_transformatcher(path)
+    torch.testing.assert_close(loaded.refiner.embed.weight, reference.refiner.embed.weight)
+    save_file({"x": torch.zeros(1)}, str(tmp_path / "bad.safetensors"))
+    with pytest.raises(UserError, match="not TransforMatcher weights"):
+        load_transformatcher(tmp_path / "bad.safetensors")
+    with pytest.raises(UserError, match="no such weights file"):
+        load_transformatcher(tmp_path / "none.safetensors")
+
+
+def test_drawing_and_warping() -> None:
+    rng = np.random.default_rng(0)
+    src = rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    tgt = rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)
+    picture = match_lines(src, tgt, np.array([[1.0, 2.0]]), np.array([[5.0, 5.0]]))
+    assert picture.shape == (20, 30 + 24, 3)
+    np.testing.assert_array_equal(picture[15:, 20:25], src[15:, 20:25])  # away from the line
+    # Zero flow between equal sizes reproduces the image exactly.
+    same = warp_source_to_target(src, torch.zeros(2, 20, 30))
+    np.testing.assert_array_equal(same, src)
+    shifted = warp_source_to_target(src, torch.ones(2, 20, 30))
+    np.testing.assert_array_equal(shifted[:-1, :-1], src[1:, 1:])
