@@ -1,0 +1,1 @@
+"""Reproducible experiments (the camera-encoding comparison)."""

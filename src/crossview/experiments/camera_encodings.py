@@ -1,0 +1,344 @@
+"""The camera-encoding comparison of "Cameras as Relative Positional Encoding", at small scale.
+
+One :class:`~crossview.models.multiview.MultiViewTransformer` is trained per camera conditioning
+(Plücker raymap, naive raymap, CaPE, GTA, PRoPE, PRoPE + CamRay) and seed, with identical data,
+budget and hyper-parameters, for novel view synthesis on posed synthetic scenes whose views
+each have their own zoom (:mod:`crossview.experiments.camera_scenes`). Every run is evaluated
+(PSNR, SSIM on held-out scenes) in three settings:
+
+- ``in_distribution``: 2 context views, zooms from the training range;
+- ``more_views``: 4 context views (training always used 2), same targets;
+- ``zoomed``: 2 context views, every view zoomed beyond the training range.
+
+Each finished run writes ``runs/<conditioning>-seed<k>.json``; a rerun skips them (resumable).
+:func:`summarize` turns the run files into ``results.json``, ``table.md`` and ``plot.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from skimage.metrics import structural_similarity
+
+from crossview.experiments.camera_scenes import make_scenes
+from crossview.models.multiview import CONDITIONINGS, MultiViewConfig, MultiViewTransformer
+
+SETTINGS = ("in_distribution", "more_views", "zoomed")
+_LABELS = {"plucker": "Plücker raymap", "naive": "naive raymap", "cape": "CaPE", "gta": "GTA",
+           "prope": "PRoPE", "prope+camray": "PRoPE + CamRay"}
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Budget and sizes of the study (identical for every conditioning)."""
+
+    steps: int = 1500
+    seeds: int = 3
+    batch: int = 16
+    lr: float = 1e-3
+    warmup: int = 100
+    train_scenes: int = 1500
+    test_scenes: int = 100
+    views: int = 6
+    context: int = 2
+    more_context: int = 4
+    targets: int = 2
+    train_zoom: tuple[float, float] = (1.0, 3.0)
+    test_zoom: tuple[float, float] = (3.0, 5.0)
+    image_size: tuple[int, int] = (32, 32)
+    patch: int = 8
+    width: int = 64
+    depth: int = 4
+    heads: int = 4
+    data_seed: int = 1234
+
+    @classmethod
+    def quick(cls) -> StudyConfig:
+        """A tiny budget that runs in seconds (for tests and smoke checks)."""
+        return cls(steps=3, seeds=1, batch=2, warmup=1, train_scenes=4, test_scenes=2,
+                   width=16, depth=1, heads=2)
+
+    def model(self, conditioning: str) -> MultiViewConfig:
+        return MultiViewConfig(conditioning=conditioning, image_size=self.image_size,
+                               patch=self.patch, width=self.width, depth=self.depth,
+                               heads=self.heads)
+
+
+def _data_key(config: StudyConfig) -> str:
+    return (f"{config.image_size[0]}x{config.image_size[1]}-v{config.views}-"
+            f"n{config.train_scenes}-{config.test_scenes}-z{config.train_zoom}-{config.test_zoom}-"
+            f"s{config.data_seed}").replace(" ", "").replace("(", "").replace(")", "")
+
+
+def _save_atomic(path: Path, payload: Any, *, as_json: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if as_json:
+        tmp.write_text(json.dumps(payload, indent=2))
+    else:
+        torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch.Tensor]]:
+    """Training and test scenes, rendered once and cached in ``cache_dir``."""
+    path = cache_dir / f"scenes-{_data_key(config)}.pt"
+    if path.exists():
+        return torch.load(path, weights_only=True)
+    data = {
+        "train": make_scenes(config.train_scenes, config.views, config.train_zoom,
+                             config.data_seed, config.image_size, split="train"),
+        "test": make_scenes(config.test_scenes, config.more_context + config.targets,
+                            config.train_zoom, config.data_seed + 1, config.image_size,
+                            split="heldout", test_zoom=config.test_zoom),
+    }
+    _save_atomic(path, data, as_json=False)
+    return data
+
+
+def _cosine_lr(step: int, config: StudyConfig) -> float:
+    if step < config.warmup:
+        return config.lr * (step + 1) / config.warmup
+    progress = (step - config.warmup) / max(config.steps - config.warmup, 1)
+    return config.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def _training_batch(train: dict[str, torch.Tensor], config: StudyConfig,
+                    gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """Random scenes, and in each a random choice of context and target views."""
+    scenes = torch.randint(0, train["images"].shape[0], (config.batch,), generator=gen)
+    order = torch.argsort(torch.rand(config.batch, config.views, generator=gen), dim=1)
+    order = order[:, : config.context + config.targets]
+    pick = scenes[:, None], order
+    images, K, viewmats = train["images"][pick], train["K"][pick], train["viewmats"][pick]
+    c = config.context
+    return images[:, :c], K[:, :c], viewmats[:, :c], K[:, c:], viewmats[:, c:], images[:, c:]
+
+
+def psnr(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """PSNR in dB per image of ``[..., 3, H, W]`` images in 0..255 -> ``[...]``."""
+    mse = ((prediction - target) ** 2).flatten(-3).mean(-1)
+    return 10.0 * torch.log10(255.0**2 / mse.clamp_min(1e-10))
+
+
+def ssim(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """SSIM per image (7x7 Gaussian-free window, data range 255) of ``[N, 3, H, W]`` -> ``[N]``."""
+    values = [structural_similarity(p.numpy(), t.numpy(), data_range=255.0, channel_axis=0,
+                                    win_size=7)
+              for p, t in zip(prediction.double(), target.double(), strict=True)]
+    return torch.tensor(values)
+
+
+@torch.no_grad()
+def evaluate(model: MultiViewTransformer, test: dict[str, torch.Tensor],
+             config: StudyConfig) -> dict[str, dict[str, float]]:
+    """Mean PSNR and SSIM over the test targets in each of :data:`SETTINGS`."""
+    model.eval()
+    c, m, t = config.context, config.more_context, config.targets
+    target_views = slice(m, m + t)
+    cases = {
+        "in_distribution": ("images", "K", slice(0, c)),
+        "more_views": ("images", "K", slice(0, m)),
+        "zoomed": ("images_zoomed", "K_zoomed", slice(0, c)),
+    }
+    results: dict[str, dict[str, float]] = {}
+    for name, (images_key, K_key, context) in cases.items():
+        images, K, viewmats = test[images_key], test[K_key], test["viewmats"]
+        predictions = []
+        for start in range(0, images.shape[0], 16):
+            part = slice(start, start + 16)
+            predictions.append(model(images[part, context], K[part, context],
+                                     viewmats[part, context], K[part, target_views],
+                                     viewmats[part, target_views]))
+        prediction = torch.cat(predictions).flatten(0, 1)
+        target = images[:, target_views].flatten(0, 1)
+        results[name] = {"psnr": float(psnr(prediction, target).mean()),
+                         "ssim": float(ssim(prediction, target).mean())}
+    model.train()
+    return results
+
+
+def train_run(conditioning: str, seed: int, config: StudyConfig,
+              data: dict[str, dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """Train one model from scratch and evaluate it; returns the run record."""
+    torch.manual_seed(seed)
+    model = MultiViewTransformer(config.model(conditioning))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.05)
+    gen = torch.Generator().manual_seed(10_000 + seed)
+    losses: list[float] = []
+    started = time.perf_counter()
+    for step in range(config.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = _cosine_lr(step, config)
+        *inputs, target = _training_batch(data["train"], config, gen)
+        loss = torch.nn.functional.mse_loss(model(*inputs) / 255.0, target / 255.0)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    train_seconds = time.perf_counter() - started
+    window = max(1, min(50, len(losses)))
+    return {
+        "conditioning": conditioning, "seed": seed, "config": asdict(config),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "final_train_loss": float(np.mean(losses[-window:])),
+        "loss_curve": [float(np.mean(losses[i:i + window]))
+                       for i in range(0, len(losses), window)],
+        "train_seconds": train_seconds,
+        "test": evaluate(model, data["test"], config),
+    }
+
+
+def _run_file(out_dir: Path, conditioning: str, seed: int) -> Path:
+    return out_dir / "runs" / f"{conditioning}-seed{seed}.json"
+
+
+def _worker(conditioning: str, seed: int, config: StudyConfig, cache_dir: str,
+            out_dir: str) -> str:
+    torch.set_num_threads(1)
+    data = load_data(config, Path(cache_dir))
+    record = train_run(conditioning, seed, config, data)
+    path = _run_file(Path(out_dir), conditioning, seed)
+    _save_atomic(path, record, as_json=True)
+    return str(path)
+
+
+def run_study(config: StudyConfig, out_dir: Path, cache_dir: Path, *, jobs: int = 2,
+              conditionings: tuple[str, ...] = CONDITIONINGS,
+              on_done: Callable[[str], None] | None = None) -> list[Path]:
+    """Train and evaluate every missing (conditioning, seed) run, ``jobs`` at a time.
+
+    Each run uses one thread, in a separate process when ``jobs > 1``. Finished runs (their
+    JSON exists with the same config) are skipped. Returns the run files.
+    """
+    load_data(config, cache_dir)  # render once, before the workers start
+    todo = []
+    for seed in range(config.seeds):
+        for conditioning in conditionings:
+            path = _run_file(out_dir, conditioning, seed)
+            if path.exists() and json.loads(path.read_text())["config"] == json.loads(
+                    json.dumps(asdict(config))):
+                continue
+            todo.append((conditioning, seed))
+    if todo and jobs <= 1:
+        threads = torch.get_num_threads()
+        try:
+            for conditioning, seed in todo:
+                done = _worker(conditioning, seed, config, str(cache_dir), str(out_dir))
+                if on_done is not None:
+                    on_done(done)
+        finally:
+            torch.set_num_threads(threads)
+    elif todo:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_worker, c, s, config, str(cache_dir), str(out_dir))
+                       for c, s in todo]
+            for future in futures:
+                done = future.result()
+                if on_done is not None:
+                    on_done(done)
+    return [_run_file(out_dir, c, s) for s in range(config.seeds) for c in conditionings]
+
+
+def summarize(out_dir: Path, command: str) -> dict[str, Any]:
+    """Aggregate the run files into ``results.json``, ``table.md`` and ``plot.png``."""
+    runs = [json.loads(p.read_text()) for p in sorted((out_dir / "runs").glob("*.json"))]
+    if not runs:
+        raise FileNotFoundError(f"no run files in {out_dir / 'runs'}")
+    summary: dict[str, Any] = {"command": command, "config": runs[0]["config"],
+                               "conditionings": {}}
+    for conditioning in CONDITIONINGS:
+        mine = [r for r in runs if r["conditioning"] == conditioning]
+        if not mine:
+            continue
+        entry: dict[str, Any] = {"seeds": [r["seed"] for r in mine],
+                                 "parameters": mine[0]["parameters"],
+                                 "final_train_loss": _stats([r["final_train_loss"] for r in mine])}
+        for setting in SETTINGS:
+            for metric in ("psnr", "ssim"):
+                entry[f"{setting}_{metric}"] = _stats([r["test"][setting][metric] for r in mine])
+        summary["conditionings"][conditioning] = entry
+    _save_atomic(out_dir / "results.json", summary, as_json=True)
+    _write_table(out_dir / "table.md", summary)
+    _write_plot(out_dir / "plot.png", summary)
+    return summary
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=np.float64)
+    std = float(array.std(ddof=1)) if array.size > 1 else 0.0
+    return {"mean": float(array.mean()), "std": std, "min": float(array.min()),
+            "max": float(array.max()), "n": int(array.size)}
+
+
+def _write_table(path: Path, summary: dict[str, Any]) -> None:
+    config = summary["config"]
+    lines = [
+        f"Novel view synthesis, {config['image_size'][0]}x{config['image_size'][1]} images, "
+        f"{config['patch']}x{config['patch']} patches, {config['depth']} layers of width "
+        f"{config['width']}, {config['steps']} steps of batch {config['batch']}; mean ± std "
+        "over seeds. Columns: 2 context views (training zooms), 4 context views (training "
+        f"used 2), zoomed test views (zoom {config['test_zoom'][0]:g}-"
+        f"{config['test_zoom'][1]:g}x, training {config['train_zoom'][0]:g}-"
+        f"{config['train_zoom'][1]:g}x).",
+        "",
+        "| conditioning | seeds | PSNR 2 views | SSIM 2 views | PSNR 4 views | SSIM 4 views "
+        "| PSNR zoomed | SSIM zoomed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for conditioning, entry in summary["conditionings"].items():
+        cells = [f"{entry[f'{s}_{m}']['mean']:.{2 if m == 'psnr' else 3}f} ± "
+                 f"{entry[f'{s}_{m}']['std']:.{2 if m == 'psnr' else 3}f}"
+                 for s in SETTINGS for m in ("psnr", "ssim")]
+        lines.append(f"| {_LABELS[conditioning]} | {len(entry['seeds'])} | " + " | ".join(cells)
+                     + " |")
+    lines += ["", f"Command: `{summary['command']}`", ""]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("\n".join(lines))
+    os.replace(tmp, path)
+
+
+def _write_plot(path: Path, summary: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summary["conditionings"])
+    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(4.2 * len(SETTINGS), 3.6), sharey=False)
+    titles = {"in_distribution": "2 context views", "more_views": "4 context views (OOD)",
+              "zoomed": "zoomed test intrinsics (OOD)"}
+    for ax, setting in zip(axes, SETTINGS, strict=True):
+        means = [summary["conditionings"][n][f"{setting}_psnr"]["mean"] for n in names]
+        stds = [summary["conditionings"][n][f"{setting}_psnr"]["std"] for n in names]
+        colours = ["#999999" if n in ("plucker", "naive") else "#4477aa" for n in names]
+        ax.bar(range(len(names)), means, yerr=stds, color=colours, capsize=3)
+        ax.set_xticks(range(len(names)), [_LABELS[n] for n in names], rotation=35, ha="right")
+        ax.set_title(titles[setting])
+        low = min(m - s for m, s in zip(means, stds, strict=True))
+        high = max(m + s for m, s in zip(means, stds, strict=True))
+        ax.set_ylim(low - 0.5 * (high - low + 0.1), high + 0.2 * (high - low + 0.1))
+        ax.set_ylabel("PSNR (dB)")
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def with_budget(config: StudyConfig, steps: int | None, seeds: int | None) -> StudyConfig:
+    """``config`` with ``steps`` and ``seeds`` replaced when given."""
+    changes = {k: v for k, v in (("steps", steps), ("seeds", seeds)) if v is not None}
+    return replace(config, **changes)
