@@ -54,7 +54,7 @@ class TestExactness:
         still = type(scene)(scene.layers, scene.camera0, Camera(scene.camera0.K, np.eye(4)),
                             [None] * len(scene.layers))
         s = render_flow(still, SMALL.size)
-        np.testing.assert_allclose(s["flow"], 0.0, atol=1e-6)
+        np.testing.assert_allclose(s["flow"], 0.0, atol=1e-4)  # float32 rendering
         np.testing.assert_array_equal(s["image1"], view.image)
         assert s["noc"].all()
 

@@ -92,8 +92,8 @@ class TestExactness:
         x, y, _ = project(layers, view0, right)
         h, w = SMALL.size
         xs, ys = np.meshgrid(np.arange(w), np.arange(h))
-        np.testing.assert_allclose(xs - x, f * baseline * view0.inverse_depth, atol=1e-6)
-        np.testing.assert_allclose(y, ys, atol=1e-6)
+        np.testing.assert_allclose(xs - x, f * baseline * view0.inverse_depth, atol=1e-4)
+        np.testing.assert_allclose(y, ys, atol=1e-4)  # float32 rendering
 
 
 class TestSamples:

@@ -20,6 +20,7 @@ rigid transforms applied to a layer before the camera.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,12 +64,18 @@ class Shape:
             q = np.sqrt(a * a + b * b)
         else:
             q = np.maximum(np.abs(a), np.abs(b))
-        bound = 1.0
-        if self.amplitudes:
-            theta = np.arctan2(b, a)
-            bound = 1.0 + sum(amp * np.cos((i + 2) * theta + ph)
-                              for i, (amp, ph) in enumerate(zip(self.amplitudes, self.phases,
-                                                                strict=True)))
+        if not self.amplitudes:
+            return q <= 1.0
+        # cos(k theta + phase) from the unit vector (cos theta, sin theta) by angle addition
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.sqrt(a * a + b * b)
+            c1 = np.where(r > 0, a / r, 1.0)
+            s1 = np.where(r > 0, b / r, 0.0)
+        ck, sk = c1 * c1 - s1 * s1, 2 * c1 * s1  # k = 2
+        bound = np.ones_like(q)
+        for amp, phase in zip(self.amplitudes, self.phases, strict=True):
+            bound += (amp * np.cos(phase)) * ck - (amp * np.sin(phase)) * sk
+            ck, sk = ck * c1 - sk * s1, sk * c1 + ck * s1
         return q <= bound
 
 
@@ -89,6 +96,12 @@ class Layer:
     texture: np.ndarray
     texture_map: np.ndarray
     shape: Shape | None = None
+
+    @functools.cached_property
+    def texture_tensor(self) -> torch.Tensor:
+        """The texture as a contiguous ``[1, 3, h, w]`` float32 tensor (made once)."""
+        chw = np.ascontiguousarray(self.texture.transpose(2, 0, 1), np.float32)
+        return torch.from_numpy(chw)[None]
 
 
 @dataclass(frozen=True)
@@ -189,18 +202,22 @@ def _present(ids: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.bincount(ids.ravel() + 1)[1:])
 
 
-def sample_texture(texture: np.ndarray, cols: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Bilinear samples ``[N, 3]`` of ``texture [h, w, 3]`` at ``(cols, rows)`` ``[N]``.
+def sample_texture(texture: np.ndarray | torch.Tensor, cols: np.ndarray,
+                   rows: np.ndarray) -> np.ndarray:
+    """Bilinear samples ``[N, 3]`` of a texture at ``(cols, rows)`` ``[N]``.
 
-    Addressing is mirrored about the border texel centres (period ``2 (n - 1)``), so the
-    texture extends continuously over the whole plane.
+    ``texture`` is ``[h, w, 3]`` (numpy) or ``[1, 3, h, w]`` (torch, float32). Addressing is
+    mirrored about the border texel centres (period ``2 (n - 1)``), so the texture extends
+    continuously over the whole plane.
     """
-    h, w = texture.shape[:2]
+    if isinstance(texture, np.ndarray):
+        texture = torch.from_numpy(np.ascontiguousarray(texture.transpose(2, 0, 1),
+                                                        np.float32))[None]
+    h, w = texture.shape[-2:]
     grid = np.empty((1, 1, cols.size, 2), np.float32)
     grid[0, 0, :, 0] = cols * (2.0 / max(w - 1, 1)) - 1.0
     grid[0, 0, :, 1] = rows * (2.0 / max(h - 1, 1)) - 1.0
-    image = torch.from_numpy(np.ascontiguousarray(texture.transpose(2, 0, 1), np.float32))[None]
-    out = F.grid_sample(image, torch.from_numpy(grid), mode="bilinear",
+    out = F.grid_sample(texture, torch.from_numpy(grid), mode="bilinear",
                         padding_mode="reflection", align_corners=True)
     return out[0, :, 0].numpy().T
 
@@ -213,10 +230,10 @@ def render(layers: Sequence[Layer], camera: Camera, size: tuple[int, int],
     it (ties keep the earlier layer). ``motions[k]`` (``[4, 4]`` or ``None``) moves layer ``k``.
     """
     h, w = size
-    inv_depth = np.zeros((h, w), np.float64)
+    inv_depth = np.zeros((h, w), np.float32)
     ids = np.full((h, w), -1, np.int32)
-    u_map = np.zeros((h, w), np.float64)
-    v_map = np.zeros((h, w), np.float64)
+    u_map = np.zeros((h, w), np.float32)
+    v_map = np.zeros((h, w), np.float32)
     for k, layer in enumerate(layers):
         g = plane_homography(layer, camera, None if motions is None else motions[k])
         box = _box(layer, g, size)
@@ -224,29 +241,40 @@ def render(layers: Sequence[Layer], camera: Camera, size: tuple[int, int],
             continue
         y0, y1, x0, x1 = box
         hinv = np.linalg.inv(g)
-        xs = np.arange(x0, x1, dtype=np.float64)[None, :]
-        ys = np.arange(y0, y1, dtype=np.float64)[:, None]
-        hp = [hinv[i, 0] * xs + hinv[i, 1] * ys + hinv[i, 2] for i in range(3)]
+        # float32 relative to the box corner: offsets stay small, so plane coordinates keep
+        # ~1e-4 px precision at a fraction of float64's memory traffic
+        c = hinv[:, 0] * x0 + hinv[:, 1] * y0 + hinv[:, 2]
+        xs = np.arange(x1 - x0, dtype=np.float32)[None, :]
+        ys = np.arange(y1 - y0, dtype=np.float32)[:, None]
+        hp = [float(hinv[i, 0]) * xs + (float(hinv[i, 1]) * ys + float(c[i])) for i in range(3)]
         depth_key = hp[2]
-        hit = (depth_key > _EPS) & (depth_key > inv_depth[y0:y1, x0:x1])
-        safe = np.where(hit, depth_key, 1.0)
-        u, v = hp[0] / safe, hp[1] / safe
+        hit = depth_key > inv_depth[y0:y1, x0:x1]
+        hit &= depth_key > _EPS
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = hp[0] / depth_key
+            v = hp[1] / depth_key
         if layer.shape is not None:
             hit &= layer.shape.contains(u, v)
         np.copyto(inv_depth[y0:y1, x0:x1], depth_key, where=hit)
         np.copyto(ids[y0:y1, x0:x1], k, where=hit)
         np.copyto(u_map[y0:y1, x0:x1], u, where=hit)
         np.copyto(v_map[y0:y1, x0:x1], v, where=hit)
-    image = np.zeros((h, w, 3), np.float32)
-    for k in _present(ids):
-        sel = ids == k
-        layer = layers[k]
+    image = np.zeros((h * w, 3), np.float32)
+    flat_ids = ids.ravel()
+    order = np.argsort(flat_ids, kind="stable")
+    ends = np.cumsum(np.bincount(flat_ids + 1, minlength=len(layers) + 1))
+    us_all, vs_all = u_map.ravel()[order], v_map.ravel()[order]
+    for k, layer in enumerate(layers):
+        start, stop = ends[k], ends[k + 1]
+        if start == stop:
+            continue
         a = layer.texture_map
-        us, vs = u_map[sel], v_map[sel]
-        image[sel] = sample_texture(layer.texture, a[0, 0] * us + a[0, 1] * vs + a[0, 2],
-                                    a[1, 0] * us + a[1, 1] * vs + a[1, 2])
+        us, vs = us_all[start:stop], vs_all[start:stop]
+        image[order[start:stop]] = sample_texture(
+            layer.texture_tensor, float(a[0, 0]) * us + (float(a[0, 1]) * vs + float(a[0, 2])),
+            float(a[1, 0]) * us + (float(a[1, 1]) * vs + float(a[1, 2])))
     np.clip(image, 0.0, 255.0, out=image)  # bilinear rounding may overshoot by ~1e-5
-    return Rendering(image, inv_depth, ids, u_map, v_map)
+    return Rendering(image.reshape(h, w, 3), inv_depth, ids, u_map, v_map)
 
 
 def project(layers: Sequence[Layer], rendering: Rendering, camera: Camera,
@@ -272,30 +300,39 @@ def project(layers: Sequence[Layer], rendering: Rendering, camera: Camera,
     return x, y, inv
 
 
-def _snap(coord: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
-    nearest = np.round(coord)
-    return np.where(np.abs(coord - nearest) < tolerance, nearest, coord)
-
-
-def visible(target: Rendering, layer: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def visible(target: Rendering, layer: np.ndarray, x: np.ndarray,
+            y: np.ndarray | None = None) -> np.ndarray:
     """Whether points of layers ``layer`` at target pixels ``(x, y)`` are seen by ``target``.
 
     A point is visible when it lies inside the target image and the target shows its layer at
     all pixels that bilinear interpolation at ``(x, y)`` reads (so a backward warp there reads
-    only that layer). All arrays ``[H, W]``; returns a bool ``[H, W]`` mask.
+    only that layer). All arrays ``[H, W]``; ``y=None`` means each point stays on its own row
+    (rectified stereo). Returns a bool ``[H, W]`` mask. Rendering works in float32 (plane
+    coordinates to ~1e-5 px); a neighbour read with such a weight does not change a warp, so
+    positions within ``1e-4`` px of a pixel count as on it.
     """
     h, w = target.layer.shape
-    # round-off may move an exact pixel position by ~1e-12; a neighbour read with such a
-    # weight does not change the warp, so positions that close to a pixel count as on it
-    x, y = _snap(x), _snap(y)
-    ok = (layer >= 0) & np.isfinite(x) & np.isfinite(y)
-    ok &= (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)
-    xs = np.where(ok, x, 0.0)
-    ys = np.where(ok, y, 0.0)
-    x0 = np.floor(xs).astype(np.int64)
-    y0 = np.floor(ys).astype(np.int64)
-    x1 = np.where(xs > x0, np.minimum(x0 + 1, w - 1), x0)
-    y1 = np.where(ys > y0, np.minimum(y0 + 1, h - 1), y0)
-    for yy, xx in ((y0, x0), (y0, x1), (y1, x0), (y1, x1)):
-        ok &= target.layer[yy, xx] == layer
+    tol = 1e-4
+    with np.errstate(invalid="ignore"):  # NaN positions compare False: not visible
+        ok = (layer >= 0) & (x > -tol) & (x < w - 1 + tol)
+        if y is not None:
+            ok &= (y > -tol) & (y < h - 1 + tol)
+    flat = target.layer.ravel()
+    rows = np.arange(h, dtype=np.int64)[:, None] * w
+    index = []
+    for coord, n, stride in ((x, w, 1), (y, h, w)):
+        if coord is None:
+            index.append((rows, None))
+            continue
+        c = np.where(ok, coord, 0.0).astype(np.float32)
+        np.clip(c, 0.0, n - 1, out=c)
+        base = np.floor(c + tol)
+        step = (c - base) > tol
+        i0 = base.astype(np.int64)
+        index.append((i0 * stride, np.minimum(i0 + step, n - 1) * stride if step.any() else None))
+    (x0, x1), (y0, y1) = index
+    ok &= flat[y0 + x0] == layer
+    for yy, xx in ((y0, x1), (y1, x0), (y1, x1)):
+        if yy is not None and xx is not None:
+            ok &= flat[yy + xx] == layer
     return ok

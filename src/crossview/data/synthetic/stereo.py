@@ -120,15 +120,14 @@ def stereo_scene(rng: np.random.Generator, config: StereoConfig, split: str = "t
 def render_stereo(layers: list[Layer], left: Camera, right: Camera, size: tuple[int, int],
                   focal_baseline: float) -> Sample:
     """Render both views of a rectified scene and derive disparities and occlusion masks."""
-    h, w = size
+    w = size[1]
     view0 = render(layers, left, size)
     view1 = render(layers, right, size)
     disparity = (focal_baseline * view0.inverse_depth).astype(np.float32)
     disparity1 = (focal_baseline * view1.inverse_depth).astype(np.float32)
-    xs = np.arange(w, dtype=np.float64)[None, :]
-    rows = np.broadcast_to(np.arange(h, dtype=np.float64)[:, None], (h, w))
-    noc = visible(view1, view0.layer, xs - focal_baseline * view0.inverse_depth, rows)
-    noc1 = visible(view0, view1.layer, xs + focal_baseline * view1.inverse_depth, rows)
+    xs = np.arange(w, dtype=np.float32)[None, :]
+    noc = visible(view1, view0.layer, xs - disparity)
+    noc1 = visible(view0, view1.layer, xs + disparity1)
     return {
         "image0": view0.image, "image1": view1.image,
         "disparity": disparity, "disparity1": disparity1,

@@ -50,10 +50,10 @@ def image_names(split: str) -> tuple[str, ...]:
     return TRAIN_IMAGES if split == "train" else HELDOUT_IMAGES
 
 
-def _upsample(grid: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """Bicubic upsampling of a ``[C, h, w]`` grid to ``[C, *size]``."""
+def _upsample(grid: np.ndarray, size: tuple[int, int], mode: str = "bicubic") -> np.ndarray:
+    """Upsampling (bicubic or bilinear) of a ``[C, h, w]`` grid to ``[C, *size]``."""
     t = torch.from_numpy(np.ascontiguousarray(grid, dtype=np.float32))[None]
-    return F.interpolate(t, size=size, mode="bicubic", align_corners=True)[0].numpy()
+    return F.interpolate(t, size=size, mode=mode, align_corners=True)[0].numpy()
 
 
 def value_noise(rng: np.random.Generator, size: tuple[int, int], channels: int = 1, *,
@@ -61,8 +61,8 @@ def value_noise(rng: np.random.Generator, size: tuple[int, int], channels: int =
     """Multi-octave value noise ``[channels, h, w]`` with zero mean and unit-ish std.
 
     Octave ``o`` adds a random grid of ``base_cells * 2**o`` cells (along the longer side),
-    weighted by ``persistence**o``; the sum is built coarse to fine (upsample, add the next
-    octave) so only the last step works at full size.
+    weighted by ``persistence**o``; the sum is built coarse to fine (bicubic upsampling, add the
+    next octave) so only the last step works at full size.
     """
     h, w = size
     longer = max(h, w)
@@ -76,7 +76,8 @@ def value_noise(rng: np.random.Generator, size: tuple[int, int], channels: int =
         grid = cells(base_cells * 2**octave)
         total = _upsample(total, grid) + persistence**octave * rng.standard_normal(
             (channels, *grid)).astype(np.float32)
-    total = _upsample(total, size)
+    # the finest grid is already dense: bilinear suffices for the last (full-size) step
+    total = _upsample(total, size, "bilinear" if octaves > 1 else "bicubic")
     total -= total.mean()
     return total / max(float(total.std()), 1e-6)
 
