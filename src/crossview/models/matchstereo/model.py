@@ -106,6 +106,9 @@ class MatchStereo(nn.Module):
         elif init_field.shape != (*features[0].shape[:3], 2):
             raise ValueError(f"init_field must be [2B, H/32, W/32, 2] = "
                              f"{(*features[0].shape[:3], 2)}, got {init_field.shape=}")
+        # positions stay at least float32 under reduced-precision autocast (bf16 would round
+        # a 300-token offset to 2 tokens); layers keep them so through dtype promotion
+        init_field = init_field.to(torch.promote_types(init_field.dtype, torch.float32))
         field, self_rpos, x = init_field, torch.zeros_like(init_field), features[0]
         fields: list[torch.Tensor] = []
         kinds: list[str] = []

@@ -1,0 +1,156 @@
+"""The api: padding and cropping, both views, masks, LRI, FRI, precisions, batches, errors."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from safetensors.torch import save_file
+
+import crossview
+from crossview import api
+from crossview.errors import UserError
+from crossview.geometry.consistency import noc_mask
+from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+
+SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+
+
+@pytest.fixture(scope="module")
+def model() -> MatchStereo:
+    torch.manual_seed(0)
+    return MatchStereo(SMALL).eval()
+
+
+def _pair(h: int = 200, w: int = 230, b: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    left = torch.rand(b, 3, h, w) * 255
+    return left, torch.roll(left, -4, dims=3)
+
+
+def test_pad_top_right_by_replication_and_crop() -> None:
+    x = torch.arange(2 * 3 * 5 * 7, dtype=torch.float32).view(2, 3, 5, 7)
+    padded = api._pad(x)
+    assert padded.shape == (2, 3, 32, 32)
+    torch.testing.assert_close(padded[..., 27:, :7], x)            # image at the bottom left
+    torch.testing.assert_close(padded[..., 0, :7], x[..., 0, :])   # top rows repeat row 0
+    torch.testing.assert_close(padded[..., 27:, 31], x[..., :, 6])  # right columns repeat
+    field = padded.permute(0, 2, 3, 1)[..., :2]
+    torch.testing.assert_close(api._crop(field, 5, 7), x.permute(0, 2, 3, 1)[..., :2])
+
+
+def test_disparity_equals_the_padded_model_run(model: MatchStereo) -> None:
+    left, right = _pair()
+    result = api.estimate_disparity(left, right, model=model)
+    with torch.no_grad():
+        out = model.forward_fields(api._pad(left), api._pad(right))
+    field = api._crop(out["field"], 200, 230)
+    torch.testing.assert_close(result.disparity, (-field[:1, ..., 0]).clamp(min=0))
+    torch.testing.assert_close(result.disparity_right, field[1:, ..., 0].clamp(min=0))
+    torch.testing.assert_close(result.valid, noc_mask(field, 8.0)[:1])
+    assert result.valid.dtype == torch.bool and result.self_rpos.shape == (1, 200, 230, 2)
+
+
+def test_flow_layout(model: MatchStereo) -> None:
+    result = crossview.estimate_flow(*_pair(), model=model)
+    assert result.flow.shape == result.flow_backward.shape == (1, 2, 200, 230)
+    assert result.valid_backward.shape == (1, 200, 230)
+
+
+def test_batch_equals_single_runs(model: MatchStereo) -> None:
+    left, right = _pair(b=2)
+    both = api.estimate_disparity(left, right, model=model)
+    for i in range(2):
+        one = api.estimate_disparity(left[i:i + 1], right[i:i + 1], model=model)
+        torch.testing.assert_close(both.disparity[i:i + 1], one.disparity, atol=1e-4, rtol=1e-4)
+
+
+def test_image_forms_agree(model: MatchStereo, tmp_path: Path) -> None:
+    left, right = (x[0].permute(1, 2, 0).round().to(torch.uint8).numpy() for x in _pair())
+    Image.fromarray(left).save(tmp_path / "l.png")
+    from_tensor = api.estimate_disparity(*(torch.from_numpy(a).permute(2, 0, 1)[None].float()
+                                           for a in (left, right)), model=model)
+    for first in (str(tmp_path / "l.png"), Image.fromarray(left), left):
+        result = api.estimate_disparity(first, right, model=model)
+        torch.testing.assert_close(result.disparity, from_tensor.disparity)
+
+
+def test_fixed_resolution_at_own_size_is_identity(model: MatchStereo) -> None:
+    left, right = _pair(192, 224)
+    plain = api.estimate_disparity(left, right, model=model)
+    fixed = api.estimate_disparity(left, right, model=model, size=(192, 224))
+    torch.testing.assert_close(fixed.disparity, plain.disparity)
+
+
+def test_fixed_resolution_rescales(model: MatchStereo, monkeypatch) -> None:
+    field = torch.ones(2, 192, 256, 2)
+    monkeypatch.setattr(api, "_run", lambda *args: (field, field))
+    result = api.estimate_flow(*_pair(384, 384), model=model, size=(192, 256))
+    assert result.flow.shape == (1, 2, 384, 384)
+    torch.testing.assert_close(result.flow[:, 0], torch.full((1, 384, 384), 1.5))
+    torch.testing.assert_close(result.flow[:, 1], torch.full((1, 384, 384), 2.0))
+
+
+def test_lri_feeds_the_half_resolution_field(model: MatchStereo, monkeypatch) -> None:
+    calls = []
+    original = model.forward_fields
+
+    def spy(img0, img1, task="stereo", init_field=None):
+        out = original(img0, img1, task=task, init_field=init_field)
+        calls.append((tuple(img0.shape), init_field, out))
+        return out
+
+    monkeypatch.setattr(model, "forward_fields", spy)
+    api.estimate_disparity(*_pair(400, 420), model=model, lri=True)
+    (half_shape, half_init, half_out), (full_shape, init, _) = calls
+    assert half_shape == (1, 3, 224, 224) and half_init is None  # 200x210, padded
+    assert full_shape == (1, 3, 416, 448)
+    coarse = api._crop(half_out["field"], 200, 210)
+    expected = api._resize_field(coarse, (13, 14)) * (2 / 32)
+    torch.testing.assert_close(init, expected)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_reduced_precisions_run_and_stay_float32(model: MatchStereo, precision: str) -> None:
+    result = api.estimate_disparity(*_pair(192, 192), model=model, precision=precision)
+    assert result.disparity.dtype == torch.float32
+    assert torch.isfinite(result.disparity).all()
+
+
+def test_load_model_weights_and_random_warning(tmp_path: Path) -> None:
+    with pytest.warns(api.RandomWeightsWarning, match="meaningless"):
+        random = crossview.load_model("matchstereo-t")
+    assert random.weights_source is None
+    state = {k: torch.randn_like(v) for k, v in random.state_dict().items()}
+    save_file(state, tmp_path / "t.safetensors")
+    torch.save({"model": state}, tmp_path / "t.pth")
+    for name in ("t.safetensors", "t.pth"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            loaded = crossview.load_model("matchstereo-t", weights=tmp_path / name)
+        assert torch.equal(loaded.state_dict()["up_masks.4.2.weight"], state["up_masks.4.2.weight"])
+    with pytest.raises(UserError, match=r"shape mismatches \(615\)"):
+        crossview.load_model("matchstereo-s", weights=tmp_path / "t.pth")
+    assert {"matchstereo-t", "matchstereo-s", "matchstereo-b", "matchflow-b"} <= set(
+        crossview.list_models())
+
+
+def test_user_errors(model: MatchStereo) -> None:
+    left, right = _pair()
+    with pytest.raises(UserError, match="differ in size"):
+        api.estimate_disparity(left, right[..., :200], model=model)
+    with pytest.raises(UserError, match="at least 161 px"):
+        api.estimate_disparity(left[..., :150, :], right[..., :150, :], model=model)
+    with pytest.raises(UserError, match="at least 161 px"):
+        api.estimate_disparity(left, right, model=model, lri=True)  # half is 100x115
+    with pytest.raises(UserError, match="precision"):
+        api.estimate_disparity(left, right, model=model, precision="int8")
+    with pytest.raises(UserError, match="unknown model"):
+        api.estimate_disparity(left, right, model="matchstereo-xl")
+    with pytest.raises(TypeError, match="uint8"):
+        api.estimate_disparity(np.zeros((200, 230, 3), np.float32), right, model=model)
