@@ -85,6 +85,9 @@ def test_wrong_layout_errors(tmp_path: Path, write_image) -> None:
 def test_missing_calib_is_named(tmp_path: Path, write_image, write_mask, rng) -> None:
     _scene(tmp_path / "S", write_image, write_mask, rng, gt_name="disp0.pfm", mask=False,
            ndisp=1)
+    (tmp_path / "S" / "calib.txt").write_text("ndisp=12.5\n")
+    with pytest.raises(UserError, match=r"ndisp='12\.5' is not an integer"):
+        Middlebury(tmp_path)[0]
     (tmp_path / "S" / "calib.txt").unlink()
     with pytest.raises(UserError, match=r"calib\.txt"):
         Middlebury(tmp_path)[0]

@@ -37,6 +37,14 @@ def read_calib(path: Path) -> dict[str, str]:
     return entries
 
 
+def _ndisp(path: Path) -> int:
+    value = read_calib(path).get("ndisp", "0")
+    try:
+        return int(value)
+    except ValueError:
+        raise UserError(f"{path}: ndisp={value!r} is not an integer") from None
+
+
 class Middlebury(BenchmarkDataset):
     """Middlebury scenes with ``disparity``/``valid``, ``valid_noc`` (when ``mask0nocc.png``
     exists), ``disparity1``/``valid1`` (when the right-view ground truth exists) and ``ndisp``.
@@ -67,7 +75,7 @@ class Middlebury(BenchmarkDataset):
             "name": entry.name,
             "image0": io.read_image(entry / "im0.png"),
             "image1": io.read_image(entry / "im1.png"),
-            "ndisp": int(read_calib(entry / "calib.txt").get("ndisp", 0)),
+            "ndisp": _ndisp(entry / "calib.txt"),
         }
         disparity_path = first_existing([entry / "disp0GT.pfm", entry / "disp0.pfm"])
         sample["disparity"], sample["valid"] = finite_or_zero(io.read_pfm(disparity_path))
