@@ -32,7 +32,7 @@ def _golden_case(data: dict[str, torch.Tensor], case: int) -> dict[str, torch.Te
 
 @pytest.mark.skipif(not GOLDEN.exists(), reason=f"golden vectors not found at {GOLDEN}")
 @pytest.mark.parametrize("case", [0, 1, 2])
-@pytest.mark.parametrize("backend", ["reference"])
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
 def test_golden_vectors_reproduced_in_float64(case: int, backend: str) -> None:
     gold = _golden_case(load_file(GOLDEN), case)
     inputs = [gold[name].clone().requires_grad_() for name in ("q", "k", "v", "rel_pos")]
@@ -61,7 +61,7 @@ def _naive_window_softmax(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return out
 
 
-@pytest.mark.parametrize("backend", ["reference"])
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
 def test_integer_rel_pos_is_a_plain_window_softmax(backend: str) -> None:
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(1, 5, 6, 2, 3, dtype=torch.float64, generator=gen)

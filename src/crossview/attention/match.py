@@ -59,7 +59,8 @@ def _validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.
 
 
 def check_finite_rel_pos(rel_pos: torch.Tensor) -> None:
-    """Raise ``ValueError`` if ``rel_pos`` holds NaN or infinity (skipped while tracing)."""
+    """Raise ``ValueError`` if ``rel_pos`` holds NaN or infinity (skipped while tracing; the fused
+    op checks inside its kernel call, so fake tensors never reach this)."""
     if torch.compiler.is_compiling():
         return
     if not bool(torch.isfinite(rel_pos).all()):
@@ -106,6 +107,12 @@ def match_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: 
         raise ValueError(f"scale must be finite, got {scale=}")
     choice = choose_backend(q.device, q.dtype, backend)
     warn_fallback_once(choice)
+    if choice.name == "cpu":
+        from crossview.attention.match_op import match_attention_op
+
+        out, attn = match_attention_op(q, k, v, rel_pos, radius, similarity == "l1", scale,
+                                       return_attn)
+        return (out, attn) if return_attn else out
     check_finite_rel_pos(rel_pos)
     if q.dtype == torch.bfloat16:
         out, attn = match_attention_reference(q.float(), k.float(), v.float(), rel_pos.float(),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-BACKENDS = ("reference",)
+BACKENDS = ("cpu", "reference")
 ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
 BUILD_PROBLEM = "the C++ extension cannot be built"
 
@@ -74,7 +74,14 @@ def unavailable_reason(name: str, device: torch.device | str = "cpu",
     _check_name(name, "unavailable_reason")
     if name == "reference":
         return None
-    raise AssertionError(name)
+    device = torch.device(device)
+    if device.type != "cpu":
+        return f"tensors are on {device.type}, the fused kernels run on cpu only"
+    if dtype not in (torch.float32, torch.float64, torch.bfloat16):
+        return f"dtype {dtype} is not float32, float64 or bfloat16"
+    from crossview.attention import match_cpu
+
+    return match_cpu.unavailable_reason()
 
 
 def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
