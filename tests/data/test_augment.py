@@ -75,10 +75,10 @@ def test_erase_fills_rectangles_with_the_mean_colour() -> None:
 
 def test_spatial_transform_scales_labels_and_jitters_image1_rows() -> None:
     sample = {"image0": _image(5), "image1": _image(6), "disparity": torch.full((8, 10), 2.0),
-              "flow": torch.ones(2, 8, 10), "noc": torch.ones(8, 10, dtype=torch.bool),
+              "flow": torch.ones(2, 8, 10), "valid_noc": torch.ones(8, 10, dtype=torch.bool),
               "focal_length": torch.tensor(50.0)}
     out = spatial_transform(sample, SpatialParams(size=(16, 30), top=3, left=4), (8, 12))
-    assert out["image0"].shape == (3, 8, 12) and out["noc"].shape == (8, 12)
+    assert out["image0"].shape == (3, 8, 12) and out["valid_noc"].shape == (8, 12)
     torch.testing.assert_close(out["disparity"], torch.full((8, 12), 6.0))
     torch.testing.assert_close(out["flow"][0], torch.full((8, 12), 3.0))
     torch.testing.assert_close(out["flow"][1], torch.full((8, 12), 2.0))
@@ -99,11 +99,11 @@ def test_stereo_augmentation_keeps_labels_consistent_with_images(index: int) -> 
     out = stereo_augmentor((32, 64), max_y_jitter=0, **GEOMETRY_ONLY)(
         sample, np.random.default_rng(index))
     warped, _ = warp_by_disparity(out["image1"][None], out["disparity"][None])
-    error = (warped[0] - out["image0"]).abs().mean(0)[out["noc"]]
+    error = (warped[0] - out["image0"]).abs().mean(0)[out["valid_noc"]]
     shifted, _ = warp_by_disparity(out["image1"][None], out["disparity"][None] + 0.5)
-    assert out["noc"].float().mean() > 0.4
+    assert out["valid_noc"].float().mean() > 0.4
     assert error.mean() < 0.6
-    assert (shifted[0] - out["image0"]).abs().mean(0)[out["noc"]].mean() > 2 * error.mean()
+    assert (shifted[0] - out["image0"]).abs().mean(0)[out["valid_noc"]].mean() > 2 * error.mean()
 
 
 @pytest.mark.parametrize("index", range(3))
@@ -112,9 +112,9 @@ def test_flow_augmentation_with_flips_keeps_labels_consistent(index: int) -> Non
     augment = flow_augmentor((32, 64), flip_x_probability=1.0, flip_y_probability=1.0,
                              **GEOMETRY_ONLY)
     out = augment(sample, np.random.default_rng(index))
-    for image_a, image_b, flow, mask in ((out["image0"], out["image1"], out["flow"], out["noc"]),
-                                         (out["image1"], out["image0"], out["flow_backward"],
-                                          out["noc_backward"])):
+    for image_a, image_b, flow, mask in (
+            (out["image0"], out["image1"], out["flow"], out["valid_noc"]),
+            (out["image1"], out["image0"], out["flow_backward"], out["valid_noc1"])):
         warped, _ = backward_warp(image_b[None], flow[None])
         error = (warped[0] - image_a).abs().mean(0)[mask]
         assert mask.float().mean() > 0.4 and error.mean() < 0.6
@@ -127,7 +127,8 @@ def test_full_augmentation_is_deterministic_and_cropped() -> None:
     for key in a:
         assert torch.equal(a[key], b[key]), key
     assert a["image0"].shape == a["image1"].shape == (3, 32, 48)
-    assert a["disparity"].shape == a["noc"].shape == (32, 48) and a["noc"].dtype == torch.bool
+    assert a["disparity"].shape == a["valid_noc"].shape == (32, 48)
+    assert a["valid_noc"].dtype == torch.bool
     # as a dataset transform, the augmentation is a pure function of the index
     ds = SyntheticStereo(2, seed=1, config=StereoConfig(size=(40, 64)), transform=augment)
     assert torch.equal(ds[1]["image0"], ds[1]["image0"])

@@ -168,8 +168,8 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
 
     ``image1`` is cropped ``params.y_jitter`` rows lower (clamped to the image). Flips mirror
     images and labels and negate the flipped flow component. Scalars pass unchanged (except
-    ``focal_length``, scaled with x). Non-occlusion masks (``noc``, ``noc1``, ``noc_backward``)
-    lose the pixels whose match now falls outside the crop.
+    ``focal_length``, scaled with x). Non-occlusion masks (``valid_noc``, ``valid_noc1``) lose
+    the pixels whose match now falls outside the crop.
     """
     h, w = next(v for k, v in sample.items() if _is_image(k)).shape[-2:]
     nh, nw = params.size
@@ -196,19 +196,18 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
         if key == "image1":
             top = int(np.clip(top + params.y_jitter, 0, nh - ch))
         out[key] = v[..., top:top + ch, params.left:params.left + cw].contiguous()
-    labels = dict(_MATCH_LABELS)
-    if "flow" not in out:
-        labels["noc"] = ("disparity", -1.0)
-    for mask_key, (label_key, sign) in labels.items():
+    for mask_key, (label_key, sign) in _match_labels(out).items():
         if mask_key in out and label_key in out:
             out[mask_key] = out[mask_key] & _match_inside(out[label_key], sign)
     return out
 
 
-# non-occlusion masks and the label giving each pixel's match in the other view: a pixel whose
-# match left the crop is no longer "seen in the other view"
-_MATCH_LABELS = {"noc": ("flow", 1.0), "noc_backward": ("flow_backward", 1.0),
-                 "noc1": ("disparity1", 1.0)}
+def _match_labels(sample: Sample) -> dict[str, tuple[str, float]]:
+    """Each non-occlusion mask and the label that gives a pixel's match in the other view
+    (with the sign of a disparity): a pixel whose match left the crop is no longer seen."""
+    if "flow" in sample or "flow_backward" in sample:
+        return {"valid_noc": ("flow", 1.0), "valid_noc1": ("flow_backward", 1.0)}
+    return {"valid_noc": ("disparity", -1.0), "valid_noc1": ("disparity1", 1.0)}
 
 
 def _match_inside(label: torch.Tensor, sign: float) -> torch.Tensor:

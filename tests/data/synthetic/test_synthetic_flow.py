@@ -33,11 +33,11 @@ class TestExactness:
     @pytest.mark.parametrize("index", range(4))
     def test_warping_frame1_with_flow_reproduces_frame0(self, index: int) -> None:
         s = random_flow_pair(sample_generator("flow", "train", 0, index), SMOOTH)
-        exact = _warp_error(s["image1"], s["image0"], s["flow"], s["noc"])
-        shifted = _warp_error(s["image1"], s["image0"], s["flow"] + 0.5, s["noc"])
-        assert s["noc"].mean() > 0.5
+        exact = _warp_error(s["image1"], s["image0"], s["flow"], s["valid_noc"])
+        shifted = _warp_error(s["image1"], s["image0"], s["flow"] + 0.5, s["valid_noc"])
+        assert s["valid_noc"].mean() > 0.5
         assert exact.mean() < 0.3 and shifted.mean() > 3 * exact.mean()
-        back = _warp_error(s["image0"], s["image1"], s["flow_backward"], s["noc_backward"])
+        back = _warp_error(s["image0"], s["image1"], s["flow_backward"], s["valid_noc1"])
         assert back.mean() < 0.3
 
     @pytest.mark.parametrize("index", range(3))
@@ -45,7 +45,7 @@ class TestExactness:
         """flow_backward(p + flow(p)) == -flow(p) wherever p's point is seen in frame 1."""
         s = random_flow_pair(sample_generator("flow", "train", 1, index), SMALL)
         back, _ = backward_warp(_t(s["flow_backward"]), _t(s["flow"]))
-        residual = (back[0] + _t(s["flow"])[0]).abs().amax(0).numpy()[s["noc"]]
+        residual = (back[0] + _t(s["flow"])[0]).abs().amax(0).numpy()[s["valid_noc"]]
         assert residual.max() < 2e-2
 
     def test_static_scene_has_zero_flow(self) -> None:
@@ -56,7 +56,7 @@ class TestExactness:
         s = render_flow(still, SMALL.size)
         np.testing.assert_allclose(s["flow"], 0.0, atol=1e-4)  # float32 rendering
         np.testing.assert_array_equal(s["image1"], view.image)
-        assert s["noc"].all()
+        assert s["valid_noc"].all()
 
 
 class TestSamples:
@@ -66,9 +66,9 @@ class TestSamples:
         for index in range(6):
             s = random_flow_pair(sample_generator("flow", "train", 3, index), config)
             assert s["flow"].shape == s["flow_backward"].shape == (48, 64, 2)
-            for key in ("valid", "valid_backward", "noc", "noc_backward"):
+            for key in ("valid", "valid1", "valid_noc", "valid_noc1"):
                 assert s[key].shape == (48, 64) and s[key].dtype == np.bool_
-            assert s["valid"].all() and s["valid_backward"].all()
+            assert s["valid"].all() and s["valid1"].all()
             magnitude = np.linalg.norm(s["flow"], axis=-1)
             assert magnitude.max() <= 6.0 * 1.05
             moving += magnitude.max() > 0.5

@@ -26,7 +26,7 @@ def _t(image: np.ndarray) -> torch.Tensor:
 def _warp_error(sample: dict, disparity: np.ndarray) -> np.ndarray:
     warped, _ = warp_by_disparity(_t(sample["image1"]), torch.from_numpy(disparity)[None])
     error = (warped[0] - _t(sample["image0"])[0]).abs().mean(0).numpy()
-    return error[sample["noc"]]
+    return error[sample["valid_noc"]]
 
 
 def _fronto_layer(k: np.ndarray, pixel: tuple[int, int], depth: float, texture: np.ndarray,
@@ -57,11 +57,11 @@ class TestExactness:
                                    atol=1e-5)
         # left: background columns 9..11 beside the square are hidden in the right view
         occluded = rows[:, None] & (xs >= 9) & (xs <= 11)
-        np.testing.assert_array_equal(sample["noc"], ~occluded & (xs >= 2))
+        np.testing.assert_array_equal(sample["valid_noc"], ~occluded & (xs >= 2))
         # right: background columns 16..18 are hidden in the left view; x + d must be < w
         occluded1 = rows[:, None] & (xs >= 16) & (xs <= 18)
         right_edge = xs + np.where(in_square1, 5, 2) <= w - 1
-        np.testing.assert_array_equal(sample["noc1"], ~occluded1 & right_edge)
+        np.testing.assert_array_equal(sample["valid_noc1"], ~occluded1 & right_edge)
         error = _warp_error(sample, sample["disparity"])
         assert error.size > 0.8 * h * w * 0.7 and error.max() < 1e-2
 
@@ -70,7 +70,7 @@ class TestExactness:
         sample = random_stereo_pair(sample_generator("stereo", "train", 0, index), SMOOTH)
         exact = _warp_error(sample, sample["disparity"])
         shifted = _warp_error(sample, sample["disparity"] + 0.5)
-        assert sample["noc"].mean() > 0.5
+        assert sample["valid_noc"].mean() > 0.5
         assert exact.mean() < 0.3
         assert shifted.mean() > 3 * exact.mean()
 
@@ -82,7 +82,7 @@ class TestExactness:
         flow = torch.zeros(1, 2, *sample["disparity"].shape)
         flow[0, 0] = -torch.from_numpy(sample["disparity"])
         back, _ = backward_warp(d1, flow)
-        noc = sample["noc"]
+        noc = sample["valid_noc"]
         np.testing.assert_allclose(back[0, 0].numpy()[noc], sample["disparity"][noc], atol=2e-3)
 
     def test_disparity_is_the_projection_shift(self) -> None:
@@ -102,10 +102,10 @@ class TestSamples:
         for index in range(5):
             s = random_stereo_pair(sample_generator("stereo", "train", 3, index), config)
             assert s["image0"].shape == s["image1"].shape == (48, 64, 3)
-            for key in ("disparity", "disparity1", "noc", "noc1", "valid", "valid1"):
+            for key in ("disparity", "disparity1", "valid_noc", "valid_noc1", "valid", "valid1"):
                 assert s[key].shape == (48, 64)
             assert s["valid"].all() and s["valid1"].all()
-            assert s["noc"].dtype == np.bool_
+            assert s["valid_noc"].dtype == np.bool_
             for key in ("disparity", "disparity1"):
                 assert s[key].min() >= 0.25 - 1e-4 and s[key].max() <= 12.0 + 1e-3
             assert s["image0"].min() >= 0.0 and s["image0"].max() <= 255.0
@@ -120,7 +120,7 @@ class TestSamples:
         heldout = SyntheticStereo(6, seed=7, config=SMALL, split="heldout")[4]
         assert not torch.equal(heldout["image0"], a["image0"])
         assert a["image0"].shape == (3, 40, 80) and a["image0"].dtype == torch.float32
-        assert a["disparity"].shape == (40, 80) and a["noc"].dtype == torch.bool
+        assert a["disparity"].shape == (40, 80) and a["valid_noc"].dtype == torch.bool
 
     def test_errors(self) -> None:
         with pytest.raises(IndexError):

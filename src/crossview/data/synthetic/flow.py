@@ -12,7 +12,7 @@ further is slowed down (its motion halved) until it fits, checked at the corners
 
 Sample keys: ``image0``, ``image1``; ``flow`` (frame 0 -> 1 at frame-0 pixels) and
 ``flow_backward`` (1 -> 0 at frame-1 pixels), ``[H, W, 2]`` (x, y) in numpy and ``[2, H, W]``
-as tensors; ``valid``/``valid_backward`` (a layer is seen) and ``noc``/``noc_backward`` (the
+as tensors; ``valid``/``valid1`` (a layer is seen) and ``valid_noc``/``valid_noc1`` (the
 pixel's point is seen in the other frame: not occluded, inside the image).
 """
 
@@ -186,9 +186,9 @@ def render_flow(scene: FlowScene, size: tuple[int, int]) -> Sample:
         "image0": view0.image, "image1": view1.image,
         "flow": np.nan_to_num(flow).astype(np.float32),
         "flow_backward": np.nan_to_num(flow_backward).astype(np.float32),
-        "valid": view0.layer >= 0, "valid_backward": view1.layer >= 0,
-        "noc": visible(view1, view0.layer, x1, y1),
-        "noc_backward": visible(view0, view1.layer, x0, y0),
+        "valid": view0.layer >= 0, "valid1": view1.layer >= 0,
+        "valid_noc": visible(view1, view0.layer, x1, y1),
+        "valid_noc1": visible(view0, view1.layer, x0, y0),
     }
 
 

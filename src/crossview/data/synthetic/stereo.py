@@ -5,10 +5,11 @@ slanted planar objects is seen by two cameras with the same intrinsics (random f
 ``f``, pixels) whose centres differ by a random baseline ``B`` along x. A point at depth ``Z``
 has disparity ``f B / Z``: the left pixel ``x`` sees what the right pixel ``x - d`` sees.
 
-Sample keys (numpy from :func:`random_stereo_pair`, torch from :class:`SyntheticStereo`):
-``image0``/``image1`` (left/right), ``disparity`` (left view), ``disparity1`` (right view),
-``valid`` (a layer is seen: ground truth defined), ``noc``/``noc1`` (the pixel's match is seen
-in the other view: not occluded, inside the image), ``focal_length``, ``baseline``.
+Sample keys (numpy from :func:`random_stereo_pair`, torch from :class:`SyntheticStereo`; the
+names of the benchmark readers): ``image0``/``image1`` (left/right), ``disparity`` (left view),
+``disparity1`` (right view), ``valid``/``valid1`` (a layer is seen: ground truth defined, left /
+right), ``valid_noc``/``valid_noc1`` (also: the pixel's match is seen in the other view, not
+occluded and inside the image), ``focal_length``, ``baseline``.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def render_stereo(layers: list[Layer], left: Camera, right: Camera, size: tuple[
         "image0": view0.image, "image1": view1.image,
         "disparity": disparity, "disparity1": disparity1,
         "valid": view0.layer >= 0, "valid1": view1.layer >= 0,
-        "noc": noc, "noc1": noc1,
+        "valid_noc": noc, "valid_noc1": noc1,
     }
 
 
@@ -154,7 +155,7 @@ class SyntheticStereo(SyntheticDataset):
     Example:
         >>> ds = SyntheticStereo(10, seed=0, config=StereoConfig(size=(32, 48)))
         >>> s = ds[3]
-        >>> tuple(s["image0"].shape), tuple(s["disparity"].shape), s["noc"].dtype
+        >>> tuple(s["image0"].shape), tuple(s["disparity"].shape), s["valid_noc"].dtype
         ((3, 32, 48), (32, 48), torch.bool)
     """
 
