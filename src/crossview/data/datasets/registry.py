@@ -108,6 +108,7 @@ def _register_builtins() -> None:
     from crossview.data.datasets.middlebury import Middlebury
     from crossview.data.datasets.sceneflow import SceneFlowFlow, SceneFlowStereo
     from crossview.data.datasets.sintel import SintelFlow, SintelStereo
+    from crossview.data.datasets.synthetic import heldout_factory
 
     middlebury = ("avgerr", "bad0.5", "bad1", "bad2", "bad4")
     sceneflow = ("epe", "bad1", "bad3")
@@ -150,6 +151,14 @@ def _register_builtins() -> None:
     register_dataset(DatasetKind(
         "chairs", "flow", FlyingChairs, ("epe", "1px", "3px", "5px"), "pooled",
         "FlyingChairs (option: split=train|val|all, default val)"))
+    register_dataset(DatasetKind(
+        "synthetic-stereo", "stereo", heldout_factory("synthetic-stereo"),
+        ("epe", "epe_noc", "bad1", "bad3", "d1_all"), "pooled",
+        "held-out synthetic stereo, generated (options: length=N, size=HxW)", needs_path=False))
+    register_dataset(DatasetKind(
+        "synthetic-flow", "flow", heldout_factory("synthetic-flow"),
+        ("epe", "epe_noc", "1px", "3px", "5px", "fl_all"), "pooled",
+        "held-out synthetic flow, generated (options: length=N, size=HxW)", needs_path=False))
     _register_semantic()
 
 
