@@ -159,7 +159,7 @@ def run_dense(task: str, first: str, second: str, options: DenseOptions,
     model = load_model_for(options)
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
     names = output_names(pairs)
-    with Progress(console=_stderr, transient=True) as progress:
+    with Progress(console=_stderr, transient=True, disable=len(pairs) < 2) as progress:
         bar = progress.add_task(task, total=len(pairs))
         for name, (a, b) in zip(names, pairs, strict=True):
             images = io.read_image(a), io.read_image(b)

@@ -1,0 +1,81 @@
+"""``crossview flow``: outputs and formats, backward flow, and the bad-input contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from crossview.cli.app import main
+from crossview.data import io
+
+# MatchStereo-T random weights keep the runs short; the command is the same for matchflow-b.
+FAST = ["--model", "matchstereo-t"]
+
+
+def _frames(folder: Path, h: int = 192, w: int = 192) -> tuple[Path, Path]:
+    rng = np.random.default_rng(1)
+    frame = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    paths = folder / "f0.png", folder / "f1.png"
+    Image.fromarray(frame).save(paths[0])
+    Image.fromarray(np.roll(frame, (2, -3), axis=(0, 1))).save(paths[1])
+    return paths
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("fmt,suffix", [("flo", ".flo"), ("pfm", ".pfm"), ("png16", ".png"),
+                                        ("npy", ".npy")])
+def test_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str,
+                 suffix: str) -> None:
+    f0, f1 = _frames(tmp_path)
+    code, _, err = _run(["flow", str(f0), str(f1), "-o", str(tmp_path / "out"), "--format", fmt,
+                         *FAST], capsys)
+    assert code == 0, err
+    path = tmp_path / "out" / f"f0_flow{suffix}"
+    reader = {"flo": io.read_flo, "pfm": io.read_pfm, "npy": io.read_npy,
+              "png16": lambda p: io.read_kitti_flow(p)[0]}[fmt]
+    flow = reader(path)
+    assert flow.shape == ((192, 192, 3) if fmt == "pfm" else (192, 192, 2))
+    if fmt == "pfm":
+        assert (flow[..., 2] == 0).all()
+
+
+def test_backward_rpos_and_colour_wheel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f0, f1 = _frames(tmp_path)
+    code, _, err = _run(["flow", str(f0), str(f1), "-o", str(tmp_path / "out"), "--save-right",
+                           "--save-rpos", "--lri", *FAST], capsys)
+    assert code == 2 and "at least 161 px" in err  # --lri halves 192 px below the minimum
+    code, _, err = _run(["flow", str(f0), str(f1), "-o", str(tmp_path / "out"), "--save-right",
+                           "--save-rpos", "--size", "224x256", *FAST], capsys)
+    assert code == 0, err
+    names = {p.name for p in (tmp_path / "out").iterdir()}
+    assert names == {f"f0_flow{view}{kind}" for view in ("", "_backward")
+                     for kind in (".flo", "_color.png", "_noc.png", "_rpos.png")}
+    forward = io.read_flo(tmp_path / "out" / "f0_flow.flo")
+    colour = io.read_image(tmp_path / "out" / "f0_flow_color.png")
+    assert colour.shape == (192, 192, 3)
+    from crossview.viz import flow_to_colour
+
+    np.testing.assert_array_equal(colour, flow_to_colour(forward))
+
+
+def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f0, _ = _frames(tmp_path)
+    odd = tmp_path / "odd.png"
+    Image.fromarray(np.zeros((192, 200, 3), np.uint8)).save(odd)
+    for args, message in (([str(f0), str(tmp_path / "none.png")], "no such file"),
+                          ([str(f0), str(odd)], "a pair needs one size"),
+                          ([str(tmp_path / "*.jpg"), str(f0)], "no file matches"),
+                          ([str(tmp_path), str(f0)], "two files, two directories")):
+        code, _, err = _run(["flow", *args, "-o", str(tmp_path / "out"), *FAST], capsys)
+        assert code == 2 and err.startswith("error: ") and message in err, err
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

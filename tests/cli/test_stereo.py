@@ -1,0 +1,147 @@
+"""``crossview stereo``: outputs, formats, pairing, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from crossview.cli.app import main
+from crossview.data import io
+
+
+def _write_pair(folder: Path, h: int = 192, w: int = 200, stem: str = "scene") -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    left = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = folder / f"{stem}_l.png", folder / f"{stem}_r.png"
+    Image.fromarray(left).save(paths[0])
+    Image.fromarray(np.roll(left, -3, axis=1)).save(paths[1])
+    return paths
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+def test_outputs_of_one_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    left, right = _write_pair(tmp_path / "in")
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                           "--save-right", "--save-rpos"], capsys)
+    assert code == 0, err
+    assert "meaningless" in err and "wrote 1 pair" in out
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == sorted(f"scene_l_disp{view}{kind}" for view in ("", "_right")
+                           for kind in (".pfm", "_color.png", "_noc.png", "_rpos.png"))
+    disparity = io.read_pfm(tmp_path / "out" / "scene_l_disp.pfm")
+    assert disparity.shape == (192, 200) and (disparity >= 0).all()
+    colour = io.read_image(tmp_path / "out" / "scene_l_disp_color.png")
+    assert colour.shape[0] == 192 and colour.shape[1] > 200  # colour bar on the right
+    mask = np.asarray(Image.open(tmp_path / "out" / "scene_l_disp_noc.png"))
+    assert mask.shape == (192, 200) and set(np.unique(mask)) <= {0, 255}
+
+
+@pytest.mark.parametrize("fmt,name", [("png16", "scene_l_disp.png"), ("npy", "scene_l_disp.npy")])
+def test_raw_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str,
+                     name: str) -> None:
+    left, right = _write_pair(tmp_path / "in")
+    code, _, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                         "--format", fmt], capsys)
+    assert code == 0, err
+    reference = io.read_npy if fmt == "npy" else (lambda p: io.read_kitti_disparity(p)[0])
+    assert reference(tmp_path / "out" / name).shape == (192, 200)
+
+
+def test_directories_pair_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for scene in ("a", "b"):
+        left, right = _write_pair(tmp_path / scene)
+        (tmp_path / "left").mkdir(exist_ok=True)
+        (tmp_path / "right").mkdir(exist_ok=True)
+        left.rename(tmp_path / "left" / f"{scene}.png")
+        right.rename(tmp_path / "right" / f"{scene}.png")
+    code, out, err = _run(["stereo", str(tmp_path / "left"), str(tmp_path / "right"), "-o",
+                           str(tmp_path / "out"), "--format", "npy"], capsys)
+    assert code == 0, err
+    assert "wrote 2 pair" in out
+    assert (tmp_path / "out" / "a_disp.npy").exists() and (tmp_path / "out" / "b_disp.npy").exists()
+
+
+def test_glob_patterns_with_shared_stems(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    for scene in ("s1", "s2"):
+        _write_pair(tmp_path / scene, stem="im")
+    code, _, err = _run(["stereo", str(tmp_path / "*" / "im_l.png"),
+                         str(tmp_path / "*" / "im_r.png"), "-o", str(tmp_path / "out"),
+                         "--format", "npy"], capsys)
+    assert code == 0, err
+    assert {p.name for p in (tmp_path / "out").glob("*.npy")} == {"s1_im_l_disp.npy",
+                                                                  "s2_im_l_disp.npy"}
+
+
+@pytest.mark.parametrize("mode", ["L", "RGBA", "P", "I;16"])
+def test_image_modes_are_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   mode: str) -> None:
+    left, right = _write_pair(tmp_path / "in")
+    for path in (left, right):
+        image = Image.open(path)
+        image = (image.convert("L").point(lambda v: v * 256, "I").convert("I;16")
+                 if mode == "I;16" else image.convert(mode))
+        image.save(path)
+    code, _, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                         "--format", "npy"], capsys)
+    assert code == 0, err
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    left, right = _write_pair(tmp_path / "in")
+    small_l, small_r = _write_pair(tmp_path / "small", 100, 120)
+    other_l, _ = _write_pair(tmp_path / "other", 192, 224)
+    corrupt = tmp_path / "in" / "corrupt.png"
+    corrupt.write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    weights = tmp_path / "w.safetensors"
+    weights.write_bytes(b"garbage")
+    return {
+        "missing": ([str(left), str(tmp_path / "nope.png")], "nope.png: no such file"),
+        "corrupt": ([str(left), str(corrupt)], "corrupt.png: cannot read image"),
+        "size mismatch": ([str(left), str(other_l)], "a pair needs one size"),
+        "too small": ([str(small_l), str(small_r)], "at least 161 px"),
+        "unwritable": ([str(left), str(right), "-o", str(blocker / "out")],
+                       "cannot write to this output directory"),
+        "format": ([str(left), str(right), "--format", "flo"], "cannot hold disparity"),
+        "size option": ([str(left), str(right), "--size", "big"], "HxW"),
+        "weights": ([str(left), str(right), "--weights", str(weights)], "cannot read weights"),
+        "model": ([str(left), str(right), "--model", "nope"], "unknown model"),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing", "corrupt", "size mismatch", "too small",
+                                  "unwritable", "format", "size option", "weights", "model"])
+def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                case: str) -> None:
+    args, message = _bad_inputs(tmp_path)[case]
+    out_dir = tmp_path / "out"
+    if "-o" not in args:
+        args = [*args, "-o", str(out_dir)]
+    code, _, err = _run(["stereo", *args], capsys)
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+    assert not out_dir.exists() or not any(out_dir.iterdir())
+
+
+def test_subprocess_exit_code_and_no_traceback(tmp_path: Path) -> None:
+    left, _ = _write_pair(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "crossview", "stereo", str(left),
+                             str(tmp_path / "missing.png"), "-o", str(tmp_path / "out")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: ") and "Traceback" not in result.stderr
