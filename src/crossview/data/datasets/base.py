@@ -64,8 +64,9 @@ def finite_or_zero(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class BenchmarkDataset(Dataset):
     """A list of entries (one per sample) and a ``load(entry) -> Sample`` for them.
 
-    Subclasses set ``task`` ("stereo" or "flow"), ``LAYOUT`` (shown in errors) and fill
-    ``self.entries`` in ``__init__`` through :meth:`set_entries`.
+    Subclasses set ``task`` ("stereo" or "flow"), ``LAYOUT`` (shown in errors), fill
+    ``self.entries`` in ``__init__`` through :meth:`set_entries`, implement :meth:`load` and may
+    override :meth:`check`.
     """
 
     task: str = ""
@@ -88,12 +89,17 @@ class BenchmarkDataset(Dataset):
         if not 0 <= index < len(self.entries):
             raise IndexError(f"index {index} out of range for {len(self.entries)} samples")
         sample = self.load(self.entries[index])
+        self.check(sample)
+        return sample
+
+    def load(self, entry: Any) -> Sample:
+        raise NotImplementedError
+
+    def check(self, sample: Sample) -> None:
+        """Raise :class:`UserError` if the files of ``sample`` disagree; by default every array
+        must be as large as ``image0`` (dense two-view samples). Override for other tasks."""
         size = sample["image0"].shape[:2]
         for key, value in sample.items():
             if isinstance(value, np.ndarray) and value.shape[:2] != size:
                 raise UserError(f"{self.root}: sample {sample['name']}: {key} is "
                                 f"{value.shape[:2]}, image0 is {size}")
-        return sample
-
-    def load(self, entry: Any) -> Sample:
-        raise NotImplementedError
