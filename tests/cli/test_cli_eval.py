@@ -138,3 +138,30 @@ def test_user_errors_are_one_line_exit_2(fake_models, kitti, argv: list[str], me
 def test_list_shows_kinds(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["eval", "--list"]) == 0
     assert "kitti2015" in capsys.readouterr().out
+
+
+def test_other_tasks_need_a_registered_predictor(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from crossview.cli import eval as cli_eval
+    from crossview.data.datasets import registry as datasets
+    from crossview.metrics import registry as metrics
+    from crossview.metrics.score import MetricSpec, Score
+
+    monkeypatch.setattr(datasets, "_KINDS", dict(datasets._KINDS))
+    monkeypatch.setattr(metrics, "_METRICS", dict(metrics._METRICS))
+    monkeypatch.setattr(cli_eval, "_PREDICTORS", dict(cli_eval._PREDICTORS))
+    samples = [{"name": "p", "image0": np.zeros((2, 2, 3), np.uint8), "answer": 7.0}]
+    datasets.register_dataset(datasets.DatasetKind("toy", "toy", lambda: samples, ("err",),
+                                                   "pooled", "toy", needs_path=False))
+    metrics.register_metric(MetricSpec("err", "toy", lambda p, s: Score(abs(p - s["answer"]), 1),
+                                       "absolute error"))
+    spec = registry.ModelSpec("test-toy", build=lambda: _ImageField("toy"), task="toy")
+    monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
+    out = tmp_path / "toy.json"
+    argv = ["eval", "--model", "test-toy", "--dataset", "toy", "--json", str(out)]
+    assert _run(argv) == 2
+    assert "cannot run toy models" in capsys.readouterr().err
+    cli_eval.register_predictor("toy", lambda model, device, precision: lambda sample: 5.0)
+    assert _run(argv) == 0
+    assert json.loads(out.read_text())["mean"] == {"err": 2.0}

@@ -8,7 +8,7 @@ bar, and prints a per-sample and a mean table (and JSON with ``--json``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +17,7 @@ import torch
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from torch import nn
 
 from crossview.bench.report import print_table, write_json
 from crossview.errors import UserError
@@ -30,6 +31,38 @@ def _image_batch(image: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(image, np.float32)).permute(2, 0, 1)[None]
 
 
+def _stereo(model: nn.Module, device: str, precision: str) -> Predictor:
+    from crossview import api
+
+    def predict(sample: Mapping[str, Any]) -> torch.Tensor:
+        first, second = _image_batch(sample["image0"]), _image_batch(sample["image1"])
+        return api.estimate_disparity(first, second, model=model, device=device,
+                                      precision=precision).disparity[0]
+
+    return predict
+
+
+def _flow(model: nn.Module, device: str, precision: str) -> Predictor:
+    from crossview import api
+
+    def predict(sample: Mapping[str, Any]) -> torch.Tensor:
+        first, second = _image_batch(sample["image0"]), _image_batch(sample["image1"])
+        return api.estimate_flow(first, second, model=model, device=device,
+                                 precision=precision).flow[0].permute(1, 2, 0)
+
+    return predict
+
+
+PredictorBuilder = Callable[[nn.Module, str, str], Predictor]
+_PREDICTORS: dict[str, PredictorBuilder] = {"stereo": _stereo, "flow": _flow}
+
+
+def register_predictor(task: str, builder: PredictorBuilder) -> None:
+    """Let ``crossview eval`` run models of ``task``: ``builder(model, device, precision)``
+    returns a ``sample -> prediction`` callable in the form the task's metrics read."""
+    _PREDICTORS[task] = builder
+
+
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                     precision: str) -> Predictor:
     """A predictor running the registered model ``name`` through :mod:`crossview.api`."""
@@ -40,21 +73,15 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
     if model_task != task:
         raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
                         "benchmark")
+    if task not in _PREDICTORS:
+        raise UserError(f"crossview eval cannot run {task} models yet (it runs: "
+                        f"{', '.join(sorted(_PREDICTORS))})")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", api.RandomWeightsWarning)
         model = api.load_model(name, weights, device=device)
     for warning in caught:
         _stderr.print(f"warning: {warning.message}", markup=False)
-
-    def predict(sample: Mapping[str, Any]) -> torch.Tensor:
-        first, second = _image_batch(sample["image0"]), _image_batch(sample["image1"])
-        if task == "stereo":
-            return api.estimate_disparity(first, second, model=model, device=device,
-                                          precision=precision).disparity[0]
-        return api.estimate_flow(first, second, model=model, device=device,
-                                 precision=precision).flow[0].permute(1, 2, 0)
-
-    return predict
+    return _PREDICTORS[task](model, device, precision)
 
 
 def _print_datasets() -> None:
