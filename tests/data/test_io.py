@@ -262,3 +262,12 @@ def test_read_dispatches_on_type(tmp_path: Path) -> None:
     (tmp_path / "a.xyz").write_bytes(b"")
     with pytest.raises(UserError, match="unknown file type"):
         io.read(tmp_path / "a.xyz")
+
+
+def test_npy_refuses_corrupt_and_pickled_files(tmp_path: Path) -> None:
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY garbage")
+    with pytest.raises(UserError, match=r"cannot read \.npy"):
+        io.read_npy(tmp_path / "bad.npy")
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(UserError, match=r"cannot read \.npy"):
+        io.read_npy(tmp_path / "obj.npy")
