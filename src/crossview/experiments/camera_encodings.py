@@ -43,12 +43,12 @@ _LABELS = {"plucker": "Plücker raymap", "naive": "naive raymap", "cape": "CaPE"
 class StudyConfig:
     """Budget and sizes of the study (identical for every conditioning)."""
 
-    steps: int = 1500
+    steps: int = 800
     seeds: int = 3
     batch: int = 16
     lr: float = 1e-3
-    warmup: int = 100
-    train_scenes: int = 1500
+    warmup: int = 80
+    train_scenes: int = 1000
     test_scenes: int = 100
     views: int = 6
     context: int = 2
