@@ -137,7 +137,8 @@ def test_user_errors_are_one_line_exit_2(fake_models, kitti, argv: list[str], me
 
 def test_list_shows_kinds(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["eval", "--list"]) == 0
-    assert "kitti2015" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "kitti2015" in out and "stereo metrics (--metrics): avgerr" in out
 
 
 def test_other_tasks_need_a_registered_predictor(monkeypatch: pytest.MonkeyPatch,

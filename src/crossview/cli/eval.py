@@ -91,6 +91,10 @@ def _print_datasets() -> None:
             for kind in list_datasets()]
     print_table("dataset kinds (--dataset KIND[,OPTION=VALUE...]:PATH)",
                 ["kind", "task", "metrics", "reduction", "description"], rows)
+    from crossview.metrics import list_metrics
+
+    for task in sorted({kind.task for kind in list_datasets()}):
+        typer.echo(f"{task} metrics (--metrics): {', '.join(list_metrics(task))}")
 
 
 def _print_result(result: EvalResult, per_sample: bool) -> None:
