@@ -112,3 +112,59 @@ def data(
     )
     path = write_json(json_path, {"benchmark": "data", "torch_threads": 1, "rows": rows})
     typer.echo(f"wrote {path}")
+
+
+@app.command("attention")
+def attention(
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="Small grids (32², 64²), r=1 only: a check in well under a minute.",
+    )] = False,
+    repeats: Annotated[int | None, typer.Option(
+        help="Timed runs per case (median reported); default 5, 2 with --quick.")] = None,
+    json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
+        "bench-results/attention.json"),
+    plot: Annotated[str | None, typer.Option(
+        "--plot", help="Also write a PNG of latency and memory against tokens.")] = None,
+) -> None:
+    """MatchAttention: fused cpu kernels vs reference backend vs SDPA global attention."""
+    from rich.progress import Progress
+
+    from crossview.attention.match_backend import unavailable_reason
+    from crossview.bench.attention import (
+        MEMORY_COLUMNS,
+        QUICK_SIZES,
+        RADII,
+        SIZES,
+        SPEED_COLUMNS,
+        bench_attention,
+        memory_rows,
+        plot_attention,
+        speed_rows,
+    )
+    from crossview.bench.report import print_table, write_json
+    from crossview.errors import UserError
+
+    repeats = (2 if quick else 5) if repeats is None else repeats
+    if repeats <= 0:
+        raise UserError(f"--repeats must be positive, got {repeats}")
+    reason = unavailable_reason("cpu")
+    if reason is not None:
+        raise UserError(f"the fused MatchAttention cpu backend cannot run: {reason}")
+    sizes, radii = (QUICK_SIZES, RADII[:1]) if quick else (SIZES, RADII)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("MatchAttention", total=len(sizes) * len(radii))
+
+        def on_step(label: str) -> None:
+            progress.update(task, advance=1, description=label)
+
+        result = bench_attention(sizes, radii, repeats=repeats, on_step=on_step)
+    print_table("MatchAttention speed, 4 heads x 64 ch, float32 (median ms; speed-up = reference "
+                "/ fused)", SPEED_COLUMNS, speed_rows(result))
+    print_table(f"Bandwidth bound (copy: {result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s) and peak "
+                "allocated memory", MEMORY_COLUMNS, memory_rows(result))
+    for line in result["skipped"]:
+        typer.echo(f"skipped: {line}")
+    path = write_json(json_path, {"benchmark": "attention", **result})
+    typer.echo(f"wrote {path}")
+    if plot is not None:
+        typer.echo(f"wrote {plot_attention(result, plot)}")

@@ -1,0 +1,257 @@
+"""Speed and memory of MatchAttention: fused cpu kernels against the reference backend and SDPA.
+
+Every case is self-attention on a square token grid, ``[1, n, n, heads, channels]`` float32,
+with ``rel_pos`` drawn uniformly in ``[-4, 4)`` tokens and shared by the heads (the
+cross-attention layout). In the same run the memory bandwidth of a plain tensor copy is
+measured; the operator's bandwidth bound is the time to read q, k, v and rel_pos once and
+write out once at that bandwidth. Ratios are taken within the run (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from crossview.attention.match import match_attention
+from crossview.bench.report import time_call
+
+SIZES = (64, 128, 256, 512)
+QUICK_SIZES = (32, 64)
+RADII = (1, 2)
+HEADS, CHANNELS = 4, 64
+REFERENCE_MAX_GATHER_BYTES = 700 * 2**20  # one gathered window tensor; beyond: skipped
+SDPA_MAX_SECONDS = 10.0  # estimated from the previous size (O(N^2)); beyond: skipped
+COPY_BYTES = 256 * 2**20
+MIB = 2**20
+
+SPEED_COLUMNS = ["tokens", "r", "fused fwd ms", "fused fwd+bwd ms", "ref fwd ms",
+                 "ref fwd+bwd ms", "SDPA fwd ms", "fwd speed-up", "fwd+bwd speed-up"]
+MEMORY_COLUMNS = ["tokens", "r", "bound ms", "fwd / bound", "fwd ns/token", "out MiB",
+                  "fused fwd peak MiB", "fused fwd+bwd peak MiB", "ref fwd peak MiB"]
+
+
+def peak_allocated_bytes(fn: Callable[[], Any]) -> int:
+    """Peak bytes allocated by ATen on the CPU during ``fn()``, above what was live before.
+
+    From the profiler's memory accounting: each op's own (self) allocations at its start, and
+    the ``[memory]`` events (frees outside any op) at their time.
+    """
+    gc.collect()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                profile_memory=True) as prof:
+        fn()
+    live = peak = 0
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        live += event.cpu_memory_usage if event.name == "[memory]" else \
+            event.self_cpu_memory_usage
+        peak = max(peak, live)
+    return peak
+
+
+def copy_bandwidth(nbytes: int, repeats: int = 5) -> float:
+    """Bytes per second moved by ``y.copy_(x)`` (read + write) for ``nbytes``-sized tensors."""
+    x = torch.ones(nbytes // 4)
+    y = torch.empty_like(x)
+    timing = time_call(lambda: y.copy_(x), repeats=repeats, warmup=1)
+    return 2 * nbytes / timing["min_s"]
+
+
+def _inputs(size: int, seed: int = 0) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, size, size, HEADS, CHANNELS, generator=gen) for _ in range(3))
+    rel_pos = (torch.rand(1, size, size, 1, 2, generator=gen) - 0.5) * 8
+    return [q, k, v, rel_pos]
+
+
+def _forward(inputs: list[torch.Tensor], radius: int, backend: str) -> Callable[[], Any]:
+    def run() -> None:
+        with torch.no_grad():
+            match_attention(*inputs, radius, backend=backend)
+
+    return run
+
+
+def _forward_backward(inputs: list[torch.Tensor], radius: int,
+                      backend: str) -> Callable[[], Any]:
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    grad_out = torch.randn_like(inputs[2])
+
+    def run() -> None:
+        match_attention(*leaves, radius, backend=backend).backward(grad_out)
+        for leaf in leaves:
+            leaf.grad = None
+
+    return run
+
+
+def _sdpa(inputs: list[torch.Tensor]) -> Callable[[], Any]:
+    q, k, v = (t.flatten(1, 2).transpose(1, 2).contiguous() for t in inputs[:3])
+
+    def run() -> None:
+        with torch.no_grad():
+            F.scaled_dot_product_attention(q, k, v)
+
+    return run
+
+
+def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, reference: bool,
+               sdpa: bool) -> dict[str, Any]:
+    """One row: timings (seconds), peak bytes and the bandwidth bound for ``size^2`` tokens."""
+    inputs = _inputs(size)
+    tokens = size * size
+    out_bytes = tokens * HEADS * CHANNELS * 4
+    moved = sum(t.numel() * t.element_size() for t in inputs) + out_bytes
+    row: dict[str, Any] = {"size": size, "tokens": tokens, "radius": radius,
+                           "out_bytes": out_bytes, "bound_s": moved / bandwidth}
+    fwd = _forward(inputs, radius, "cpu")
+    row["fused_fwd_s"] = time_call(fwd, repeats=repeats, min_seconds=0.5)["median_s"]
+    row["fused_fwd_peak_bytes"] = peak_allocated_bytes(fwd)
+    fwd_bwd = _forward_backward(inputs, radius, "cpu")
+    row["fused_fwd_bwd_s"] = time_call(fwd_bwd, repeats=repeats, min_seconds=0.5)["median_s"]
+    row["fused_fwd_bwd_peak_bytes"] = peak_allocated_bytes(fwd_bwd)
+    if reference:
+        ref = _forward(inputs, radius, "reference")
+        row["ref_fwd_s"] = time_call(ref, repeats=max(1, repeats // 2), warmup=0)["median_s"]
+        row["ref_fwd_peak_bytes"] = peak_allocated_bytes(ref)
+        ref_bwd = _forward_backward(inputs, radius, "reference")
+        row["ref_fwd_bwd_s"] = time_call(ref_bwd, repeats=max(1, repeats // 2),
+                                         warmup=0)["median_s"]
+    if sdpa:
+        row["sdpa_fwd_s"] = time_call(_sdpa(inputs), repeats=max(1, repeats // 2),
+                                      warmup=0)["median_s"]
+    return row
+
+
+def reference_gather_bytes(size: int, radius: int) -> int:
+    """Bytes of one ``[N, heads, (2r+2)^2, C]`` window gather of the reference backend."""
+    return size * size * HEADS * (2 * radius + 2) ** 2 * CHANNELS * 4
+
+
+def bench_attention(sizes: Sequence[int] = SIZES, radii: Sequence[int] = RADII, *,
+                    repeats: int = 5, on_step: Callable[[str], None] | None = None,
+                    ) -> dict[str, Any]:
+    """Run every (size, radius) case; returns ``{"copy_bandwidth_Bps", "rows", "skipped",
+    "summary"}`` (rows hold seconds and bytes)."""
+    bandwidth = copy_bandwidth(COPY_BYTES)
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    sdpa_last: tuple[int, float] | None = None
+    for size in sizes:
+        for radius in radii:
+            if on_step is not None:
+                on_step(f"{size}² tokens, r={radius}")
+            reference = reference_gather_bytes(size, radius) <= REFERENCE_MAX_GATHER_BYTES
+            if not reference:
+                skipped.append(f"reference at {size}² r={radius}: one window gather alone "
+                               f"needs {reference_gather_bytes(size, radius) / 2**30:.1f} GiB")
+            sdpa = radius == radii[0]
+            if sdpa and sdpa_last is not None:
+                estimate = sdpa_last[1] * (size / sdpa_last[0]) ** 4
+                if estimate > SDPA_MAX_SECONDS:
+                    skipped.append(f"SDPA at {size}²: global attention is O(N²), about "
+                                   f"{estimate:.0f} s per call estimated from {sdpa_last[0]}²")
+                    sdpa = False
+            row = bench_case(size, radius, bandwidth=bandwidth, repeats=repeats,
+                             reference=reference, sdpa=sdpa)
+            if "sdpa_fwd_s" in row:
+                sdpa_last = (size, row["sdpa_fwd_s"])
+            rows.append(row)
+    return {"copy_bandwidth_Bps": bandwidth, "heads": HEADS, "channels": CHANNELS,
+            "dtype": "float32", "rows": rows, "skipped": skipped, "summary": summarize(rows)}
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Targets of the operator: speed-ups, distance to the bandwidth bound, linear scaling and
+    whether the fused forward allocates no more than its output."""
+    summary: dict[str, Any] = {}
+    for radius in sorted({row["radius"] for row in rows}):
+        mine = [row for row in rows if row["radius"] == radius]
+        per_token = [row["fused_fwd_s"] / row["tokens"] for row in mine]
+        summary[f"r{radius}"] = {
+            "fwd_speedup": {row["size"]: row["ref_fwd_s"] / row["fused_fwd_s"]
+                            for row in mine if "ref_fwd_s" in row},
+            "fwd_bwd_speedup": {row["size"]: row["ref_fwd_bwd_s"] / row["fused_fwd_bwd_s"]
+                                for row in mine if "ref_fwd_bwd_s" in row},
+            "fwd_over_bound": {row["size"]: row["fused_fwd_s"] / row["bound_s"] for row in mine},
+            "per_token_max_over_min": max(per_token) / min(per_token),
+            "fwd_allocates_only_output": all(row["fused_fwd_peak_bytes"] <= row["out_bytes"]
+                                             for row in mine),
+        }
+    return summary
+
+
+def _scaled(row: dict[str, Any], key: str, factor: float) -> Any:
+    return row[key] * factor if key in row else "-"
+
+
+def _ratio(row: dict[str, Any], top: str, bottom: str) -> Any:
+    return row[top] / row[bottom] if top in row and bottom in row else "-"
+
+
+def speed_rows(result: dict[str, Any]) -> list[list[Any]]:
+    """Rows of :data:`SPEED_COLUMNS` (milliseconds, ratios); ``-`` where a case was skipped."""
+    return [[f"{row['size']}²", row["radius"], *(_scaled(row, key, 1e3) for key in (
+             "fused_fwd_s", "fused_fwd_bwd_s", "ref_fwd_s", "ref_fwd_bwd_s", "sdpa_fwd_s")),
+             _ratio(row, "ref_fwd_s", "fused_fwd_s"),
+             _ratio(row, "ref_fwd_bwd_s", "fused_fwd_bwd_s")] for row in result["rows"]]
+
+
+def memory_rows(result: dict[str, Any]) -> list[list[Any]]:
+    """Rows of :data:`MEMORY_COLUMNS`: bandwidth bound, time per token and peak MiB."""
+    return [[f"{row['size']}²", row["radius"], row["bound_s"] * 1e3,
+             _ratio(row, "fused_fwd_s", "bound_s"), row["fused_fwd_s"] / row["tokens"] * 1e9,
+             *(_scaled(row, key, 1 / MIB) for key in (
+                 "out_bytes", "fused_fwd_peak_bytes", "fused_fwd_bwd_peak_bytes",
+                 "ref_fwd_peak_bytes"))] for row in result["rows"]]
+
+
+def plot_attention(result: dict[str, Any], path: str | Path) -> Path:
+    """Latency and peak memory against token count (log-log), written atomically as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (latency, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
+    series = [("fused fwd", "fused_fwd_s", "fused_fwd_peak_bytes", "C0"),
+              ("fused fwd+bwd", "fused_fwd_bwd_s", "fused_fwd_bwd_peak_bytes", "C1"),
+              ("reference fwd", "ref_fwd_s", "ref_fwd_peak_bytes", "C2"),
+              ("SDPA global fwd", "sdpa_fwd_s", None, "C3"),
+              ("bandwidth bound", "bound_s", "out_bytes", "k")]
+    for radius, style in zip(sorted({r["radius"] for r in result["rows"]}), ("-o", "--s"),
+                             strict=False):
+        rows = [r for r in result["rows"] if r["radius"] == radius]
+        for label, time_key, mem_key, colour in series:
+            points = [(r["tokens"], r[time_key]) for r in rows if time_key in r]
+            if points:
+                latency.plot(*zip(*[(t, s * 1e3) for t, s in points], strict=True), style,
+                             color=colour, label=f"{label}, r={radius}")
+            points = [(r["tokens"], r[mem_key]) for r in rows if mem_key and mem_key in r]
+            if points:
+                name = "output size" if mem_key == "out_bytes" else label
+                memory.plot(*zip(*[(t, b / MIB) for t, b in points], strict=True), style,
+                            color=colour, label=f"{name}, r={radius}")
+    for axis, unit in ((latency, "latency (ms)"), (memory, "peak allocated (MiB)")):
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xlabel("tokens")
+        axis.set_ylabel(unit)
+        axis.grid(True, which="both", alpha=0.3)
+    latency.legend(fontsize=7)
+    memory.legend(fontsize=7)
+    fig.suptitle(f"MatchAttention, {HEADS} heads x {CHANNELS} ch, float32, "
+                 f"{torch.get_num_threads()} CPU threads")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
