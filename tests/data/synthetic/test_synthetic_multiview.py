@@ -41,7 +41,7 @@ def test_depth_and_cameras_reproject_views_onto_each_other(index: int) -> None:
                                         flow)
         seen = (inside[0].numpy() & s["valid"][a]
                 & (np.abs(depth_b[0, 0].numpy() - z) < 1e-3 * z))
-        assert seen.mean() > 0.3
+        assert seen.mean() > 0.2
         image_b, _ = backward_warp(torch.from_numpy(s["images"][b]).permute(2, 0, 1)[None],
                                    flow.float())
         error = np.abs(image_b[0].permute(1, 2, 0).numpy() - s["images"][a]).mean(-1)[seen]

@@ -42,9 +42,18 @@ class TestShape:
         assert shape.contains(np.array([2.5, 2.7]), np.zeros(2)).tolist() == [True, False]
         assert shape.contains(np.zeros(2), np.array([1.3, 1.5])).tolist() == [True, False]
         rng = np.random.default_rng(0)
-        u, v = rng.uniform(-10, 10, (2, 5000))
-        e = shape.extent()
-        assert not shape.contains(u, v)[(np.abs(u) > e) | (np.abs(v) > e)].any()
+        for norm in (1.0, 2.0, np.inf):
+            for angle in (0.0, 0.4, 2.0):
+                for amplitudes in ((), (0.2, 0.1)):
+                    shape = Shape(radius=2.0, aspect=2.5, angle=angle, norm=norm,
+                                  amplitudes=amplitudes, phases=(0.3, 1.0)[:len(amplitudes)])
+                    u, v = rng.uniform(-12, 12, (2, 100000))
+                    eu, ev = shape.half_extents()
+                    inside = shape.contains(u, v)
+                    assert not inside[(np.abs(u) > eu) | (np.abs(v) > ev)].any()
+                    if not amplitudes:  # the box is tight: inside points come near each side
+                        assert np.abs(u[inside]).max() > 0.9 * eu
+                        assert np.abs(v[inside]).max() > 0.9 * ev
 
 
 def test_sample_texture_matches_naive_mirrored_bilinear() -> None:

@@ -7,6 +7,10 @@ and look at a point near it, with a small roll. Camera conventions are those of
 :mod:`crossview.geometry.cameras`: intrinsics ``K`` in pixels, ``viewmats`` world-to-camera,
 OpenCV axes (x right, y down, z forward).
 
+Pixel centres are at integer coordinates here (``x`` is the column index, as everywhere in
+the engine); :mod:`crossview.geometry.cameras` puts them at ``+0.5``, so add 0.5 to ``cx`` and
+``cy`` before using ``K`` there.
+
 Sample keys: ``images`` (``[V, H, W, 3]`` numpy, ``[V, 3, H, W]`` tensor, 0..255), ``depth``
 ``[V, H, W]`` (camera z of the visible point, 0 where nothing is seen), ``valid`` ``[V, H, W]``,
 ``K`` ``[V, 3, 3]``, ``viewmats`` ``[V, 4, 4]``.

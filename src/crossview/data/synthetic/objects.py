@@ -8,6 +8,7 @@ from crossview.data.synthetic.scene import Camera, Layer, Shape, rotation
 from crossview.data.synthetic.textures import random_texture
 
 MAX_TEXTURE = 256
+MAX_BACKGROUND_TEXTURE = 384  # backgrounds span the image: fewer visible mirror repeats
 
 
 def random_shape(rng: np.random.Generator, radius: float) -> Shape:
@@ -53,7 +54,8 @@ def textured_layer(rng: np.random.Generator, origin: np.ndarray, axes: np.ndarra
     """
     span = 2 * (shape.extent() if shape is not None else (extent or 64.0))
     scale = float(np.exp(rng.uniform(np.log(texel_scale[0]), np.log(texel_scale[1]))))
-    side = int(np.clip(np.ceil(span * scale) + 2, 16, MAX_TEXTURE))
+    limit = MAX_TEXTURE if shape is not None else MAX_BACKGROUND_TEXTURE
+    side = int(np.clip(np.ceil(span * scale) + 2, 16, limit))
     texture = random_texture(rng, (side, side), split, photo_probability)
     angle = rng.uniform(0.0, 2 * np.pi)
     c, s = np.cos(angle) * scale, np.sin(angle) * scale

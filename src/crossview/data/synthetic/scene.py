@@ -47,10 +47,24 @@ class Shape:
     amplitudes: tuple[float, ...] = ()
     phases: tuple[float, ...] = ()
 
+    def half_extents(self) -> tuple[float, float]:
+        """Bounds on ``|u|`` and ``|v|`` over the shape (its axis-aligned half box)."""
+        k = self.aspect**0.5
+        # the shape's frame axes, scaled: point = a * ra * (c, s) + b * rb * (-s, c)
+        ra, rb = self.radius * k, self.radius / k
+        scale = 1.0 + sum(abs(a) for a in self.amplitudes)  # the outline's largest radius
+        c, s = abs(np.cos(self.angle)), abs(np.sin(self.angle))
+        if self.norm == 1:  # diamond: extremes at the vertices
+            eu, ev = max(ra * c, rb * s), max(ra * s, rb * c)
+        elif self.norm == 2:  # ellipse
+            eu, ev = float(np.hypot(ra * c, rb * s)), float(np.hypot(ra * s, rb * c))
+        else:  # rectangle: extremes at the corners
+            eu, ev = ra * c + rb * s, ra * s + rb * c
+        return scale * eu, scale * ev
+
     def extent(self) -> float:
         """A bound on ``max(|u|, |v|)`` over the shape."""
-        stretch = max(self.aspect, 1.0 / self.aspect) ** 0.5
-        return self.radius * stretch * (1.0 + sum(abs(a) for a in self.amplitudes)) * 2**0.5
+        return max(self.half_extents())
 
     def contains(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Boolean mask of the points ``(u, v)`` (same-shape arrays) inside the outline."""
@@ -185,8 +199,8 @@ def _box(layer: Layer, g: np.ndarray, size: tuple[int, int]) -> tuple[int, int, 
     h, w = size
     if layer.shape is None:
         return 0, h, 0, w
-    e = layer.shape.extent()
-    corners = g @ np.array([[-e, e, e, -e], [-e, -e, e, e], [1.0, 1.0, 1.0, 1.0]])
+    eu, ev = layer.shape.half_extents()
+    corners = g @ np.array([[-eu, eu, eu, -eu], [-ev, -ev, ev, ev], [1.0, 1.0, 1.0, 1.0]])
     if np.any(corners[2] <= _EPS):
         return 0, h, 0, w
     xs, ys = corners[0] / corners[2], corners[1] / corners[2]

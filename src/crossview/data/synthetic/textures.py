@@ -96,8 +96,8 @@ def noise_texture(rng: np.random.Generator, size: tuple[int, int]) -> np.ndarray
     field = value_noise(rng, size, octaves=octaves, base_cells=int(rng.integers(2, 6)),
                         persistence=float(rng.uniform(0.4, 0.75)))[0]
     rgb = _palette(rng, field, int(rng.integers(2, 6)))
-    detail = value_noise(rng, size, 3, octaves=2, base_cells=max(size) // 8 + 1)
-    rgb += rng.uniform(0.0, 25.0) * detail.transpose(1, 2, 0)
+    detail = value_noise(rng, size, 1, octaves=2, base_cells=max(size) // 8 + 1)[0]
+    rgb += (rng.uniform(0.0, 25.0) * detail)[..., None]
     return np.clip(rgb, 0.0, 255.0).astype(np.float32)
 
 
