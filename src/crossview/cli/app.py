@@ -41,17 +41,22 @@ def _root(
 
 
 def _register_commands() -> None:
-    from crossview.cli import bench
+    from crossview.cli import bench, experiment
     from crossview.cli.eval import eval_command
     from crossview.cli.flow import flow_command
     from crossview.cli.match import match_command
+    from crossview.cli.plot_log import plot_log_command
     from crossview.cli.stereo import stereo_command
+    from crossview.cli.train import train_command
 
     app.add_typer(bench.app, name="bench")
+    app.add_typer(experiment.app, name="experiment")
     app.command("eval")(eval_command)
     app.command("match")(match_command)
     app.command("stereo")(stereo_command)
     app.command("flow")(flow_command)
+    app.command("train")(train_command)
+    app.command("plot-log")(plot_log_command)
 
 
 _register_commands()

@@ -8,6 +8,7 @@ Dataset names: ``synthetic-stereo`` and ``synthetic-flow`` (the seeded engine of
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -81,15 +82,32 @@ def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
 
 
 def build_model(cfg: Config) -> torch.nn.Module:
-    """The registry model ``cfg.model.name`` with ``cfg.model.overrides``, untrained."""
-    from crossview.models.registry import create_model
-    return create_model(cfg.model.name, task=cfg.task, overrides=cfg.model.overrides)
+    """The registry model ``cfg.model.name`` (randomly initialised), its configuration
+    fields replaced by ``cfg.model.overrides`` (lists become tuples)."""
+    from crossview.models.matchstereo.model import MatchStereo
+    from crossview.models.registry import get_spec
+    spec = get_spec(cfg.model.name)
+    if spec.task != cfg.task:
+        raise UserError(f"model {cfg.model.name!r} is a {spec.task} model but the config's "
+                        f"task is {cfg.task!r}")
+    model = spec.build()
+    if not cfg.model.overrides:
+        return model
+    overrides = {k: tuple(v) if isinstance(v, list) else v
+                 for k, v in cfg.model.overrides.items()}
+    try:
+        config = dataclasses.replace(model.config, **overrides)
+    except (TypeError, ValueError) as error:
+        raise UserError(f"config: model.overrides do not fit {cfg.model.name!r}: "
+                        f"{error}") from error
+    return MatchStereo(config, task=cfg.task)
 
 
 def load_init_weights(model: torch.nn.Module, path: str | Path) -> None:
-    """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``."""
-    from crossview.models.weights import load_weights_into
-    load_weights_into(model, path)
+    """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``
+    (strictly, with the model engineer's loader)."""
+    from crossview.models.weights import load_weights
+    load_weights(model, path)
 
 
 def field_errors(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor,

@@ -156,7 +156,8 @@ class Trainer:
                                            weight_decay=cfg.optim.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.OneCycleLR(
             self.optimizer, max_lr=cfg.optim.lr, total_steps=cfg.train.steps,
-            pct_start=cfg.optim.pct_start, anneal_strategy="linear", cycle_momentum=False)
+            pct_start=max(cfg.optim.pct_start, 2.0 / cfg.train.steps),  # >= 1 warm-up step
+            anneal_strategy="linear", cycle_momentum=False)
         self.scaler = torch.amp.GradScaler("cuda", enabled=cfg.train.precision == "fp16")
         self.step = 0
         self.nonfinite_total = 0
@@ -262,11 +263,12 @@ class Trainer:
             self.nonfinite_total += 1
             self.nonfinite_run += 1
         self.scaler.update()
+        lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used
         with warnings.catch_warnings():  # a skipped first step trips torch's order check
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
             self.scheduler.step()
         logs = self._mean_over_ranks(logs)
-        logs.update(grad_norm=grad_norm, lr=self.optimizer.param_groups[0]["lr"],
+        logs.update(grad_norm=grad_norm, lr=lr,
                     skipped=float(not finite))
         self.step += 1
         if self.nonfinite_run >= cfg.train.max_nonfinite:
@@ -361,7 +363,7 @@ class Trainer:
             close_distributed(self.dist)
         return {"step": self.step, "train": last_logs, "val": last_val,
                 "seconds": time.perf_counter() - started, "steps_run": self.step - first_step,
-                "nonfinite_total": self.nonfinite_total}
+                "nonfinite_total": self.nonfinite_total, "is_main": self.dist.is_main}
 
 
 def train(cfg: Config, **kwargs: Any) -> dict[str, Any]:
