@@ -114,6 +114,57 @@ def data(
     typer.echo(f"wrote {path}")
 
 
+@app.command("match")
+def match(
+    grid: Annotated[list[int] | None, typer.Option(
+        "--grid", help="Correlation grids g (g^4 matches; repeatable; default 6 8 9 10 12 15 20).")
+    ] = None,
+    memory_cap_gib: Annotated[float, typer.Option(
+        help="Skip standard attention when its score matrix would exceed this.")] = 2.0,
+    repeats: Annotated[int, typer.Option(help="Timed runs per case (median reported).")] = 3,
+    threads: Annotated[int, typer.Option(help="Torch CPU threads (0: torch's default).")] = 0,
+    json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
+        "bench-results/match.json"),
+) -> None:
+    """TransforMatcher: additive vs standard match-to-match attention, and the whole model."""
+    import torch
+    from rich.progress import Progress
+
+    from crossview.bench.match import bench_layers, bench_model
+    from crossview.bench.report import print_table, write_json
+    from crossview.errors import UserError
+    from crossview.models.transformatcher import TransforMatcher
+
+    grids = grid or [6, 8, 9, 10, 12, 15, 20]
+    if min(grids) <= 0 or repeats <= 0 or threads < 0 or memory_cap_gib <= 0:
+        raise UserError("--grid, --repeats and --memory-cap-gib must be positive")
+    if threads > 0:
+        torch.set_num_threads(threads)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("match attention", total=2 * len(grids))
+
+        def on_step(label: str) -> None:
+            progress.update(task, advance=1, description=label)
+
+        layers = bench_layers(grids, memory_cap=memory_cap_gib * 2**30, repeats=repeats,
+                              on_step=on_step)
+    print_table(
+        "match-to-match attention, 6 layers, 16 ch, 8 heads x 4, forward, float32 CPU",
+        ["attention", "matches", "median s", "peak MiB", "us/match", "bytes/match", "status"],
+        [[r["attention"], f"{r['grid']}^4 = {r['matches']}", r.get("median_s", "-"),
+          r.get("peak_mib", "-"), r.get("us_per_match", "-"), r.get("bytes_per_match", "-"),
+          r["status"]] for r in layers])
+    model_rows = bench_model(TransforMatcher(), repeats)  # speed does not depend on the weights
+    print_table("TransforMatcher per image pair (target <= 0.5 s)",
+                ["case", "size", "median s", "min s", "peak MiB"],
+                [[r["case"], r["size"], r["median_s"], r["min_s"], r["peak_mib"]]
+                 for r in model_rows])
+    path = write_json(json_path, {"benchmark": "match", "dtype": "float32",
+                                  "torch_threads": torch.get_num_threads(),
+                                  "layers": layers, "model": model_rows})
+    typer.echo(f"wrote {path}")
+
+
 @app.command("attention")
 def attention(
     quick: Annotated[bool, typer.Option(

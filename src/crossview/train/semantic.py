@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Annotated
 
 import torch
 import typer
@@ -152,11 +153,15 @@ app = typer.Typer(help="Train / evaluate TransforMatcher on synthetic warps.",
 
 @app.command("train")
 def _train_command(
-    run_dir: Path = typer.Option(Path("runs/transformatcher"), help="checkpoints and log"),
-    grid: int = typer.Option(10, help="correlation grid; images are 16 * grid pixels"),
-    batch: int = typer.Option(2), keypoints: int = typer.Option(64), lr: float = typer.Option(1e-3),
-    max_steps: int = typer.Option(100_000), minutes: float = typer.Option(60.0),
-    export: Path | None = typer.Option(None, help="write the weights here at the end"),
+    run_dir: Annotated[Path, typer.Option(help="checkpoints and log")] = Path(
+        "runs/transformatcher"),
+    grid: Annotated[int, typer.Option(help="correlation grid; images are 16 * grid px")] = 10,
+    batch: Annotated[int, typer.Option()] = 2,
+    keypoints: Annotated[int, typer.Option()] = 64,
+    lr: Annotated[float, typer.Option()] = 1e-3,
+    max_steps: Annotated[int, typer.Option()] = 100_000,
+    minutes: Annotated[float, typer.Option()] = 60.0,
+    export: Annotated[Path | None, typer.Option(help="write the weights here at the end")] = None,
 ) -> None:
     """Train (resuming) and optionally export the weights."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -171,10 +176,12 @@ def _train_command(
 
 @app.command("evaluate")
 def _evaluate_command(
-    weights: Path | None = typer.Option(None, help=".safetensors of the refinement"),
-    checkpoint: Path | None = typer.Option(None, help="or a training checkpoint"),
-    grid: int = typer.Option(15), pairs: int = typer.Option(48), seed: int = typer.Option(0),
-    json_out: Path | None = typer.Option(None, "--json"),
+    weights: Annotated[Path | None, typer.Option(help=".safetensors of the refinement")] = None,
+    checkpoint: Annotated[Path | None, typer.Option(help="or a training checkpoint")] = None,
+    grid: Annotated[int, typer.Option()] = 15,
+    pairs: Annotated[int, typer.Option()] = 48,
+    seed: Annotated[int, typer.Option()] = 0,
+    json_out: Annotated[Path | None, typer.Option("--json")] = None,
 ) -> None:
     """PCK@0.05/0.1 on held-out warps: raw correlation arg-max vs the refined model."""
     model = TransforMatcher(grid=grid)

@@ -1,0 +1,106 @@
+"""``crossview bench match``: match-to-match attention and the whole TransforMatcher.
+
+- The refinement's attention layers (6 match-to-match layers, 16 channels, 8 heads x 4) on a
+  correlation of ``g^4`` matches: additive attention (linear in ``T = g^4``) and standard
+  softmax attention (quadratic). Standard attention is only run where its ``heads x T x T``
+  score matrix fits under ``memory_cap`` bytes (estimated before anything is allocated); larger
+  sizes are reported as skipped with the estimate, so the benchmark never exhausts the machine.
+- The whole model per 240 x 240 image pair: backbone, correlation, refinement, 4D upsampling and
+  kernel soft-argmax (one direction), and ``match_pair`` (both directions, as ``crossview match``).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from crossview.bench.report import time_call
+from crossview.models.transformatcher.model import MatchRefiner, TransforMatcher
+
+CHANNELS = 11  # EfficientNet-Lite0 correlation layers
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def peak_rss_above_baseline(fn: Callable[[], Any]) -> int:
+    """Peak resident memory during ``fn()`` above the resident memory before it (Linux:
+    resets the high-water mark through ``/proc/self/clear_refs``). This sees every allocation,
+    including the large score matrices that glibc maps and unmaps directly."""
+    gc.collect()
+    baseline = _status_bytes("VmRSS")
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+    fn()
+    return max(0, _status_bytes("VmHWM") - baseline)
+
+
+def standard_attention_bytes(grid: int, heads: int = 8, batch: int = 1) -> int:
+    """Bytes of the float32 ``[batch, heads, T, T]`` score matrix of standard attention."""
+    tokens = grid**4
+    return batch * heads * tokens * tokens * 4
+
+
+def bench_layers(grids: list[int], *, memory_cap: float, repeats: int,
+                 on_step: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Forward time and peak memory of the refinement layers for each grid and attention."""
+    rows = []
+    for attention in ("additive", "standard"):
+        torch.manual_seed(0)
+        refiner = MatchRefiner(CHANNELS, attention=attention).eval()
+        for grid in grids:
+            if on_step is not None:
+                on_step(f"{attention} {grid}^4")
+            tokens = grid**4
+            row: dict[str, Any] = {"attention": attention, "grid": grid, "matches": tokens}
+            estimate = standard_attention_bytes(grid) if attention == "standard" else 0
+            if estimate > memory_cap:
+                rows.append({**row, "status": f"skipped: scores need {estimate / 2**30:.1f} GiB "
+                                              f"> cap {memory_cap / 2**30:.1f} GiB"})
+                continue
+            corr = torch.rand(1, CHANNELS, grid, grid, grid, grid)
+
+            def run(refiner: MatchRefiner = refiner, corr: torch.Tensor = corr) -> None:
+                with torch.inference_mode():
+                    refiner(corr)
+
+            timing = time_call(run, repeats=repeats, warmup=1)
+            peak = peak_rss_above_baseline(run)
+            rows.append({**row, "status": "ok", "median_s": timing["median_s"],
+                         "min_s": timing["min_s"], "peak_mib": peak / 2**20,
+                         "us_per_match": 1e6 * timing["median_s"] / tokens,
+                         "bytes_per_match": peak / tokens})
+    return rows
+
+
+def bench_model(model: TransforMatcher, repeats: int) -> list[dict[str, Any]]:
+    """Seconds per 240 x 240 pair: one forward, and ``match_pair`` (both directions)."""
+    from crossview.models.transformatcher.inference import match_pair
+
+    size = model.image_size
+    gen = torch.Generator().manual_seed(0)
+    src, tgt = (torch.rand(1, 3, size, size, generator=gen) * 255 for _ in range(2))
+    points = torch.rand(16, 2, generator=gen) * (size - 1)
+    cases: dict[str, Callable[[], Any]] = {
+        "model forward (one direction)": lambda: model(src, tgt),
+        "match_pair (both directions + keypoints)": lambda: match_pair(model, src, tgt, points),
+    }
+    rows = []
+    model.eval()
+    for name, fn in cases.items():
+        def run(fn: Callable[[], Any] = fn) -> None:
+            with torch.inference_mode():
+                fn()
+
+        timing = time_call(run, repeats=repeats, warmup=1)
+        rows.append({"case": name, "size": f"{size}x{size}", "median_s": timing["median_s"],
+                     "min_s": timing["min_s"], "peak_mib": peak_rss_above_baseline(run) / 2**20})
+    return rows
