@@ -124,22 +124,28 @@ def flow_scene(rng: np.random.Generator, config: FlowConfig, split: str = "train
     rot *= (limit / 4 / f) * rng.random() / np.linalg.norm(rot)
     move = rng.normal(size=3)
     move *= (limit / 4) * z_near / f * rng.random() / np.linalg.norm(move)
-    cam_motion = rigid_about(rot, move, [0.0, 0.0, 0.0])
-    for attempt in range(1, 7):
-        cam1 = Camera(k, cam_motion)
-        corners = np.array([0.0, w - 1, 0.0, w - 1]), np.array([0.0, 0.0, h - 1, h - 1])
-        background = planar_layer(rng, cam0, ((w - 1) / 2, (h - 1) / 2), z_bg, None,
-                                  tilt=random_tilt(rng, config.max_tilt), extent=float(2 * w),
-                                  split=split, photo_probability=config.photo_probability,
-                                  texel_scale=config.texel_scale)
-        ok = all(inverse_depth_at(background, c, *corners).min() > 1.0 / (3 * z_bg)
-                 for c in (cam0, cam1))
-        if ok and _max_shift(background, (cam0, cam1), None, config.size) <= limit / 2:
+    corners = np.array([0.0, w - 1, 0.0, w - 1]), np.array([0.0, 0.0, h - 1, h - 1])
+    background = planar_layer(rng, cam0, ((w - 1) / 2, (h - 1) / 2), z_bg, None,
+                              tilt=random_tilt(rng, config.max_tilt), extent=float(2 * w),
+                              split=split, photo_probability=config.photo_probability,
+                              texel_scale=config.texel_scale)
+    facing = replace(background, axes=np.diag([z_bg / f, z_bg / f, 0.0])[:, :2])
+
+    def fits(layer: Layer, cam1: Camera) -> bool:
+        """Seen in front of both cameras over the whole image, and slow enough."""
+        return (all(inverse_depth_at(layer, c, *corners).min() > 1.0 / (3 * z_bg)
+                    for c in (cam0, cam1))
+                and _max_shift(layer, (cam0, cam1), None, config.size) <= limit / 2)
+
+    for attempt in range(6):  # halve the camera motion until the background fits
+        cam1 = Camera(k, _scaled(rot, move, np.zeros(3), 0.5**attempt))
+        if fits(background, cam1):
             break
-        cam_motion = _scaled(rot, move, np.zeros(3), 0.5**attempt)
-    else:  # still too fast or too slanted: a static camera and a plane facing it
-        cam1 = Camera(k, np.eye(4))
-        background = replace(background, axes=np.diag([z_bg / f, z_bg / f, 0.0])[:, :2])
+        if fits(facing, cam1):  # too slanted: the plane faces the camera
+            background = facing
+            break
+    else:  # a static camera and a plane facing it
+        cam1, background = Camera(k, np.eye(4)), facing
     layers: list[Layer] = [background]
     motions: list[np.ndarray | None] = [None]
     cameras = (cam0, cam1)

@@ -274,9 +274,7 @@ def render(layers: Sequence[Layer], camera: Camera, size: tuple[int, int],
         np.copyto(u_map[y0:y1, x0:x1], u, where=hit)
         np.copyto(v_map[y0:y1, x0:x1], v, where=hit)
     image = np.zeros((h * w, 3), np.float32)
-    flat_ids = ids.ravel()
-    order = np.argsort(flat_ids, kind="stable")
-    ends = np.cumsum(np.bincount(flat_ids + 1, minlength=len(layers) + 1))
+    order, ends = _by_layer(ids, len(layers))
     us_all, vs_all = u_map.ravel()[order], v_map.ravel()[order]
     for k, layer in enumerate(layers):
         start, stop = ends[k], ends[k + 1]
@@ -291,6 +289,14 @@ def render(layers: Sequence[Layer], camera: Camera, size: tuple[int, int],
     return Rendering(image.reshape(h, w, 3), inv_depth, ids, u_map, v_map)
 
 
+def _by_layer(ids: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel order grouping ``ids [H, W]`` by layer, and the group ends: layer ``k`` owns
+    ``order[ends[k]:ends[k + 1]]`` (flat indices); pixels without a layer come first."""
+    flat = ids.ravel()
+    order = np.argsort(flat, kind="stable")
+    return order, np.cumsum(np.bincount(flat + 1, minlength=count + 1))
+
+
 def project(layers: Sequence[Layer], rendering: Rendering, camera: Camera,
             motions: Sequence[np.ndarray | None] | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -299,19 +305,19 @@ def project(layers: Sequence[Layer], rendering: Rendering, camera: Camera,
     Each ``[H, W]`` float64; NaN where ``rendering`` shows no layer. ``motions`` are the layer
     motions of the *target* view (as for :func:`render`).
     """
-    shape = rendering.layer.shape
-    x = np.full(shape, np.nan)
-    y = np.full(shape, np.nan)
-    inv = np.full(shape, np.nan)
-    for k in _present(rendering.layer):
-        sel = rendering.layer == k
-        g = plane_homography(layers[k], camera, None if motions is None else motions[k])
-        us, vs = rendering.u[sel], rendering.v[sel]
-        p = [g[i, 0] * us + g[i, 1] * vs + g[i, 2] for i in range(3)]
-        x[sel], y[sel] = p[0] / p[2], p[1] / p[2]
-        # the camera's z of the point is p[2] because K's last row is (0, 0, 1)
-        inv[sel] = 1.0 / p[2]
-    return x, y, inv
+    # one homography per layer, gathered per pixel (row 0: no layer -> NaN)
+    table = np.full((len(layers) + 1, 9), np.nan)
+    for k, layer in enumerate(layers):
+        table[k + 1] = plane_homography(layer, camera,
+                                        None if motions is None else motions[k]).ravel()
+    g = table[rendering.layer + 1]
+    u = rendering.u.astype(np.float64)
+    v = rendering.v.astype(np.float64)
+    # the point's camera z is the third coordinate because K's last row is (0, 0, 1)
+    inverse = 1.0 / (g[..., 6] * u + g[..., 7] * v + g[..., 8])
+    x = (g[..., 0] * u + g[..., 1] * v + g[..., 2]) * inverse
+    y = (g[..., 3] * u + g[..., 4] * v + g[..., 5]) * inverse
+    return x, y, inverse
 
 
 def visible(target: Rendering, layer: np.ndarray, x: np.ndarray,
