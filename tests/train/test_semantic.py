@@ -29,6 +29,6 @@ def test_train_resumes_and_exports(tmp_path) -> None:
     path = export_weights(model, tmp_path / "w.safetensors", {"steps": "3"})
     assert set(load_file(str(path))) == set(model.head_state_dict())
     result = evaluate_warps(model, pairs=2, keypoints=4, batch=2)
-    for name in ("raw", "refined"):
+    for name in ("raw", "raw_softargmax", "refined"):
         assert set(result[name]) == {"pck@0.05", "pck@0.1"}
         assert 0 <= result[name]["pck@0.05"] <= result[name]["pck@0.1"] <= 100

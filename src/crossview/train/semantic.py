@@ -27,11 +27,15 @@ from rich.console import Console
 from rich.progress import Progress
 from safetensors.torch import load_file, save_file
 
+from crossview.data.synthetic.textures import image_names
 from crossview.data.synthetic.warps import SyntheticWarps, WarpConfig
 from crossview.metrics.keypoints import pck
+from crossview.models.transformatcher.correlation import upsample_correlation
+from crossview.models.transformatcher.inference import EVAL_TAU
 from crossview.models.transformatcher.loss import keypoint_loss
-from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
+from crossview.models.transformatcher.model import INIT_BETA, TransforMatcher, raw_argmax_coords
 from crossview.models.transformatcher.softargmax import (
+    kernel_soft_argmax,
     normalised_to_pixels,
     pixels_to_normalised,
     soft_sample,
@@ -43,7 +47,7 @@ from crossview.train.checkpoint import (
     save_checkpoint,
 )
 
-TRAIN_TAU, EVAL_TAU = 0.1, 0.05
+TRAIN_TAU = 0.1  # soft-sampler temperature in training (the paper's; 0.05 at evaluation)
 _console = Console()
 
 
@@ -67,18 +71,22 @@ def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int) 
 def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypoints: int = 32,
                    batch: int = 4) -> dict[str, dict[str, float]]:
     """PCK@0.05 / @0.1 (``img`` threshold, pooled over keypoints) on held-out warps at the
-    model's input size, for ``raw`` (arg-max of the channel-mean correlation) and ``refined``."""
+    model's input size, for ``raw`` (hard arg-max of the channel-mean correlation),
+    ``raw_softargmax`` (the kernel soft-argmax on it, with the untrained model's temperature:
+    what the pipeline gives without attention) and ``refined`` (the model)."""
     model.eval()
     size = model.image_size
     data = warp_dataset("heldout", size, pairs, seed, keypoints)
-    scores: dict[str, dict[float, list]] = {"raw": {0.05: [], 0.1: []},
-                                            "refined": {0.05: [], 0.1: []}}
+    names = ("raw", "raw_softargmax", "refined")
+    scores: dict[str, dict[float, list]] = {name: {0.05: [], 0.1: []} for name in names}
     for start in range(0, pairs, batch):
         b = warp_batch(data, list(range(start, min(pairs, start + batch))))
         out = model(b["src"], b["tgt"])
         kp = pixels_to_normalised(b["kp_src"], size, size)
+        soft = kernel_soft_argmax(upsample_correlation(out["corr"].mean(1), model.upsample),
+                                  model.sigma, INIT_BETA)
         for name, coords in (("raw", raw_argmax_coords(out["corr"], model.upsample)),
-                             ("refined", out["coords"])):
+                             ("raw_softargmax", soft), ("refined", out["coords"])):
             pred = normalised_to_pixels(soft_sample(coords, kp, EVAL_TAU), size, size)
             for alpha, found in scores[name].items():
                 for p, g in zip(pred.numpy(), b["kp_tgt"].numpy(), strict=True):
@@ -170,7 +178,7 @@ def _train_command(
     if export is not None:
         step = load_checkpoint(latest_checkpoint(run_dir))["step"]
         export_weights(model, export, {"train_grid": str(grid), "steps": str(step),
-                                       "data": "synthetic warps, train photographs"})
+                                       "train_images": ",".join(image_names("train"))})
         _console.print(f"wrote {export}")
 
 
@@ -190,6 +198,7 @@ def _evaluate_command(
     elif checkpoint is not None:
         model.load_head_state_dict(load_checkpoint(checkpoint)["model"])
     result = {"image_size": model.image_size, "pairs": pairs, "seed": seed,
+              "heldout_images": list(image_names("heldout")),
               **evaluate_warps(model, pairs=pairs, seed=seed)}
     _console.print(result)
     if json_out is not None:

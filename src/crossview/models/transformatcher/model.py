@@ -28,6 +28,7 @@ from crossview.models.transformatcher.layers import MatchToMatchLayer
 from crossview.models.transformatcher.softargmax import hard_argmax, kernel_soft_argmax
 
 BACKBONE_LAYERS = {"efficientnet-lite0": 11, "resnet101": 26}
+INIT_BETA = 20.0  # initial soft-argmax inverse temperature (the correlation lies in [0, 1])
 
 
 class MatchRefiner(nn.Module):
@@ -81,7 +82,7 @@ class TransforMatcher(nn.Module):
         self.backbone.requires_grad_(False)
         self.refiner = MatchRefiner(BACKBONE_LAYERS[backbone], dim=dim, depth=depth,
                                     attention=attention)
-        self.log_beta = nn.Parameter(torch.tensor(math.log(20.0)))
+        self.log_beta = nn.Parameter(torch.tensor(math.log(INIT_BETA)))
 
     def train(self, mode: bool = True) -> TransforMatcher:
         super().train(mode)
