@@ -7,8 +7,10 @@ parallax) and every object moves by its own rigid motion about its centre (trans
 the image plane and a small out-of-plane turn). Both frames are rendered from the same scene,
 so the flow of a pixel is the exact forward projection of the point it sees.
 
-Motions are drawn to keep flow magnitudes below ``max_flow``: an object whose extent would move
-further is slowed down (its motion halved) until it fits, checked at the corners of its extent.
+Motions are drawn to keep flow magnitudes below ``max_flow``: an object whose outline box would
+move further is slowed down (its motion halved) until it fits, checked at 5x5 points spanning
+the box (a turning plane's flow is not affine, so its maximum may lie between those points and
+exceed ``max_flow`` slightly; in 80 samples at 128x256 none did).
 
 Sample keys: ``image0``, ``image1``; ``flow`` (frame 0 -> 1 at frame-0 pixels) and
 ``flow_backward`` (1 -> 0 at frame-1 pixels), ``[H, W, 2]`` (x, y) in numpy and ``[2, H, W]``
@@ -84,22 +86,27 @@ class FlowScene:
 
 def _max_shift(layer: Layer, scene_cameras: tuple[Camera, Camera], motion: np.ndarray | None,
                size: tuple[int, int]) -> float:
-    """Largest displacement of the layer's extent corners (the image corners for a background)."""
+    """Largest displacement of 5x5 points spanning the layer's outline box (the image, for a
+    background). A turning plane's flow is not affine (depth changes scale it), so the true
+    maximum may lie between the points."""
     cam0, cam1 = scene_cameras
     h, w = size
-    if layer.shape is None:  # background: plane points under the frame-0 image corners
+    steps = np.linspace(-1.0, 1.0, 5)
+    grid = np.stack(np.meshgrid(steps, steps)).reshape(2, -1)
+    ones = np.ones(grid.shape[1])
+    if layer.shape is None:  # background: plane points under a 5x5 grid over the frame-0 image
         hinv = np.linalg.inv(plane_homography(layer, cam0))
-        pix = np.array([[0.0, w - 1, 0.0, w - 1], [0.0, 0.0, h - 1, h - 1], [1.0] * 4])
+        pix = np.vstack([(grid[0] + 1) * (w - 1) / 2, (grid[1] + 1) * (h - 1) / 2, ones])
         uv = hinv @ pix
         uv = uv / uv[2]
-    else:
-        e = layer.shape.extent()
-        uv = np.array([[-e, e, -e, e], [-e, -e, e, e], [1.0] * 4])
+    else:  # a 5x5 grid spanning the outline's box
+        eu, ev = layer.shape.half_extents()
+        uv = np.vstack([grid[0] * eu, grid[1] * ev, ones])
     p0 = plane_homography(layer, cam0) @ uv
     p1 = plane_homography(layer, cam1, motion) @ uv
     if np.any(p0[2] <= 0) or np.any(p1[2] <= 0):
         return np.inf
-    return float(np.abs(p1[:2] / p1[2] - p0[:2] / p0[2]).max())
+    return float(np.hypot(*(p1[:2] / p1[2] - p0[:2] / p0[2])).max())
 
 
 def _scaled(axis_angle: np.ndarray, shift: np.ndarray, pivot: np.ndarray,
