@@ -73,6 +73,18 @@ def collate(samples: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tenso
     return batch
 
 
+def _one_cycle(optimizer: torch.optim.Optimizer, lr: float, steps: int,
+               pct_start: float) -> torch.optim.lr_scheduler.LRScheduler:
+    """One-cycle schedule (linear warm-up over ``pct_start`` of the steps, at least one step,
+    then linear decay). Runs under 4 steps are too short for the two phases: constant rate."""
+    if steps < 4:
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    pct = min(max(pct_start, 2.0 / steps), (steps - 2.0) / steps)
+    return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps,
+                                               pct_start=pct, anneal_strategy="linear",
+                                               cycle_momentum=False)
+
+
 class _Fields(nn.Module):
     """``forward`` = ``model.forward_fields``, so DistributedDataParallel hooks see the call."""
 
@@ -154,10 +166,8 @@ class Trainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=cfg.optim.betas,
                                            weight_decay=cfg.optim.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.OneCycleLR(
-            self.optimizer, max_lr=cfg.optim.lr, total_steps=cfg.train.steps,
-            pct_start=max(cfg.optim.pct_start, 2.0 / cfg.train.steps),  # >= 1 warm-up step
-            anneal_strategy="linear", cycle_momentum=False)
+        self.scheduler = _one_cycle(self.optimizer, cfg.optim.lr, cfg.train.steps,
+                                    cfg.optim.pct_start)
         self.scaler = torch.amp.GradScaler("cuda", enabled=cfg.train.precision == "fp16")
         self.step = 0
         self.nonfinite_total = 0

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crossview.cli.app import main
+from crossview.train.logplot import read_log
+
+MICRO = {
+    "task": "stereo",
+    "model": {"name": "matchstereo-t",
+              "overrides": {"dims": [8, 8, 8, 8], "encoder_depths": [1, 1, 1, 1],
+                            "decoder_layers": [1, 1, 1, 1], "radii": [1, 1, 1, 1], "heads": 2,
+                            "encoder_head": 0}},
+    "data": {"train_size": 4, "val_size": 1, "height": 128, "width": 192},
+    "train": {"steps": 2, "batch_size": 1, "val_every": 2, "ckpt_every": 1, "log_every": 1},
+}
+
+
+def cli(argv: list[str]) -> None:
+    """Run the CLI in-process; it exits with code 0 on success."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 0
+
+
+def write_config(tmp_path: Path, values: dict) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+@pytest.mark.slow
+def test_train_command_runs_the_real_model_and_resumes(tmp_path: Path) -> None:
+    values = {**MICRO, "train": {**MICRO["train"], "out_dir": str(tmp_path / "run")}}
+    config = write_config(tmp_path, values)
+    cli(["train", str(config)])
+    records = read_log(tmp_path / "run" / "log.jsonl")
+    assert [r["step"] for r in records["train"]] == [1, 2]
+    assert set(records["val"][0]) >= {"epe", "bad2"}
+    assert (tmp_path / "run" / "step-00000002.pt").is_file()
+    assert (tmp_path / "run" / "best.pt").is_file()
+    # resuming a finished run computes nothing more
+    cli(["train", str(config), "--resume"])
+    assert [r["step"] for r in read_log(tmp_path / "run" / "log.jsonl")["train"]] == [1, 2]
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"train": {"stpes": 3}}, "unknown key 'train.stpes'"),
+    ({"optim": {"lr": "fast"}}, "optim.lr must be float"),
+    ({"task": "depth"}, "task must be 'stereo' or 'flow'"),
+    ({"model": {"name": "nope"}}, "unknown model 'nope'"),
+])
+def test_config_mistakes_are_one_line_and_exit_2(tmp_path: Path, values: dict, message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path, values)
+    with pytest.raises(SystemExit) as done:
+        main(["train", str(config)])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["train", str(tmp_path / "absent.yaml")])
+    assert done.value.code == 2
+    assert "config file not found" in capsys.readouterr().err
+
+
+def test_plot_log_draws_a_png_and_keeps_the_last_record_per_step(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    rows = [{"kind": "train", "step": s, "loss": 10.0 / s, "init": 1.0, "self": 5.0 / s,
+             "cross": 4.0 / s, "lr": 1e-3} for s in (1, 2, 3)]
+    rows.append({"kind": "train", "step": 2, "loss": 4.0, "init": 1.0, "self": 2.0,
+                 "cross": 1.0, "lr": 1e-3})  # recomputed after a resume
+    rows.append({"kind": "val", "step": 3, "epe": 2.5, "bad2": 30.0})
+    log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert [r["loss"] for r in read_log(log)["train"]] == [10.0, 4.0, 10.0 / 3]
+    cli(["plot-log", str(tmp_path), "-o", str(tmp_path / "curves.png")])
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".*tmp*"))
