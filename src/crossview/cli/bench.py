@@ -219,3 +219,47 @@ def attention(
     typer.echo(f"wrote {path}")
     if plot is not None:
         typer.echo(f"wrote {plot_attention(result, plot)}")
+
+
+@app.command("train")
+def train(
+    model: Annotated[list[str] | None, typer.Option(
+        "--model", help="Registered stereo models (repeatable; default the bundled "
+        "matchstereo-mini and matchstereo-t).")] = None,
+    size: Annotated[str, typer.Option(help="Crop size HxW.")] = "256x512",
+    batch: Annotated[int, typer.Option(help="Samples per step.")] = 1,
+    backend: Annotated[list[str] | None, typer.Option(
+        "--backend", help="MatchAttention backends (repeatable; default cpu and reference).")
+    ] = None,
+    repeats: Annotated[int, typer.Option(help="Timed steps per case (median reported).")] = 2,
+    precision: Annotated[str, typer.Option(help="fp32 or bf16 (autocast).")] = "fp32",
+    json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
+        "bench-results/train.json"),
+) -> None:
+    """Training steps/s and samples/s, fused versus reference MatchAttention, in one run."""
+    from rich.progress import Progress
+
+    from crossview.bench.report import print_table, write_json
+    from crossview.bench.train import BACKENDS, bench_train
+    from crossview.errors import UserError
+
+    models = model or ["matchstereo-mini", "matchstereo-t"]
+    backends = backend or list(BACKENDS)
+    if batch < 1 or repeats < 1 or precision not in ("fp32", "bf16"):
+        raise UserError("--batch and --repeats must be >= 1, --precision fp32 or bf16")
+    with Progress(transient=True) as progress:
+        task = progress.add_task("train steps", total=len(models) * len(backends))
+
+        def on_case(label: str) -> None:
+            progress.update(task, advance=1, description=label)
+
+        rows = bench_train(models, _parse_size(size), batch, backends=backends,
+                           repeats=repeats, precision=precision, on_case=on_case)
+    print_table(
+        f"training steps, {size}, batch {batch}, {precision}",
+        ["model", "params", "backend", "step s (wall)", "step s (cpu)", "steps/s",
+         "samples/s", "x fused"],
+        [[r["model"], r["params"], r["backend"], r["step_s"], r["cpu_s"], r["steps_per_s"],
+          r["samples_per_s"], r["over_fused"]] for r in rows])
+    path = write_json(json_path, {"benchmark": "train", "rows": rows})
+    typer.echo(f"wrote {path}")
