@@ -74,3 +74,13 @@ def test_bad_shapes_are_named() -> None:
         rope4d_angles(torch.zeros(5, 3), 16)
     with pytest.raises(ValueError, match=r"x\.shape"):
         apply_rope4d(torch.zeros(5, 16), torch.zeros(5, 4))
+
+
+def test_gradcheck_through_the_complex_rotation() -> None:
+    x = torch.randn(2, 6, 16, dtype=torch.float64, requires_grad=True)
+    angles = rope4d_angles(torch.randn(6, 4, dtype=torch.float64), 16)
+    assert torch.autograd.gradcheck(lambda t: apply_rope4d(t, angles), (x,))
+    # A non-contiguous slice (as after a fused qkv projection) rotates the same.
+    wide = torch.randn(6, 48, dtype=torch.float64)
+    torch.testing.assert_close(apply_rope4d(wide[:, 16:32], angles),
+                               apply_rope4d(wide[:, 16:32].contiguous(), angles))

@@ -28,20 +28,27 @@ def rope4d_angles(positions: Tensor, dim: int, base: float = 100.0) -> Tensor:
     return positions[..., axis] * freqs[level]
 
 
-def apply_rope4d(x: Tensor, angles: Tensor | tuple[Tensor, Tensor]) -> Tensor:
+def rope4d_rotation(angles: Tensor) -> Tensor:
+    """Unit complex numbers ``exp(i * angles)`` ``[T, D // 2]``: compute them once for a model
+    with many layers and pass them to :func:`apply_rope4d`."""
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def apply_rope4d(x: Tensor, angles: Tensor) -> Tensor:
     """Rotate the channel pairs ``(x[..., 2j], x[..., 2j + 1])`` of ``x [..., T, D]`` by
-    ``angles [T, D // 2]`` (from :func:`rope4d_angles`), or by their precomputed
-    ``(cos, sin)`` (a model with many layers computes them once)."""
-    cos, sin = (angles.cos(), angles.sin()) if isinstance(angles, Tensor) else angles
-    if x.shape[-1] % 2 != 0 or cos.shape[-1] * 2 != x.shape[-1]:
+    ``angles [T, D // 2]`` (real, from :func:`rope4d_angles`, or complex, from
+    :func:`rope4d_rotation`). A pair is one complex number, so the rotation is one product."""
+    if x.shape[-1] % 2 != 0 or angles.shape[-1] * 2 != x.shape[-1]:
         raise ValueError(f"x channels must be twice the angle count, got {x.shape=} "
-                         f"{cos.shape=}")
-    if cos.shape[-2] != x.shape[-2]:
-        raise ValueError(f"one angle row per token is needed, got {x.shape=} {cos.shape=}")
-    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+                         f"{angles.shape=}")
+    if angles.shape[-2] != x.shape[-2]:
+        raise ValueError(f"one angle row per token is needed, got {x.shape=} {angles.shape=}")
+    rotation = angles if angles.is_complex() else rope4d_rotation(angles)
     pairs = x.unflatten(-1, (-1, 2))
-    even, odd = pairs[..., 0], pairs[..., 1]
-    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+    if pairs.stride(-1) != 1 or pairs.stride(-2) != 2:
+        pairs = pairs.contiguous()
+    z = torch.view_as_complex(pairs)  # float32 / float64 only
+    return torch.view_as_real(z * rotation.to(z.dtype)).flatten(-2)
 
 
 def match_positions(h_src: int, w_src: int, h_tgt: int, w_tgt: int,

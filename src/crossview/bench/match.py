@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +23,7 @@ from crossview.bench.report import time_call
 from crossview.models.transformatcher.model import MatchRefiner, TransforMatcher
 
 CHANNELS = 11  # EfficientNet-Lite0 correlation layers
+_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
 
 
 def _status_bytes(field: str) -> int:
@@ -31,11 +34,21 @@ def _status_bytes(field: str) -> int:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
+def _return_freed_memory() -> None:
+    """Make glibc map every block of 128 KiB or more on its own and unmap it when freed (a fixed
+    threshold turns off its dynamic one), and trim the heap: freed tensors then leave the
+    resident set, so the next high-water mark measures new allocations."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+    libc.malloc_trim(0)
+
+
 def peak_rss_above_baseline(fn: Callable[[], Any]) -> int:
     """Peak resident memory during ``fn()`` above the resident memory before it (Linux:
     resets the high-water mark through ``/proc/self/clear_refs``). This sees every allocation,
     including the large score matrices that glibc maps and unmaps directly."""
     gc.collect()
+    _return_freed_memory()
     baseline = _status_bytes("VmRSS")
     with open("/proc/self/clear_refs", "w") as refs:
         refs.write("5")

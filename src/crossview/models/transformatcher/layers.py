@@ -35,9 +35,9 @@ class MatchToMatchAttention(nn.Module):
             self.w_q = nn.Parameter(nn.init.normal_(torch.empty(heads, head_dim), std=0.5))
             self.w_k = nn.Parameter(nn.init.normal_(torch.empty(heads, head_dim), std=0.5))
 
-    def forward(self, x: Tensor, rotation: tuple[Tensor, Tensor]) -> Tensor:
-        """``x [B, T, dim]``, rotary ``(cos, sin)`` ``[T, heads * head_dim / 2]`` each ->
-        ``[B, T, dim]``."""
+    def forward(self, x: Tensor, rotation: Tensor) -> Tensor:
+        """``x [B, T, dim]``, complex rotary ``rotation [T, heads * head_dim / 2]`` (see
+        :func:`~crossview.attention.rope4d.rope4d_rotation`) -> ``[B, T, dim]``."""
         q, k, v = self.qkv(x).chunk(3, dim=-1)
         q, k = apply_rope4d(q, rotation), apply_rope4d(k, rotation)
         q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(1, 2) for t in (q, k, v))
@@ -60,7 +60,7 @@ class MatchToMatchLayer(nn.Module):
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = nn.Sequential(nn.Linear(dim, mlp_dim), nn.GELU(), nn.Linear(mlp_dim, dim))
 
-    def forward(self, x: Tensor, rotation: tuple[Tensor, Tensor]) -> Tensor:
-        """``x [B, T, dim]``, rotary ``(cos, sin)`` ``[T, inner / 2]`` -> ``[B, T, dim]``."""
+    def forward(self, x: Tensor, rotation: Tensor) -> Tensor:
+        """``x [B, T, dim]``, complex rotary ``rotation [T, inner / 2]`` -> ``[B, T, dim]``."""
         x = x + self.attn(self.norm1(x), rotation)
         return x + self.mlp(self.norm2(x))

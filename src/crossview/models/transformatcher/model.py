@@ -18,7 +18,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from crossview.attention.rope4d import match_positions, rope4d_angles
+from crossview.attention.rope4d import match_positions, rope4d_angles, rope4d_rotation
 from crossview.models.transformatcher.backbone import build_backbone
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
@@ -54,7 +54,7 @@ class MatchRefiner(nn.Module):
         b, _, hs, ws, ht, wt = corr.shape
         positions = match_positions(hs, ws, ht, wt, device=corr.device)
         angles = rope4d_angles(positions, self.inner, self.rope_base)
-        rotation = (angles.cos(), angles.sin())
+        rotation = rope4d_rotation(angles)
         x = self.embed(corr.flatten(2).transpose(1, 2))  # [B, T, dim]
         for layer in self.layers:
             x = layer(x, rotation)
