@@ -7,6 +7,7 @@ built inside every call. Ratios are taken against plain SDPA within the same run
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,6 +60,8 @@ def bench_camera(views: Sequence[int] = (2, 8), patches: int = 32, heads: int = 
                  on_step: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Time every method for every view count; one row per (views, method, pass).
 
+    The methods are timed in turn (one warm-up call each, then ``repeats`` rounds of one call
+    per method), so a change in machine load between rounds hits all of them alike.
     Rows hold ``views, tokens, method, pass ("forward" or "forward+backward"), median_s,
     min_s, runs, ratio, ratio_min`` (median over the SDPA median of the same views and pass,
     and the same for the fastest runs, which a busy machine disturbs least).
@@ -66,22 +69,30 @@ def bench_camera(views: Sequence[int] = (2, 8), patches: int = 32, heads: int = 
     unknown = set(methods) - set(METHODS)
     if unknown or "sdpa" not in methods:
         raise ValueError(f"methods must include 'sdpa' and come from {METHODS}, got {methods}")
+    methods = ["sdpa", *(m for m in methods if m != "sdpa")]
     rows: list[dict[str, Any]] = []
     for n_views in views:
         tokens = n_views * patches * patches
         gen = torch.Generator().manual_seed(0)
         q, k, v = torch.randn(3, 1, heads, tokens, head_dim, generator=gen).unbind(0)
-        baseline: dict[str, float] = {}
-        for method in methods:
-            fn = _attention_fn(method, n_views, patches)
-            for name, call in _passes(fn, (q, k, v)):
+        calls = {method: dict(_passes(_attention_fn(method, n_views, patches), (q, k, v)))
+                 for method in methods}
+        for name in ("forward", "forward+backward"):
+            times: dict[str, list[float]] = {method: [] for method in methods}
+            for method in methods:
                 if on_step is not None:
                     on_step(f"{n_views} views {method} {name}")
-                timing = time_call(call, repeats=repeats, warmup=1)
-                baseline.setdefault(name, timing["median_s"])
-                baseline.setdefault(name + " min", timing["min_s"])
+                calls[method][name]()
+            for _ in range(repeats):
+                for method in methods:
+                    times[method].append(time_call(calls[method][name], repeats=1,
+                                                   warmup=0)["median_s"])
+            base_median, base_min = statistics.median(times["sdpa"]), min(times["sdpa"])
+            for method in methods:
+                median, fastest = statistics.median(times[method]), min(times[method])
                 rows.append({"views": n_views, "tokens": tokens, "method": method,
-                             "pass": name, **timing,
-                             "ratio": timing["median_s"] / baseline[name],
-                             "ratio_min": timing["min_s"] / baseline[name + " min"]})
+                             "pass": name, "median_s": median, "min_s": fastest,
+                             "runs": repeats, "ratio": median / base_median,
+                             "ratio_min": fastest / base_min})
+    rows.sort(key=lambda r: (r["views"], methods.index(r["method"]), r["pass"]))
     return rows
