@@ -4,9 +4,14 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from crossview.cli.app import main
+from crossview.models.matchstereo.config import MatchStereoConfig
+from crossview.models.matchstereo.model import MatchStereo
+from crossview.models.weights import load_weights
+from crossview.train.checkpoint import load_checkpoint
 from crossview.train.logplot import read_log
 
 MICRO = {
@@ -46,6 +51,16 @@ def test_train_command_runs_the_real_model_and_resumes(tmp_path: Path) -> None:
     # resuming a finished run computes nothing more
     cli(["train", str(config), "--resume"])
     assert [r["step"] for r in read_log(tmp_path / "run" / "log.jsonl")["train"]] == [1, 2]
+    # export: safetensors + registry description that rebuild the trained model exactly
+    out = tmp_path / "weights" / "micro-net.safetensors"
+    cli(["train", str(config), "--resume", "--export-only", "--export", str(out)])
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["name"] == "micro-net" and meta["task"] == "stereo"
+    rebuilt = load_weights(MatchStereo(MatchStereoConfig(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in meta["config"].items()})), out)
+    trained = load_checkpoint(tmp_path / "run" / "step-00000002.pt")["model"]
+    for key, value in rebuilt.state_dict().items():
+        torch.testing.assert_close(value, trained[key], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize(("values", "message"), [

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crossview.errors import UserError
 from crossview.train.config import load_config
 
 
@@ -24,17 +25,38 @@ def train_command(
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Override train.out_dir.")] = None,
     steps: Annotated[int | None, typer.Option("--steps", help="Override train.steps.")] = None,
+    export: Annotated[Path | None, typer.Option(
+        "--export", help="Afterwards, write the model's weights to this .safetensors file and "
+        "its registry description next to it (NAME.json, NAME = the file's stem).")] = None,
+    description: Annotated[str, typer.Option(
+        help="Description stored with --export.")] = "",
+    export_only: Annotated[bool, typer.Option(
+        "--export-only", help="With --resume and --export: export the newest checkpoint's "
+        "model without training further (e.g. a run stopped early).")] = False,
 ) -> None:
     """Train a model; checkpoints, log.jsonl and best.pt go to train.out_dir."""
-    from crossview.train.trainer import train
+    from crossview.train.checkpoint import export_weights
+    from crossview.train.trainer import Trainer
 
     cfg = load_config(config)
     if out_dir is not None:
         cfg.train.out_dir = str(out_dir)
     if steps is not None:
         cfg.train.steps = steps
-    summary = train(cfg, resume=resume, init_weights=init_weights)
-    if summary.get("is_main", True):
+    if export_only and (not resume or export is None):
+        raise UserError("--export-only needs --resume and --export")
+    trainer = Trainer(cfg, resume=resume, init_weights=init_weights)
+    if export_only:
+        for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,
+                                      description=description):
+            Console().print(f"wrote {written} (step {trainer.step})")
+        return
+    summary = trainer.run()
+    if summary["is_main"] and export is not None:
+        for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,
+                                      description=description):
+            Console().print(f"wrote {written}")
+    if summary["is_main"]:
         val = ", ".join(f"{k} {v:.4g}" for k, v in summary["val"].items())
         Console().print(f"step {summary['step']} of {cfg.train.steps}; "
                         f"loss {summary['train'].get('loss', float('nan')):.4g}"

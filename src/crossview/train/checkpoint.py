@@ -108,3 +108,35 @@ def restore_rng_state(state: dict[str, Any]) -> None:
     random.setstate((version, tuple(internal), gauss))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task: str,
+                   description: str = "") -> tuple[Path, Path]:
+    """Write ``model``'s weights as ``path`` (.safetensors) and the registry description
+    ``path.with_suffix('.json')`` (name, task, MatchStereo configuration), both atomically.
+
+    Dropped into ``crossview/models/weights/``, the pair registers model ``name`` with these
+    weights as its default (see :mod:`crossview.models.registry`).
+    """
+    import dataclasses
+    import json
+
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        raise UserError(f"export path must end in .safetensors, got {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    save_file(tensors, str(tmp))
+    os.replace(tmp, path)
+    config = {k: list(v) if isinstance(v, tuple) else v
+              for k, v in dataclasses.asdict(model.config).items()}
+    meta = {"name": name, "task": task, "config": config, "weights": path.name,
+            "description": description}
+    meta_path = path.with_suffix(".json")
+    tmp = meta_path.with_name(f".{meta_path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp, meta_path)
+    return path, meta_path
