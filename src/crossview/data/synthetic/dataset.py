@@ -61,18 +61,24 @@ def to_tensors(sample: Sample) -> dict[str, torch.Tensor]:
 class SyntheticDataset(Dataset):
     """A finite window ``[0, length)`` of an unlimited, seeded stream of synthetic samples.
 
-    Subclasses set ``kind`` and implement ``generate(rng) -> numpy sample``.
+    Subclasses set ``kind`` and ``config_type`` (``config=None`` means its defaults) and
+    implement ``generate(rng) -> numpy sample``.
     """
 
     kind: str = ""
+    config_type: type = object
 
-    def __init__(self, length: int, *, seed: int = 0, split: str = "train",
+    def __init__(self, length: int, *, seed: int = 0, config: Any = None, split: str = "train",
                  transform: Transform | None = None) -> None:
         if length < 0:
             raise ValueError(f"length must be non-negative, got {length=}")
         sample_generator(self.kind, split, seed, 0)  # validates kind, split and seed
+        if config is not None and not isinstance(config, self.config_type):
+            raise TypeError(f"config must be a {self.config_type.__name__}, got "
+                            f"{type(config).__name__}")
         self.length = length
         self.seed = seed
+        self.config = config if config is not None else self.config_type()
         self.split = split
         self.transform = transform
 

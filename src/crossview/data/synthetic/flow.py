@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from crossview.data.synthetic.dataset import Sample, SyntheticDataset, Transform
+from crossview.data.synthetic.config import SceneConfig
+from crossview.data.synthetic.dataset import Sample, SyntheticDataset
 from crossview.data.synthetic.objects import planar_layer, random_site, random_tilt
 from crossview.data.synthetic.scene import (
     Camera,
@@ -39,35 +40,21 @@ from crossview.data.synthetic.scene import (
 
 
 @dataclass(frozen=True)
-class FlowConfig:
-    """Parameters of random optical-flow scenes.
+class FlowConfig(SceneConfig):
+    """Parameters of random optical-flow scenes (the common ones are those of
+    :class:`~crossview.data.synthetic.config.SceneConfig`).
 
     Attributes:
-        size: ``(H, W)`` of the images.
         max_flow: bound on the flow magnitude in pixels; ``None`` means ``max(H, W) / 8``.
-        objects: inclusive range of the number of moving objects.
-        focal: focal length range as a multiple of ``W``.
-        max_tilt: largest plane slant in degrees.
-        photo_probability: chance that a texture is a photograph rather than procedural.
-        texel_scale: range of texture texels per pixel (log-uniform); below 1 is smoother.
     """
 
-    size: tuple[int, int] = (256, 512)
     max_flow: float | None = None
-    objects: tuple[int, int] = (4, 10)
-    focal: tuple[float, float] = (0.6, 1.4)
     max_tilt: float = 40.0
-    photo_probability: float = 0.5
-    texel_scale: tuple[float, float] = (0.5, 2.0)
 
     def __post_init__(self) -> None:
-        h, w = self.size
-        if h < 2 or w < 2:
-            raise ValueError(f"size must be at least 2x2, got {self.size=}")
+        super().__post_init__()
         if self.max_flow is not None and self.max_flow <= 0:
             raise ValueError(f"max_flow must be positive, got {self.max_flow=}")
-        if not 0 <= self.objects[0] <= self.objects[1]:
-            raise ValueError(f"objects must be a range 0 <= lo <= hi, got {self.objects=}")
 
     @property
     def flow_limit(self) -> float:
@@ -213,8 +200,8 @@ def random_flow_pair(rng: np.random.Generator, config: FlowConfig | None = None,
 
 
 class SyntheticFlow(SyntheticDataset):
-    """Torch dataset of random optical-flow pairs; sample ``i`` depends only on
-    ``(seed, split, i)``.
+    """Torch dataset of random optical-flow pairs (``config``: a :class:`FlowConfig`); sample
+    ``i`` depends only on ``(seed, split, i)``.
 
     Example:
         >>> s = SyntheticFlow(4, config=FlowConfig(size=(32, 48)))[1]
@@ -223,11 +210,7 @@ class SyntheticFlow(SyntheticDataset):
     """
 
     kind = "flow"
-
-    def __init__(self, length: int, *, seed: int = 0, config: FlowConfig | None = None,
-                 split: str = "train", transform: Transform | None = None) -> None:
-        super().__init__(length, seed=seed, split=split, transform=transform)
-        self.config = config or FlowConfig()
+    config_type = FlowConfig
 
     def generate(self, rng: np.random.Generator) -> Sample:
         return random_flow_pair(rng, self.config, self.split)

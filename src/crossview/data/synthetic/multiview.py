@@ -22,44 +22,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crossview.data.synthetic.dataset import Sample, SyntheticDataset, Transform
+from crossview.data.synthetic.config import SceneConfig
+from crossview.data.synthetic.dataset import Sample, SyntheticDataset
 from crossview.data.synthetic.objects import random_shape, random_tilt, textured_layer
 from crossview.data.synthetic.scene import Camera, Layer, render, rotation
 
 
 @dataclass(frozen=True)
-class MultiViewConfig:
-    """Parameters of random posed multi-view scenes.
+class MultiViewConfig(SceneConfig):
+    """Parameters of random posed multi-view scenes (the common ones are those of
+    :class:`~crossview.data.synthetic.config.SceneConfig`; ``focal`` is drawn per view).
 
     Attributes:
-        size: ``(H, W)`` of every view.
         views: number of cameras ``V``.
-        objects: inclusive range of the number of objects.
-        focal: per-view focal length range as a multiple of ``W`` (the zoom varies per view).
         orbit: largest angle in degrees between a camera's direction and the -z axis.
         distance: range of camera distances to the origin (scene units).
-        photo_probability: chance that a texture is a photograph rather than procedural.
-        texel_scale: range of texture texels per plane unit (about a pixel), log-uniform.
     """
 
     size: tuple[int, int] = (64, 64)
-    views: int = 4
     objects: tuple[int, int] = (3, 8)
     focal: tuple[float, float] = (0.7, 1.6)
+    views: int = 4
     orbit: float = 30.0
     distance: tuple[float, float] = (3.0, 4.5)
-    photo_probability: float = 0.5
-    texel_scale: tuple[float, float] = (0.5, 2.0)
 
     def __post_init__(self) -> None:
-        if min(self.size) < 2:
-            raise ValueError(f"size must be at least 2x2, got {self.size=}")
+        super().__post_init__()
         if self.views < 1:
             raise ValueError(f"views must be >= 1, got {self.views=}")
-        if not 0 <= self.objects[0] <= self.objects[1]:
-            raise ValueError(f"objects must be a range 0 <= lo <= hi, got {self.objects=}")
         if not 0 <= self.orbit < 50:
             raise ValueError(f"orbit must be in [0, 50) degrees, got {self.orbit=}")
+        if not 0 < self.distance[0] <= self.distance[1]:
+            raise ValueError(f"distance must be a positive range, got {self.distance=}")
 
 
 def look_at(position: np.ndarray, target: np.ndarray, roll: float = 0.0) -> np.ndarray:
@@ -105,7 +99,7 @@ def multiview_scene(rng: np.random.Generator, config: MultiViewConfig, split: st
     layers = [background]
     for _ in range(int(rng.integers(config.objects[0], config.objects[1] + 1))):
         radius = min(h, w) * float(np.exp(rng.uniform(np.log(0.08), np.log(0.35))))
-        axes = random_tilt(rng, 50.0) @ np.diag([unit, unit, 0.0])[:, :2]
+        axes = random_tilt(rng, config.max_tilt) @ np.diag([unit, unit, 0.0])[:, :2]
         layers.append(textured_layer(rng, rng.uniform(-0.8, 0.8, 3), axes,
                                      random_shape(rng, radius), split=split,
                                      photo_probability=config.photo_probability,
@@ -131,8 +125,8 @@ def random_multiview(rng: np.random.Generator, config: MultiViewConfig | None = 
 
 
 class SyntheticMultiView(SyntheticDataset):
-    """Torch dataset of posed multi-view scenes; sample ``i`` depends only on
-    ``(seed, split, i)``.
+    """Torch dataset of posed multi-view scenes (``config``: a :class:`MultiViewConfig`);
+    sample ``i`` depends only on ``(seed, split, i)``.
 
     Example:
         >>> s = SyntheticMultiView(2, config=MultiViewConfig(size=(32, 32), views=3))[0]
@@ -141,11 +135,7 @@ class SyntheticMultiView(SyntheticDataset):
     """
 
     kind = "multiview"
-
-    def __init__(self, length: int, *, seed: int = 0, config: MultiViewConfig | None = None,
-                 split: str = "train", transform: Transform | None = None) -> None:
-        super().__init__(length, seed=seed, split=split, transform=transform)
-        self.config = config or MultiViewConfig()
+    config_type = MultiViewConfig
 
     def generate(self, rng: np.random.Generator) -> Sample:
         return random_multiview(rng, self.config, self.split)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crossview.data.synthetic.dataset import Sample, SyntheticDataset, Transform
+from crossview.data.synthetic.config import SceneConfig
+from crossview.data.synthetic.dataset import Sample, SyntheticDataset
 from crossview.data.synthetic.objects import planar_layer, random_site, random_tilt
 from crossview.data.synthetic.scene import (
     Camera,
@@ -31,39 +32,28 @@ from crossview.data.synthetic.scene import (
 
 
 @dataclass(frozen=True)
-class StereoConfig:
-    """Parameters of random stereo scenes.
+class StereoConfig(SceneConfig):
+    """Parameters of random stereo scenes (the common ones are those of
+    :class:`~crossview.data.synthetic.config.SceneConfig`).
 
     Attributes:
-        size: ``(H, W)`` of the images.
         max_disparity: largest disparity in pixels; ``None`` means ``W / 4``. Object disparities
             are ``d_bg + (max - d_bg) u^2`` at their centre (``u`` uniform), so most mass is small.
-        objects: inclusive range of the number of objects in front of the background.
-        focal: focal length range as a multiple of ``W``.
         baseline: baseline range (scene units).
-        max_tilt: largest plane slant in degrees (a slant that would push the layer's
-            disparity outside ``[0.25, max_disparity]`` is dropped: the plane faces the camera).
-        photo_probability: chance that a texture is a photograph rather than procedural.
-        texel_scale: range of texture texels per pixel (log-uniform); below 1 is smoother.
+
+    A slant (``max_tilt``) that would push a layer's disparity outside
+    ``[0.25, max_disparity]`` is dropped: the plane faces the camera.
     """
 
-    size: tuple[int, int] = (256, 512)
     max_disparity: float | None = None
-    objects: tuple[int, int] = (4, 10)
-    focal: tuple[float, float] = (0.6, 1.4)
     baseline: tuple[float, float] = (0.05, 0.5)
-    max_tilt: float = 50.0
-    photo_probability: float = 0.5
-    texel_scale: tuple[float, float] = (0.5, 2.0)
 
     def __post_init__(self) -> None:
-        h, w = self.size
-        if h < 2 or w < 2:
-            raise ValueError(f"size must be at least 2x2, got {self.size=}")
+        super().__post_init__()
         if self.max_disparity is not None and self.max_disparity <= 1:
             raise ValueError(f"max_disparity must be > 1, got {self.max_disparity=}")
-        if not 0 <= self.objects[0] <= self.objects[1]:
-            raise ValueError(f"objects must be a range 0 <= lo <= hi, got {self.objects=}")
+        if not 0 < self.baseline[0] <= self.baseline[1]:
+            raise ValueError(f"baseline must be a positive range, got {self.baseline=}")
 
     @property
     def disparity_limit(self) -> float:
@@ -150,7 +140,8 @@ def random_stereo_pair(rng: np.random.Generator, config: StereoConfig | None = N
 
 
 class SyntheticStereo(SyntheticDataset):
-    """Torch dataset of random stereo pairs; sample ``i`` depends only on ``(seed, split, i)``.
+    """Torch dataset of random stereo pairs (``config``: a :class:`StereoConfig`); sample ``i``
+    depends only on ``(seed, split, i)``.
 
     Example:
         >>> ds = SyntheticStereo(10, seed=0, config=StereoConfig(size=(32, 48)))
@@ -160,11 +151,7 @@ class SyntheticStereo(SyntheticDataset):
     """
 
     kind = "stereo"
-
-    def __init__(self, length: int, *, seed: int = 0, config: StereoConfig | None = None,
-                 split: str = "train", transform: Transform | None = None) -> None:
-        super().__init__(length, seed=seed, split=split, transform=transform)
-        self.config = config or StereoConfig()
+    config_type = StereoConfig
 
     def generate(self, rng: np.random.Generator) -> Sample:
         return random_stereo_pair(rng, self.config, self.split)

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from crossview.data.augment import ColorJitter
-from crossview.data.synthetic.dataset import Sample, SyntheticDataset, Transform
+from crossview.data.synthetic.dataset import Sample, SyntheticDataset
 from crossview.data.synthetic.scene import sample_texture
 from crossview.data.synthetic.textures import image_names, load_image
 
@@ -192,15 +192,12 @@ def random_warp_pair(rng: np.random.Generator, config: WarpConfig | None = None,
 
 
 class SyntheticWarps(SyntheticDataset):
-    """Torch dataset of warped photograph pairs; sample ``i`` depends only on
-    ``(seed, split, i)``. ``split="heldout"`` uses only the held-out photographs."""
+    """Torch dataset of warped photograph pairs (``config``: a :class:`WarpConfig`); sample
+    ``i`` depends only on ``(seed, split, i)``. ``split="heldout"`` uses only the held-out
+    photographs."""
 
     kind = "warp"
-
-    def __init__(self, length: int, *, seed: int = 0, config: WarpConfig | None = None,
-                 split: str = "train", transform: Transform | None = None) -> None:
-        super().__init__(length, seed=seed, split=split, transform=transform)
-        self.config = config or WarpConfig()
+    config_type = WarpConfig
 
     def generate(self, rng: np.random.Generator) -> Sample:
         return random_warp_pair(rng, self.config, self.split)
