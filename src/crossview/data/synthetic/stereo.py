@@ -14,7 +14,7 @@ occluded and inside the image), ``focal_length``, ``baseline``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from crossview.data.synthetic.objects import planar_layer, random_site, random_t
 from crossview.data.synthetic.scene import (
     Camera,
     Layer,
+    Shape,
     inverse_depth_at,
     render,
     translation,
@@ -60,9 +61,21 @@ class StereoConfig(SceneConfig):
         return self.max_disparity if self.max_disparity is not None else self.size[1] / 4
 
 
-def _disparities(layer: Layer, cameras: tuple[Camera, ...], fb: float, xs: np.ndarray,
-                 ys: np.ndarray) -> np.ndarray:
-    return np.concatenate([fb * inverse_depth_at(layer, c, xs, ys) for c in cameras])
+def _disparity_range(layer: Layer, cameras: tuple[Camera, Camera], fb: float,
+                     size: tuple[int, int]) -> tuple[float, float]:
+    """Smallest and largest disparity a layer shows: over its outline box (disparity is affine
+    in the pixels of a plane, so the box corners bound it), or over both images for an
+    unbounded background."""
+    if layer.shape is None:
+        h, w = size
+        xs, ys = np.array([0.0, w - 1, 0.0, w - 1]), np.array([0.0, 0.0, h - 1, h - 1])
+        d = np.concatenate([fb * inverse_depth_at(layer, c, xs, ys) for c in cameras])
+    else:  # rectified views see a point at the same depth: the left camera's z (world z)
+        eu, ev = layer.shape.half_extents()
+        uv = np.array([[-eu, eu, -eu, eu], [-ev, -ev, ev, ev]])
+        z = layer.origin[2] + layer.axes[2] @ uv
+        d = np.where(z > 0, fb / np.where(z > 0, z, 1.0), -np.inf)
+    return float(d.min()), float(d.max())
 
 
 def stereo_scene(rng: np.random.Generator, config: StereoConfig, split: str = "train"
@@ -79,32 +92,24 @@ def stereo_scene(rng: np.random.Generator, config: StereoConfig, split: str = "t
     left = Camera(k, np.eye(4))
     right = Camera(k, translation([-baseline, 0.0, 0.0]))
     both = (left, right)
-    corners_x = np.array([0.0, w - 1, 0.0, w - 1])
-    corners_y = np.array([0.0, 0.0, h - 1, h - 1])
 
-    def place(pixel: tuple[float, float], disparity: float, shape, lo: float, hi: float,
-              xs: np.ndarray, ys: np.ndarray) -> Layer:
-        tilt = random_tilt(rng, config.max_tilt)
-        layer = planar_layer(rng, left, pixel, fb / disparity, shape, tilt=tilt,
-                             extent=float(w + dmax), split=split,
-                             photo_probability=config.photo_probability,
+    def place(pixel: tuple[float, float], disparity: float, shape: Shape | None,
+              hi: float) -> Layer:
+        layer = planar_layer(rng, left, pixel, fb / disparity, shape,
+                             tilt=random_tilt(rng, config.max_tilt), extent=float(w + dmax),
+                             split=split, photo_probability=config.photo_probability,
                              texel_scale=config.texel_scale)
-        d = _disparities(layer, both, fb, xs, ys)
-        if d.min() < lo or d.max() > hi:  # too slanted for the disparity range: face the camera
-            layer = Layer(layer.origin, np.diag([fb / disparity / f] * 2 + [0.0])[:, :2],
-                          layer.texture, layer.texture_map, layer.shape)
+        lo_d, hi_d = _disparity_range(layer, both, fb, config.size)
+        if lo_d < 0.25 or hi_d > hi:  # too slanted for the disparity range: face the camera
+            layer = replace(layer, axes=np.diag([fb / disparity / f] * 2 + [0.0])[:, :2])
         return layer
 
     d_bg = max(0.5, dmax * rng.uniform(0.0, 0.12))
-    layers = [place(((w - 1) / 2, (h - 1) / 2), d_bg, None, 0.25, max(0.5 * dmax, 2 * d_bg),
-                    corners_x, corners_y)]
+    layers = [place(((w - 1) / 2, (h - 1) / 2), d_bg, None, max(0.5 * dmax, 2 * d_bg))]
     for _ in range(int(rng.integers(config.objects[0], config.objects[1] + 1))):
         disparity = d_bg + (dmax - d_bg) * rng.random() ** 2
         pixel, shape = random_site(rng, config.size)
-        e = shape.extent()
-        xs = pixel[0] + np.array([-e, e, -e, e])
-        ys = pixel[1] + np.array([-e, -e, e, e])
-        layers.append(place(pixel, disparity, shape, 0.25, dmax, xs, ys))
+        layers.append(place(pixel, disparity, shape, dmax))
     return layers, left, right, f, baseline
 
 
