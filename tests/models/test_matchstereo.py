@@ -89,9 +89,10 @@ def test_init_field_skips_correlation_and_is_used() -> None:
         model.forward_fields(*_images(), init_field=torch.zeros(2, 5, 7, 2))
 
 
-def test_gradients_reach_every_used_parameter() -> None:
+@pytest.mark.parametrize("task", ["stereo", "flow"])
+def test_gradients_reach_every_used_parameter(task: str) -> None:
     model = MatchStereo(SMALL).train()
-    out = model.forward_fields(*_images(), task="flow")
+    out = model.forward_fields(*_images(), task=task)
     loss = out["field"].abs().mean() + sum(f.abs().mean() for f in out["fields"])
     loss = loss + out["init_cv"].mean() + out["self_rpos_up"].abs().mean()
     loss.backward()

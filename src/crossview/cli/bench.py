@@ -221,6 +221,64 @@ def attention(
         typer.echo(f"wrote {plot_attention(result, plot)}")
 
 
+@app.command("model")
+def model(
+    models: Annotated[list[str] | None, typer.Option(
+        "--model", help="T, S or B (repeatable; default all three).")] = None,
+    sizes: Annotated[list[str] | None, typer.Option(
+        "--size", help="Image sizes HxW (repeatable; default 384x1248 and 1536x1536).")] = None,
+    big: Annotated[bool, typer.Option(help="Also run MatchStereo-T at 2176x3840.")] = True,
+    precisions: Annotated[list[str] | None, typer.Option(
+        "--precision", help="fp32 / bf16 (repeatable; default both).")] = None,
+    reference_sizes: Annotated[list[str] | None, typer.Option(
+        "--reference-size", help="Sizes also run on the reference operator, for the ratio "
+        "(repeatable; default 384x1248).")] = None,
+    repeats: Annotated[int, typer.Option(help="Timed runs per case up to 1 Mpx (median).")] = 3,
+    threads: Annotated[int, typer.Option(help="Torch CPU threads per case.")] = 2,
+    json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
+        "bench-results/model.json"),
+) -> None:
+    """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio (same run)."""
+    from rich.progress import Progress
+
+    from crossview.bench.model import MODELS, PRECISIONS, SIZES, bench_model, default_cases
+    from crossview.bench.report import print_table, write_json
+    from crossview.errors import UserError
+
+    chosen = [m.upper() for m in models] if models else list(MODELS)
+    chosen_precisions = precisions or list(PRECISIONS)
+    if set(chosen) - set(MODELS) or set(chosen_precisions) - set(PRECISIONS):
+        raise UserError(f"--model takes {', '.join(MODELS)}; --precision takes "
+                        f"{', '.join(PRECISIONS)}")
+    if repeats <= 0 or threads <= 0:
+        raise UserError("--repeats and --threads must be positive")
+    cases = default_cases(
+        chosen, [_parse_size(s) for s in sizes] if sizes else list(SIZES), chosen_precisions,
+        big=big, reference_sizes=[_parse_size(s) for s in reference_sizes or ["384x1248"]],
+        repeats=repeats, threads=threads)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("model", total=len(cases))
+
+        def on_case(label: str) -> None:
+            progress.update(task, advance=1, description=label)
+
+        rows = bench_model(cases, on_case=on_case)
+
+    def fmt(value: float | None, digits: str = ".3g") -> str:
+        return "-" if value is None else format(value, digits)
+
+    print_table(
+        f"MatchStereo forward (estimate_disparity, both views), {threads} threads, "
+        "random weights; ratio = reference / fused, same run",
+        ["model", "size", "precision", "operator", "median s", "cpu s", "peak RSS MiB",
+         "fused speed-up", "vs fp32", "status"],
+        [[r["model"], f"{r['size'][0]}x{r['size'][1]}", r["precision"], r["backend"],
+          fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
+          fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), r["status"]] for r in rows])
+    path = write_json(json_path, {"benchmark": "model", "threads": threads, "rows": rows})
+    typer.echo(f"wrote {path}")
+
+
 @app.command("train")
 def train(
     model: Annotated[list[str] | None, typer.Option(

@@ -24,10 +24,15 @@ def convex_upsample(field: torch.Tensor, mask: torch.Tensor, factor: int) -> tor
     if mask.shape != (n, 9 * factor * factor, h, w):
         raise ValueError(f"mask must be [N, 9*f*f, H, W] for {field.shape=}, {factor=}; "
                          f"got {mask.shape=}")
-    weights = mask.view(n, 1, 9, factor, factor, h, w).softmax(dim=2)
+    weights = mask.view(n, 9, 1, factor * factor, h * w).softmax(dim=1)
     neighbours = F.unfold(factor * field.permute(0, 3, 1, 2), kernel_size=3, padding=1)
-    neighbours = neighbours.view(n, d, 9, 1, 1, h, w)
-    up = (weights * neighbours).sum(dim=2)  # [N, D, f, f, H, W]
+    neighbours = neighbours.view(n, d, 9, 1, h * w)
+    # accumulate neighbour by neighbour: the [N, 9, D, f*f, H*W] product of a one-shot
+    # broadcast would be 9x the output (GBs at 4K)
+    up = weights[:, 0] * neighbours[:, :, 0]  # [N, D, f*f, H*W]
+    for k in range(1, 9):
+        up.addcmul_(weights[:, k], neighbours[:, :, k])  # autograd-safe: inputs unchanged
+    up = up.view(n, d, factor, factor, h, w)
     return up.permute(0, 4, 2, 5, 3, 1).reshape(n, factor * h, factor * w, d)
 
 

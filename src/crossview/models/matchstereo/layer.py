@@ -63,9 +63,10 @@ class CrossMatchAttention(nn.Module):
         self.proj = nn.Linear(dim + extra, in_dim, bias=False)
 
     def forward(self, x: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+        other = other_view(x)
         q = _split_heads(self.q(x), self.heads).to(field.dtype)
-        k = _split_heads(other_view(self.k(x)), self.heads).to(field.dtype)
-        v = _split_heads(other_view(self.v(x)), self.heads).to(field.dtype)
+        k = _split_heads(self.k(other), self.heads).to(field.dtype)
+        v = _split_heads(self.v(other), self.heads).to(field.dtype)
         result = match_attention(q, k, v, field.unsqueeze(3), self.radius,
                                  scale=q.shape[-1] ** -0.5, return_attn=self.attn_to_proj)
         out, attn = result if self.attn_to_proj else (result, None)
@@ -126,10 +127,12 @@ class MatchAttentionLayer(nn.Module):
             normed = torch.cat([normed, noc.unsqueeze(-1)], dim=-1)
         x = x + self.match_attention_self(normed, self_rpos.unflatten(-1, (self.heads, 2)))
         x, self_rpos = x[..., : self.dim + 2], x[..., self.dim + 2:]
-        x = _zero_y(x) if stereo else x
+        if stereo:
+            _zero_y(x)
         field_self = x[..., -2:] / self.field_scale
         x = x + self.match_attention_cross(self.norm1(x), field_self)
-        x = _zero_y(x) if stereo else x
+        if stereo:
+            _zero_y(x)
         field = x[..., -2:] / self.field_scale
         x = x[..., : self.dim]
         x = x + self.mlp(self.norm2(x))
@@ -140,6 +143,9 @@ def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     return x.unflatten(-1, (heads, x.shape[-1] // heads))
 
 
-def _zero_y(x: torch.Tensor) -> torch.Tensor:
-    """Set the last channel (the field's y, scaled) to 0, keeping autograd intact."""
-    return torch.cat([x[..., :-1], torch.zeros_like(x[..., -1:])], dim=-1)
+def _zero_y(x: torch.Tensor) -> None:
+    """Set the last channel (the field's y, scaled) to 0 in place.
+
+    Safe for autograd: ``x`` is always a fresh residual sum that no backward node has saved.
+    """
+    x[..., -1].zero_()

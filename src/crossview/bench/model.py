@@ -1,0 +1,116 @@
+"""MatchStereo speed and memory: latency, peak RSS and the fused-vs-reference ratio in one run.
+
+Every configuration (model, size, precision, MatchAttention backend) runs in its own child
+process (``python -m crossview.bench.model CASE_JSON``), so the peak resident set size is that
+configuration's alone and an out-of-memory case cannot take the others down. A case times
+``crossview.estimate_disparity`` on one random pair (padding, both views and the consistency
+mask included) with randomly initialised weights: the cost does not depend on the weights.
+Wall-clock and process CPU time are both reported; on a shared, busy machine the wall clock is
+inflated by other processes, and CPU time / threads estimates what free cores would deliver.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}
+SIZES = ((384, 1248), (1536, 1536))
+BIG = ((2176, 3840), "T")  # 4K: MatchStereo-T only
+PRECISIONS = ("fp32", "bf16")
+
+
+def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
+                  precisions: Sequence[str], *, big: bool,
+                  reference_sizes: Sequence[tuple[int, int]], repeats: int,
+                  threads: int) -> list[dict[str, Any]]:
+    """The configurations to run: fused everywhere, reference at ``reference_sizes``."""
+    cases = []
+    shapes = [(m, s) for m in models for s in sizes]
+    if big and BIG[1] in models:
+        shapes.append((BIG[1], BIG[0]))
+    for model, size in shapes:
+        for precision in precisions:
+            heavy = size[0] * size[1] > 1_000_000
+            backends = ["cpu"] + (["reference"] if tuple(size) in map(tuple, reference_sizes)
+                                  else [])
+            for backend in backends:
+                cases.append({"model": model, "size": list(size), "precision": precision,
+                              "backend": backend, "threads": threads,
+                              "repeats": 1 if heavy else repeats, "warmup": 1})
+    return cases
+
+
+def measure(case: dict[str, Any]) -> dict[str, Any]:
+    """Run one configuration in this process (the child side)."""
+    import torch
+
+    from crossview.api import estimate_disparity
+    from crossview.attention import set_backend
+    from crossview.bench.report import peak_rss_bytes, time_call
+    from crossview.models.registry import get_spec
+
+    torch.set_num_threads(case["threads"])
+    set_backend(case["backend"])
+    model = get_spec(MODELS[case["model"]]).build().eval()
+    h, w = case["size"]
+    generator = torch.Generator().manual_seed(0)
+    left = torch.rand(1, 3, h, w, generator=generator) * 255
+    right = torch.roll(left, -8, dims=3)
+    cpu: list[float] = []
+
+    def run() -> None:
+        started = time.process_time()
+        estimate_disparity(left, right, model=model, precision=case["precision"])
+        cpu.append(time.process_time() - started)
+
+    stats = time_call(run, repeats=case["repeats"], warmup=case["warmup"])
+    timed_cpu = sorted(cpu[case["warmup"]:])
+    return {**case, "median_s": stats["median_s"], "min_s": stats["min_s"],
+            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
+            "status": "ok"}
+
+
+def run_case(case: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """:func:`measure` in a child process; a failure becomes a row with its reason."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "crossview.bench.model", json.dumps(case)],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {**case, "status": f"timeout after {timeout:.0f} s"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["killed"])[-1]
+        return {**case, "status": f"failed ({done.returncode}): {last[:120]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench_model(cases: Sequence[dict[str, Any]], *, timeout: float = 1800,
+                on_case: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Run every case; fused rows get ``ratio`` = reference median / fused median (same run)."""
+    rows = []
+    for case in cases:
+        if on_case:
+            on_case(f"{case['model']} {case['size'][0]}x{case['size'][1]} "
+                    f"{case['precision']} {case['backend']}")
+        rows.append(run_case(case, timeout))
+    medians = {_key(r): r["median_s"] for r in rows if r["status"] == "ok"}
+    for row in rows:
+        if row["status"] == "ok" and row["backend"] == "cpu":
+            reference = medians.get(_key(row, "reference"))
+            row["ratio"] = reference / row["median_s"] if reference else None
+            fp32 = medians.get(_key(row, "cpu", "fp32"))
+            row["vs_fp32"] = fp32 / row["median_s"] if fp32 else None
+    return rows
+
+
+def _key(row: dict[str, Any], backend: str | None = None, precision: str | None = None) -> tuple:
+    return (row["model"], tuple(row["size"]), precision or row["precision"],
+            backend or row["backend"])
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(json.loads(sys.argv[1]))))
