@@ -18,7 +18,10 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -26,7 +29,7 @@ namespace {
 // Corners whose max score lies further than this below the window's max use their own shift,
 // so their exponentials never underflow.
 constexpr double kShiftLimit = 40.0;
-constexpr int64_t kGrain = 16;
+constexpr int64_t kChunk = 32;
 
 struct Shape {
   int64_t batch, hq, wq, heads, channels, hk, wk, cv, rel_heads, radius, side, window;
@@ -88,37 +91,99 @@ inline Window<acc_t> window_at(const scalar_t* rel, int64_t x, int64_t y, const 
   return w;
 }
 
-// Negative L1 distance or dot product of two channel vectors. Partial sums run in kLanes
-// independent lanes (one vector register) and are combined by a fixed tree, so the compiler
-// vectorises without a serial horizontal reduction and the result never depends on threads.
+// One 64-byte vector register of accumulators (16 floats or 8 doubles), via the GCC/Clang
+// vector extension: -march=native maps it to whatever SIMD width the CPU has.
+template <typename acc_t>
+struct Lanes {
+  typedef acc_t type __attribute__((vector_size(64)));
+  static constexpr int count = 64 / sizeof(acc_t);
+};
+template <typename acc_t>
+using vec_t = typename Lanes<acc_t>::type;
+
+template <typename acc_t, typename scalar_t>
+__attribute__((always_inline)) inline vec_t<acc_t> load(const scalar_t* p) {
+  vec_t<acc_t> out;
+  if constexpr (std::is_same_v<acc_t, scalar_t>) {
+    std::memcpy(&out, p, sizeof(out));
+  } else {
+    for (int l = 0; l < Lanes<acc_t>::count; ++l) out[l] = static_cast<acc_t>(p[l]);
+  }
+  return out;
+}
+
+template <typename acc_t>
+__attribute__((always_inline)) inline void store(const vec_t<acc_t>& value, acc_t* p) {
+  std::memcpy(p, &value, sizeof(value));
+}
+
+template <typename acc_t>
+__attribute__((always_inline)) inline vec_t<acc_t> absolute(vec_t<acc_t> x) {
+  return x < 0 ? -x : x;
+}
+
+// Sum of the lanes by a fixed tree of halves (the same order on every thread).
+__attribute__((always_inline)) inline float lane_sum(vec_t<float> v) {
+  typedef float half8 __attribute__((vector_size(32)));
+  typedef float half4 __attribute__((vector_size(16)));
+  half8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+            __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  half4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
+__attribute__((always_inline)) inline double lane_sum(vec_t<double> v) {
+  typedef double half4 __attribute__((vector_size(32)));
+  half4 a = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+  return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+// Negative L1 distance or dot product of two channel vectors, a vector register at a time.
 template <typename acc_t, typename scalar_t>
 __attribute__((always_inline)) inline acc_t similarity(const scalar_t* a, const scalar_t* b,
                                                        int64_t n, bool l1) {
-  constexpr int kLanes = 64 / sizeof(acc_t);
-  acc_t lanes[kLanes] = {};
+  constexpr int kLanes = Lanes<acc_t>::count;
+  vec_t<acc_t> lanes = {};
   int64_t c = 0;
   if (l1) {
     for (; c + kLanes <= n; c += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        lanes[l] += std::abs(static_cast<acc_t>(a[c + l]) - static_cast<acc_t>(b[c + l]));
-      }
+      lanes += absolute<acc_t>(load<acc_t>(a + c) - load<acc_t>(b + c));
     }
   } else {
-    for (; c + kLanes <= n; c += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        lanes[l] += static_cast<acc_t>(a[c + l]) * static_cast<acc_t>(b[c + l]);
-      }
-    }
+    for (; c + kLanes <= n; c += kLanes) lanes += load<acc_t>(a + c) * load<acc_t>(b + c);
   }
-  for (int width = kLanes / 2; width > 0; width /= 2) {
-    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-  }
-  acc_t total = lanes[0];
+  acc_t total = lane_sum(lanes);
   for (; c < n; ++c) {
     total += l1 ? std::abs(static_cast<acc_t>(a[c]) - static_cast<acc_t>(b[c]))
                 : static_cast<acc_t>(a[c]) * static_cast<acc_t>(b[c]);
   }
   return l1 ? -total : total;
+}
+
+// Calls f with the window side as a compile-time constant for the common radii 1..3 (so the
+// window loops unroll), or 0 (read it from the Shape at run time).
+template <typename F>
+void with_side(int64_t side, const F& f) {
+  switch (side) {
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 6: f(std::integral_constant<int, 6>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    default: f(std::integral_constant<int, 0>{});
+  }
+}
+
+// Runs f(begin, end) over [0, total) in chunks handed out dynamically to torch's threads: a
+// thread the OS descheduled on a busy machine does not hold up the others. Every chunk's
+// result is independent of which thread runs it.
+template <typename F>
+void parallel_chunks(int64_t total, int64_t chunk, const F& f) {
+  std::atomic<int64_t> next{0};
+  const int64_t threads = std::min<int64_t>(at::get_num_threads(), (total + chunk - 1) / chunk);
+  at::parallel_for(0, std::max<int64_t>(threads, 1), 1, [&](int64_t, int64_t) {
+    for (int64_t begin = next.fetch_add(chunk); begin < total; begin = next.fetch_add(chunk)) {
+      f(begin, std::min(total, begin + chunk));
+    }
+  });
 }
 
 template <typename acc_t>
@@ -127,11 +192,12 @@ inline acc_t sign(acc_t value) {
 }
 
 // Calls f(j) for every key j of corner c's sub-window (c: 0 nw, 1 ne, 2 sw, 3 se).
-template <typename F>
+template <int kSide, typename F>
 inline void for_corner(const Shape& s, int c, F f) {
-  const int64_t sub = s.side - 1;
+  const int64_t side = kSide > 0 ? kSide : s.side;
+  const int64_t sub = side - 1;
   for (int64_t dy = c >> 1; dy < (c >> 1) + sub; ++dy) {
-    for (int64_t dx = c & 1; dx < (c & 1) + sub; ++dx) f(dy * s.side + dx);
+    for (int64_t dx = c & 1; dx < (c & 1) + sub; ++dx) f(dy * side + dx);
   }
 }
 
@@ -168,14 +234,15 @@ struct Scratch {
 // Scores of the expanded window of query `qp` (keys of head-row pointer `k_head`), then the four
 // sub-window softmaxes mixed with the bilinear weights into `sc.attn`. With a shared shift,
 // `sc.coef[j]` is sum over the corners c holding j of weight[c] * inv_sum[c].
-template <typename scalar_t, typename acc_t>
+template <int kSide, typename scalar_t, typename acc_t>
 void mix_window(const scalar_t* qp, const scalar_t* k_head, const Window<acc_t>& w,
                 const Shape& s, Scratch<acc_t>& sc) {
+  const int64_t side = kSide > 0 ? kSide : s.side, window = side * side;
   const int64_t key_stride = s.heads * s.channels;
-  for (int64_t dy = 0; dy < s.side; ++dy) {
+  for (int64_t dy = 0; dy < side; ++dy) {
     const scalar_t* row = k_head + ((w.origin_y + dy) * s.wk + w.origin_x) * key_stride;
-    for (int64_t dx = 0; dx < s.side; ++dx) {
-      sc.score[dy * s.side + dx] =
+    for (int64_t dx = 0; dx < side; ++dx) {
+      sc.score[dy * side + dx] =
           static_cast<acc_t>(s.scale) *
           similarity<acc_t>(qp, row + dx * key_stride, s.channels, s.l1);
     }
@@ -183,11 +250,11 @@ void mix_window(const scalar_t* qp, const scalar_t* k_head, const Window<acc_t>&
   acc_t corner_max[4];
   for (int c = 0; c < 4; ++c) {
     acc_t m = -std::numeric_limits<acc_t>::infinity();
-    for_corner(s, c, [&](int64_t j) { m = std::max(m, sc.score[j]); });
+    for_corner<kSide>(s, c, [&](int64_t j) { m = std::max(m, sc.score[j]); });
     corner_max[c] = m;
   }
   sc.top = std::max(std::max(corner_max[0], corner_max[1]), std::max(corner_max[2], corner_max[3]));
-  for (int64_t j = 0; j < s.window; ++j) sc.expo[j] = std::exp(sc.score[j] - sc.top);
+  for (int64_t j = 0; j < window; ++j) sc.expo[j] = std::exp(sc.score[j] - sc.top);
   sc.weight[0] = (1 - w.fx) * (1 - w.fy);
   sc.weight[1] = w.fx * (1 - w.fy);
   sc.weight[2] = (1 - w.fx) * w.fy;
@@ -199,16 +266,16 @@ void mix_window(const scalar_t* qp, const scalar_t* k_head, const Window<acc_t>&
     sc.shared = sc.shared && !own;
     sc.inv_sum[c] = 1;
     acc_t total = 0;
-    for_corner(s, c, [&](int64_t j) { total += sc.prob(c, j); });
+    for_corner<kSide>(s, c, [&](int64_t j) { total += sc.prob(c, j); });
     sc.inv_sum[c] = 1 / total;
   }
   if (sc.shared) {
     const acc_t scaled[4] = {sc.weight[0] * sc.inv_sum[0], sc.weight[1] * sc.inv_sum[1],
                              sc.weight[2] * sc.inv_sum[2], sc.weight[3] * sc.inv_sum[3]};
-    for (int64_t dy = 0; dy < s.side; ++dy) {
-      for (int64_t dx = 0; dx < s.side; ++dx) {
-        const int64_t j = dy * s.side + dx;
-        sc.coef[j] = over_corners(dy, dx, s.side, scaled);
+    for (int64_t dy = 0; dy < side; ++dy) {
+      for (int64_t dx = 0; dx < side; ++dx) {
+        const int64_t j = dy * side + dx;
+        sc.coef[j] = over_corners(dy, dx, side, scaled);
         sc.attn[j] = sc.expo[j] * sc.coef[j];
       }
     }
@@ -216,16 +283,49 @@ void mix_window(const scalar_t* qp, const scalar_t* k_head, const Window<acc_t>&
   }
   std::fill(sc.attn.begin(), sc.attn.end(), acc_t(0));
   for (int c = 0; c < 4; ++c) {
-    for_corner(s, c, [&](int64_t j) { sc.attn[j] += sc.weight[c] * sc.prob(c, j); });
+    for_corner<kSide>(s, c, [&](int64_t j) { sc.attn[j] += sc.weight[c] * sc.prob(c, j); });
   }
 }
 
-template <typename scalar_t>
+// acc[c] = sum over the window's keys j of weight[j] * v_j[c], a vector register of channels at
+// a time (the accumulators stay in registers across the keys).
+template <int kSide, typename scalar_t, typename acc_t>
+void aggregate(const scalar_t* v_head, const Window<acc_t>& w, const Shape& s,
+               const acc_t* weight, acc_t* acc) {
+  const int64_t side = kSide > 0 ? kSide : s.side;
+  constexpr int kLanes = Lanes<acc_t>::count;
+  const int64_t stride = s.heads * s.cv;
+  const scalar_t* origin = v_head + (w.origin_y * s.wk + w.origin_x) * stride;
+  int64_t c = 0;
+  for (; c + kLanes <= s.cv; c += kLanes) {
+    vec_t<acc_t> total = {};
+    for (int64_t dy = 0; dy < side; ++dy) {
+      const scalar_t* row = origin + dy * s.wk * stride + c;
+      for (int64_t dx = 0; dx < side; ++dx) {
+        total += weight[dy * side + dx] * load<acc_t>(row + dx * stride);
+      }
+    }
+    store<acc_t>(total, acc + c);
+  }
+  for (; c < s.cv; ++c) {
+    acc_t total = 0;
+    for (int64_t dy = 0; dy < side; ++dy) {
+      const scalar_t* row = origin + dy * s.wk * stride + c;
+      for (int64_t dx = 0; dx < side; ++dx) {
+        total += weight[dy * side + dx] * static_cast<acc_t>(row[dx * stride]);
+      }
+    }
+    acc[c] = total;
+  }
+}
+
+template <int kSide, typename scalar_t>
 void forward_kernel(const Shape& s, const scalar_t* q, const scalar_t* k, const scalar_t* v,
                     const scalar_t* rel, scalar_t* out, scalar_t* attn_out) {
+  const int64_t side = kSide > 0 ? kSide : s.side, window = side * side;
   using acc_t = at::opmath_type<scalar_t>;
-  at::parallel_for(0, s.batch * s.hq * s.wq, kGrain, [&](int64_t begin, int64_t end) {
-    Scratch<acc_t> sc(s.window);
+  parallel_chunks(s.batch * s.hq * s.wq, kChunk, [&](int64_t begin, int64_t end) {
+    Scratch<acc_t> sc(window);
     std::vector<acc_t> acc(s.cv);
     for (int64_t n = begin; n < end; ++n) {
       const int64_t b = n / (s.hq * s.wq), y = (n / s.wq) % s.hq, x = n % s.wq;
@@ -233,24 +333,15 @@ void forward_kernel(const Shape& s, const scalar_t* q, const scalar_t* k, const 
         const int64_t qh = n * s.heads + h;
         const auto w = window_at<acc_t>(rel + (n * s.rel_heads + (s.rel_heads > 1 ? h : 0)) * 2,
                                         x, y, s);
-        mix_window(q + qh * s.channels, k + (b * s.hk * s.wk * s.heads + h) * s.channels, w, s,
-                   sc);
-        std::fill(acc.begin(), acc.end(), acc_t(0));
+        mix_window<kSide>(q + qh * s.channels,
+                          k + (b * s.hk * s.wk * s.heads + h) * s.channels, w, s, sc);
         const scalar_t* v_head = v + (b * s.hk * s.wk * s.heads + h) * s.cv;
-        for (int64_t dy = 0; dy < s.side; ++dy) {
-          const scalar_t* row = v_head + ((w.origin_y + dy) * s.wk + w.origin_x) * s.heads * s.cv;
-          for (int64_t dx = 0; dx < s.side; ++dx) {
-            const acc_t a = sc.attn[dy * s.side + dx];
-            const scalar_t* vp = row + dx * s.heads * s.cv;
-#pragma omp simd
-            for (int64_t c = 0; c < s.cv; ++c) acc[c] += a * static_cast<acc_t>(vp[c]);
-          }
-        }
+        aggregate<kSide>(v_head, w, s, sc.attn.data(), acc.data());
         scalar_t* op = out + qh * s.cv;
         for (int64_t c = 0; c < s.cv; ++c) op[c] = static_cast<scalar_t>(acc[c]);
         if (attn_out != nullptr) {
-          for (int64_t j = 0; j < s.window; ++j) {
-            attn_out[qh * s.window + j] = static_cast<scalar_t>(sc.attn[j]);
+          for (int64_t j = 0; j < window; ++j) {
+            attn_out[qh * window + j] = static_cast<scalar_t>(sc.attn[j]);
           }
         }
       }
@@ -268,26 +359,29 @@ std::vector<at::Tensor> forward(const at::Tensor& q_in, const at::Tensor& k_in,
   at::Tensor attn = need_attn ? at::empty({s.batch, s.hq, s.wq, s.heads, s.window}, q.options())
                               : at::empty({0}, q.options());
   AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, q.scalar_type(), "match_attention_forward", [&] {
-    forward_kernel<scalar_t>(s, q.data_ptr<scalar_t>(), k.data_ptr<scalar_t>(),
+    with_side(s.side, [&](auto side) {
+    forward_kernel<decltype(side)::value, scalar_t>(s, q.data_ptr<scalar_t>(), k.data_ptr<scalar_t>(),
                              v.data_ptr<scalar_t>(), rel.data_ptr<scalar_t>(),
                              out.data_ptr<scalar_t>(),
                              need_attn ? attn.data_ptr<scalar_t>() : nullptr);
+    });
   });
   return {out, attn};
 }
 
 // Pass 1 of the backward: per query, grad_q and grad_rel_pos; keeps for pass 2 the origin of
 // each window, the score gradients (times the scale) and the mixed weights of its keys.
-template <typename scalar_t>
+template <int kSide, typename scalar_t>
 void backward_queries(const Shape& s, const scalar_t* q, const scalar_t* k, const scalar_t* v,
                       const scalar_t* rel, const scalar_t* grad_out, const scalar_t* grad_attn,
                       scalar_t* grad_q, at::opmath_type<scalar_t>* grad_rel,
                       at::opmath_type<scalar_t>* dscore, at::opmath_type<scalar_t>* mixed,
                       int64_t* origin) {
+  const int64_t side = kSide > 0 ? kSide : s.side, window = side * side;
   using acc_t = at::opmath_type<scalar_t>;
-  at::parallel_for(0, s.batch * s.hq * s.wq, kGrain, [&](int64_t begin, int64_t end) {
-    Scratch<acc_t> sc(s.window);
-    std::vector<acc_t> g(s.window), gq(s.channels);
+  parallel_chunks(s.batch * s.hq * s.wq, kChunk, [&](int64_t begin, int64_t end) {
+    Scratch<acc_t> sc(window);
+    std::vector<acc_t> g(window), gq(s.channels);
     for (int64_t n = begin; n < end; ++n) {
       const int64_t b = n / (s.hq * s.wq), y = (n / s.wq) % s.hq, x = n % s.wq;
       for (int64_t h = 0; h < s.heads; ++h) {
@@ -298,21 +392,21 @@ void backward_queries(const Shape& s, const scalar_t* q, const scalar_t* k, cons
         const scalar_t* k_head = k + (b * s.hk * s.wk * s.heads + h) * s.channels;
         const scalar_t* v_head = v + (b * s.hk * s.wk * s.heads + h) * s.cv;
         const scalar_t* go = grad_out + qh * s.cv;
-        mix_window(qp, k_head, w, s, sc);
-        for (int64_t dy = 0; dy < s.side; ++dy) {
-          for (int64_t dx = 0; dx < s.side; ++dx) {
+        mix_window<kSide>(qp, k_head, w, s, sc);
+        for (int64_t dy = 0; dy < side; ++dy) {
+          for (int64_t dx = 0; dx < side; ++dx) {
             const int64_t key = ((w.origin_y + dy) * s.wk + w.origin_x + dx) * s.heads;
-            const int64_t j = dy * s.side + dx;
+            const int64_t j = dy * side + dx;
             g[j] = similarity<acc_t>(go, v_head + key * s.cv, s.cv, false) +
-                   (grad_attn != nullptr ? static_cast<acc_t>(grad_attn[qh * s.window + j]) : 0);
+                   (grad_attn != nullptr ? static_cast<acc_t>(grad_attn[qh * window + j]) : 0);
           }
         }
         // dL/dw_c = G_c; softmax backward per corner, summed into the score gradients.
         acc_t corner_grad[4];
-        acc_t* ds = dscore + qh * s.window;
+        acc_t* ds = dscore + qh * window;
         for (int c = 0; c < 4; ++c) {
           acc_t total = 0;
-          for_corner(s, c, [&](int64_t j) { total += sc.prob(c, j) * g[j]; });
+          for_corner<kSide>(s, c, [&](int64_t j) { total += sc.prob(c, j) * g[j]; });
           corner_grad[c] = total;
         }
         if (sc.shared) {
@@ -320,16 +414,16 @@ void backward_queries(const Shape& s, const scalar_t* q, const scalar_t* k, cons
                                    sc.weight[1] * sc.inv_sum[1] * corner_grad[1],
                                    sc.weight[2] * sc.inv_sum[2] * corner_grad[2],
                                    sc.weight[3] * sc.inv_sum[3] * corner_grad[3]};
-          for (int64_t dy = 0; dy < s.side; ++dy) {
-            for (int64_t dx = 0; dx < s.side; ++dx) {
-              const int64_t j = dy * s.side + dx;
-              ds[j] = sc.expo[j] * (sc.coef[j] * g[j] - over_corners(dy, dx, s.side, pulled));
+          for (int64_t dy = 0; dy < side; ++dy) {
+            for (int64_t dx = 0; dx < side; ++dx) {
+              const int64_t j = dy * side + dx;
+              ds[j] = sc.expo[j] * (sc.coef[j] * g[j] - over_corners(dy, dx, side, pulled));
             }
           }
         } else {
-          std::fill(ds, ds + s.window, acc_t(0));
+          std::fill(ds, ds + window, acc_t(0));
           for (int c = 0; c < 4; ++c) {
-            for_corner(s, c, [&](int64_t j) {
+            for_corner<kSide>(s, c, [&](int64_t j) {
               ds[j] += sc.weight[c] * sc.prob(c, j) * (g[j] - corner_grad[c]);
             });
           }
@@ -343,11 +437,11 @@ void backward_queries(const Shape& s, const scalar_t* q, const scalar_t* k, cons
 
         std::fill(gq.begin(), gq.end(), acc_t(0));
         const acc_t scale = static_cast<acc_t>(s.scale);
-        for (int64_t dy = 0; dy < s.side; ++dy) {
-          for (int64_t dx = 0; dx < s.side; ++dx) {
-            const int64_t j = dy * s.side + dx;
+        for (int64_t dy = 0; dy < side; ++dy) {
+          for (int64_t dx = 0; dx < side; ++dx) {
+            const int64_t j = dy * side + dx;
             ds[j] *= scale;
-            mixed[qh * s.window + j] = sc.attn[j];
+            mixed[qh * window + j] = sc.attn[j];
             const acc_t a = ds[j];
             const scalar_t* kp =
                 k_head + ((w.origin_y + dy) * s.wk + w.origin_x + dx) * s.heads * s.channels;
@@ -392,14 +486,15 @@ void sort_windows(const Shape& s, const int64_t* origin, int64_t* offsets, int64
 }
 
 // Pass 2: every key (and value) sums the contributions of the windows that cover it.
-template <typename scalar_t>
+template <int kSide, typename scalar_t>
 void backward_keys(const Shape& s, const scalar_t* q, const scalar_t* k,
                    const scalar_t* grad_out, const at::opmath_type<scalar_t>* dscore,
                    const at::opmath_type<scalar_t>* mixed, const int64_t* offsets,
                    const int64_t* members, scalar_t* grad_k, scalar_t* grad_v) {
+  const int64_t side = kSide > 0 ? kSide : s.side, window = side * side;
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t keys = s.hk * s.wk, queries = s.hq * s.wq;
-  at::parallel_for(0, s.batch * keys, kGrain, [&](int64_t begin, int64_t end) {
+  parallel_chunks(s.batch * keys, kChunk, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> gk(s.channels), gv(s.cv);
     for (int64_t m = begin; m < end; ++m) {
       const int64_t b = m / keys, key = m % keys, ky = key / s.wk, kx = key % s.wk;
@@ -408,18 +503,18 @@ void backward_keys(const Shape& s, const scalar_t* q, const scalar_t* k,
         const scalar_t* kp = k + (m * s.heads + h) * s.channels;
         std::fill(gk.begin(), gk.end(), acc_t(0));
         std::fill(gv.begin(), gv.end(), acc_t(0));
-        for (int64_t dy = 0; dy < s.side; ++dy) {
+        for (int64_t dy = 0; dy < side; ++dy) {
           const int64_t oy = ky - dy;
-          if (oy < 0 || oy > s.hk - s.side) continue;
-          for (int64_t dx = 0; dx < s.side; ++dx) {
+          if (oy < 0 || oy > s.hk - side) continue;
+          for (int64_t dx = 0; dx < side; ++dx) {
             const int64_t ox = kx - dx;
-            if (ox < 0 || ox > s.wk - s.side) continue;
-            const int64_t j = dy * s.side + dx;
+            if (ox < 0 || ox > s.wk - side) continue;
+            const int64_t j = dy * side + dx;
             const int64_t* off = offsets + bh * (keys + 1) + oy * s.wk + ox;
             for (int64_t i = off[0]; i < off[1]; ++i) {
               const int64_t qh = (b * queries + members[bh * queries + i]) * s.heads + h;
-              const acc_t a = dscore[qh * s.window + j];
-              const acc_t p = mixed[qh * s.window + j];
+              const acc_t a = dscore[qh * window + j];
+              const acc_t p = mixed[qh * window + j];
               const scalar_t* qp = q + qh * s.channels;
               const scalar_t* go = grad_out + qh * s.cv;
               if (s.l1) {
@@ -478,7 +573,8 @@ std::vector<at::Tensor> backward(const at::Tensor& grad_out_in,
   at::Tensor members = at::empty({s.batch * s.heads, s.hq * s.wq}, index_options);
   AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, q.scalar_type(), "match_attention_backward", [&] {
     using acc_t = at::opmath_type<scalar_t>;
-    backward_queries<scalar_t>(s, q.data_ptr<scalar_t>(), k.data_ptr<scalar_t>(),
+    with_side(s.side, [&](auto side) {
+    backward_queries<decltype(side)::value, scalar_t>(s, q.data_ptr<scalar_t>(), k.data_ptr<scalar_t>(),
                                v.data_ptr<scalar_t>(), rel.data_ptr<scalar_t>(),
                                grad_out.data_ptr<scalar_t>(),
                                grad_attn.defined() ? grad_attn.data_ptr<scalar_t>() : nullptr,
@@ -487,11 +583,12 @@ std::vector<at::Tensor> backward(const at::Tensor& grad_out_in,
                                origin.data_ptr<int64_t>());
     sort_windows(s, origin.data_ptr<int64_t>(), offsets.data_ptr<int64_t>(),
                  members.data_ptr<int64_t>());
-    backward_keys<scalar_t>(s, q.data_ptr<scalar_t>(), k.data_ptr<scalar_t>(),
+    backward_keys<decltype(side)::value, scalar_t>(s, q.data_ptr<scalar_t>(), k.data_ptr<scalar_t>(),
                             grad_out.data_ptr<scalar_t>(), dscore.data_ptr<acc_t>(),
                             mixed.data_ptr<acc_t>(), offsets.data_ptr<int64_t>(),
                             members.data_ptr<int64_t>(), grad_k.data_ptr<scalar_t>(),
                             grad_v.data_ptr<scalar_t>());
+    });
   });
   return {grad_q, grad_k, grad_v, grad_rel.to(q.scalar_type())};
 }
