@@ -1,0 +1,50 @@
+"""``crossview bench model``: the case list, ratios paired within one run, a real child case."""
+
+from __future__ import annotations
+
+import pytest
+
+from crossview.bench import model as bench
+
+
+def test_cases_cover_models_sizes_precisions_and_reference() -> None:
+    cases = bench.default_cases(["T", "S"], [(384, 1248), (1536, 1536)], ["fp32", "bf16"],
+                                big=True, reference_sizes=[(384, 1248)], repeats=3, threads=2)
+    keys = {(c["model"], tuple(c["size"]), c["precision"], c["backend"]) for c in cases}
+    assert ("T", (2176, 3840), "bf16", "cpu") in keys
+    assert ("S", (2176, 3840), "fp32", "cpu") not in keys
+    assert ("S", (384, 1248), "bf16", "reference") in keys
+    assert ("S", (1536, 1536), "fp32", "reference") not in keys
+    assert len(cases) == 2 * 2 * 2 + 2 * 2 + 2  # fused, reference at one size, 4K for T
+    assert {c["repeats"] for c in cases if c["size"][0] > 1000} == {1}
+
+
+def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    latency = {("cpu", "fp32"): 2.0, ("reference", "fp32"): 12.0, ("cpu", "bf16"): 1.0}
+
+    def fake(case, timeout):
+        return {**case, "status": "ok", "median_s": latency[(case["backend"], case["precision"])]}
+
+    monkeypatch.setattr(bench, "run_case", fake)
+    cases = bench.default_cases(["T"], [(384, 1248)], ["fp32", "bf16"], big=False,
+                                reference_sizes=[(384, 1248)], repeats=1, threads=1)
+    cases = [c for c in cases if (c["backend"], c["precision"]) in latency]
+    rows = {(r["backend"], r["precision"]): r for r in bench.bench_model(cases)}
+    assert rows[("cpu", "fp32")]["ratio"] == 6.0 and rows[("cpu", "fp32")]["vs_fp32"] == 1.0
+    assert rows[("cpu", "bf16")]["ratio"] is None and rows[("cpu", "bf16")]["vs_fp32"] == 2.0
+    assert "ratio" not in rows[("reference", "fp32")]
+
+
+def test_measure_runs_one_small_case() -> None:
+    import torch
+
+    from crossview.attention import set_backend
+
+    threads = torch.get_num_threads()
+    try:  # measure() is meant for a child process: it sets threads and backend process-wide
+        row = bench.measure({"model": "T", "size": [192, 192], "precision": "fp32",
+                             "backend": "cpu", "threads": 1, "repeats": 1, "warmup": 0})
+    finally:
+        torch.set_num_threads(threads)
+        set_backend(None)
+    assert row["status"] == "ok" and row["median_s"] > 0 and row["peak_rss_mib"] > 0
