@@ -10,9 +10,15 @@ from PIL import Image
 
 from crossview.cli.app import main
 from crossview.data import io
+from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.registry import ModelSpec, register_model
 
-# MatchStereo-T random weights keep the runs short; the command is the same for matchflow-b.
-FAST = ["--model", "matchstereo-t"]
+# A small registered flow model keeps the runs short; the command is the same for matchflow-b.
+SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+register_model(ModelSpec("cli-test-flow", lambda: MatchStereo(SMALL, task="flow"), "flow"),
+               replace=True)
+FAST = ["--model", "cli-test-flow"]
 
 
 def _frames(folder: Path, h: int = 192, w: int = 192) -> tuple[Path, Path]:

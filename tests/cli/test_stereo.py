@@ -12,6 +12,14 @@ from PIL import Image
 
 from crossview.cli.app import main
 from crossview.data import io
+from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.registry import ModelSpec, register_model
+
+# A small registered model keeps the runs short; one test uses the real default model.
+SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+register_model(ModelSpec("cli-test-stereo", lambda: MatchStereo(SMALL), "stereo"), replace=True)
+FAST = ["--model", "cli-test-stereo"]
 
 
 def _write_pair(folder: Path, h: int = 192, w: int = 200, stem: str = "scene") -> tuple[Path, Path]:
@@ -53,7 +61,7 @@ def test_raw_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: st
                      name: str) -> None:
     left, right = _write_pair(tmp_path / "in")
     code, _, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
-                         "--format", fmt], capsys)
+                         "--format", fmt, *FAST], capsys)
     assert code == 0, err
     reference = io.read_npy if fmt == "npy" else (lambda p: io.read_kitti_disparity(p)[0])
     assert reference(tmp_path / "out" / name).shape == (192, 200)
@@ -67,7 +75,7 @@ def test_directories_pair_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[
         left.rename(tmp_path / "left" / f"{scene}.png")
         right.rename(tmp_path / "right" / f"{scene}.png")
     code, out, err = _run(["stereo", str(tmp_path / "left"), str(tmp_path / "right"), "-o",
-                           str(tmp_path / "out"), "--format", "npy"], capsys)
+                           str(tmp_path / "out"), "--format", "npy", *FAST], capsys)
     assert code == 0, err
     assert "wrote 2 pair" in out
     assert (tmp_path / "out" / "a_disp.npy").exists() and (tmp_path / "out" / "b_disp.npy").exists()
@@ -79,7 +87,7 @@ def test_glob_patterns_with_shared_stems(tmp_path: Path,
         _write_pair(tmp_path / scene, stem="im")
     code, _, err = _run(["stereo", str(tmp_path / "*" / "im_l.png"),
                          str(tmp_path / "*" / "im_r.png"), "-o", str(tmp_path / "out"),
-                         "--format", "npy"], capsys)
+                         "--format", "npy", *FAST], capsys)
     assert code == 0, err
     assert {p.name for p in (tmp_path / "out").glob("*.npy")} == {"s1_im_l_disp.npy",
                                                                   "s2_im_l_disp.npy"}
@@ -95,7 +103,7 @@ def test_image_modes_are_converted(tmp_path: Path, capsys: pytest.CaptureFixture
                  if mode == "I;16" else image.convert(mode))
         image.save(path)
     code, _, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
-                         "--format", "npy"], capsys)
+                         "--format", "npy", *FAST], capsys)
     assert code == 0, err
 
 
