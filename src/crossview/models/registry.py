@@ -94,13 +94,17 @@ def _register_builtin() -> None:
 def _register_bundled(folder: Path = WEIGHTS_DIR) -> None:
     """Register every ``*.json`` description of bundled MatchStereo weights in ``folder``."""
     for description in sorted(folder.glob("*.json")):
-        meta = json.loads(description.read_text())
-        config = MatchStereoConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                      for k, v in meta.get("config", {}).items()})
-        register_model(ModelSpec(
-            meta["name"], _matchstereo(config, meta["task"]), meta["task"],
-            weights=meta.get("weights", f"{description.stem}.safetensors"),
-            description=meta.get("description", "")), replace=True)
+        try:
+            meta = json.loads(description.read_text())
+            config = MatchStereoConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                          for k, v in meta.get("config", {}).items()})
+            spec = ModelSpec(meta["name"], _matchstereo(config, meta["task"]), meta["task"],
+                             weights=str(folder / meta.get("weights",
+                                                           f"{description.stem}.safetensors")),
+                             description=meta.get("description", ""))
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{description}: bad bundled model description ({error!r})") from None
+        register_model(spec, replace=True)
 
 
 _register_builtin()
