@@ -130,6 +130,7 @@ def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task:
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     save_file(tensors, str(tmp))
+    os.chmod(tmp, 0o644)  # package data: readable by everyone
     os.replace(tmp, path)
     config = {k: list(v) if isinstance(v, tuple) else v
               for k, v in dataclasses.asdict(model.config).items()}

@@ -346,6 +346,9 @@ class Trainer:
                     last_logs = self.train_step()
                     if self.on_step is not None and self.on_step(self.step, last_logs):
                         stop.requested = True
+                    if self.dist.enabled:  # a signal may reach the ranks at different steps
+                        flag = torch.tensor([float(stop.requested)])
+                        stop.requested = bool(all_reduce_sum(flag, self.dist)[0] > 0)
                     seconds = time.perf_counter() - t0
                     progress.update(bar, completed=self.step, loss=f"{last_logs['loss']:.3f}")
                     if self.step % cfg.log_every == 0 or self.step == cfg.steps:
