@@ -162,3 +162,21 @@ def test_log_is_parseable_when_killed_mid_run(tmp_path: Path) -> None:
     lines = (tmp_path / "log.jsonl").read_text().splitlines()
     assert all(json.loads(line)["step"] <= 2 for line in lines)
     assert os.path.exists(tmp_path / "step-00000002.pt")
+
+
+def test_init_weights_fine_tunes_from_a_file(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    torch.manual_seed(123)
+    source = StandInModel()
+    save_file(source.state_dict(), tmp_path / "published.safetensors")
+    torch.manual_seed(0)
+    trainer = Trainer(make_cfg(tmp_path / "run"), model=StandInModel(),
+                      train_set=StandInStereo(), init_weights=tmp_path / "published.safetensors",
+                      progress=False)
+    for key, value in source.state_dict().items():
+        assert torch.equal(trainer.model.state_dict()[key], value)
+    torch.save({"model": {"bogus": torch.zeros(1)}}, tmp_path / "wrong.pth")
+    with pytest.raises(UserError, match="missing keys"):
+        Trainer(make_cfg(tmp_path / "run2"), model=StandInModel(), train_set=StandInStereo(),
+                init_weights=tmp_path / "wrong.pth", progress=False)
