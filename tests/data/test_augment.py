@@ -134,6 +134,9 @@ def test_full_augmentation_is_deterministic_and_cropped() -> None:
     assert torch.equal(ds[1]["image0"], ds[1]["image0"])
 
 
-def test_missing_images_raise() -> None:
+def test_missing_images_and_non_maps_raise() -> None:
     with pytest.raises(ValueError, match="image1"):
         Augmentor((8, 8))({"image0": _image()}, np.random.default_rng(0))
+    sample = {"image0": _image(), "image1": _image(1), "keypoints0": torch.zeros(5, 2)}
+    with pytest.raises(ValueError, match="keypoints0"):
+        Augmentor((6, 6))(sample, np.random.default_rng(0))

@@ -180,6 +180,9 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
         if value.ndim < 2:
             out[key] = value * sx if key == "focal_length" else value
             continue
+        if value.shape[-2:] != (h, w):  # e.g. keypoint lists: not a map this can resample
+            raise ValueError(f"sample[{key!r}] is not an [..., H, W] map of the images' size "
+                             f"{(h, w)}: {tuple(value.shape)}")
         v = _resize(value, (nh, nw), mask=value.dtype == torch.bool)
         scale = _label_scale(key, sx, sy)
         if scale is not None:
