@@ -38,10 +38,14 @@ def stereo_training_sample(sample: dict[str, torch.Tensor]) -> dict[str, torch.T
 
 
 def flow_training_sample(sample: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """A synthetic flow sample -> the trainer's layout (forward flow ``[2, H, W]`` -> field)."""
-    gt = sample["flow"].permute(1, 2, 0)
-    return {"img0": sample["image0"], "img1": sample["image1"], "gt": gt,
-            "valid": sample["valid"]}
+    """A synthetic flow sample -> the trainer's layout, ground truth for both frames.
+
+    ``gt [2, H, W, 2]``: forward flow (frame 0 -> 1) then backward flow (1 -> 0), channel-last;
+    ``valid [2, H, W]`` from ``valid``/``valid1``.
+    """
+    gt = torch.stack([sample["flow"].permute(1, 2, 0), sample["flow_backward"].permute(1, 2, 0)])
+    valid = torch.stack([sample["valid"], sample["valid1"]])
+    return {"img0": sample["image0"], "img1": sample["image1"], "gt": gt, "valid": valid}
 
 
 class TrainingView(Dataset):

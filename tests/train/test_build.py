@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
+from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
+from crossview.errors import UserError
+from crossview.train.build import (
+    build_datasets,
+    build_model,
+    field_errors,
+    flow_training_sample,
+    stereo_training_sample,
+)
+from crossview.train.config import config_from_dict
+
+
+def test_stereo_sample_layout() -> None:
+    raw = SyntheticStereo(1, config=StereoConfig(size=(32, 48)))[0]
+    sample = stereo_training_sample(raw)
+    assert sample["gt"].shape == (2, 32, 48, 2) and sample["valid"].shape == (2, 32, 48)
+    assert torch.equal(sample["gt"][0, ..., 0], -raw["disparity"])
+    assert torch.equal(sample["gt"][1, ..., 0], raw["disparity1"])
+    assert not sample["gt"][..., 1].any()
+
+
+def test_flow_sample_layout() -> None:
+    raw = SyntheticFlow(1, config=FlowConfig(size=(32, 48)))[0]
+    sample = flow_training_sample(raw)
+    assert sample["gt"].shape == (2, 32, 48, 2)
+    assert torch.equal(sample["gt"][0, 5, 7], raw["flow"][:, 5, 7])
+    assert torch.equal(sample["gt"][1, 5, 7], raw["flow_backward"][:, 5, 7])
+
+
+def test_datasets_and_model_from_config() -> None:
+    cfg = config_from_dict({"data": {"train_size": 3, "val_size": 2, "height": 32,
+                                     "width": 48},
+                            "model": {"overrides": {"dims": [8, 8, 8, 8], "heads": 2}}})
+    train, val = build_datasets(cfg)
+    assert len(train) == 3 and len(val) == 2
+    assert not torch.equal(train[0]["img0"], val[0]["img0"])  # different streams
+    model = build_model(cfg)
+    assert model.config.dims == (8, 8, 8, 8) and model.task == "stereo"
+    with pytest.raises(UserError, match="overrides"):
+        build_model(config_from_dict({"model": {"overrides": {"depth": 3}}}))
+    with pytest.raises(UserError, match="flow model"):
+        build_model(config_from_dict({"task": "stereo", "model": {"name": "matchflow-b"}}))
+
+
+def test_field_errors_are_disparity_epe_and_bad2() -> None:
+    gt = torch.zeros(1, 2, 2, 2)
+    gt[..., 0] = -4.0
+    pred = gt.clone()
+    pred[0, 0, 0, 0] = -7.0  # error 3 (bad)
+    pred[0, 0, 1, 0] = -5.0  # error 1
+    pred[0, 1, 0, 0] = 2.0   # disparity clamps to 0: error 4 (bad)
+    valid = torch.tensor([[[True, True], [True, False]]])
+    totals = field_errors(pred, gt, valid, "stereo")
+    assert totals.tolist() == [8.0, 2.0, 3.0]
+    flow = field_errors(pred, gt, valid, "flow")
+    assert flow.tolist() == [3.0 + 1.0 + 6.0, 0.0, 3.0]
