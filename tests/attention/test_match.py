@@ -94,7 +94,9 @@ def test_gradcheck_reference_float64(similarity: str, shared: bool) -> None:
         return match_attention(*args, 1, similarity=similarity, return_attn=True,
                                backend="reference")
 
-    assert torch.autograd.gradcheck(fn, inputs)
+    # fast_mode checks random projections of the Jacobian: the full one needs a backward pass
+    # per output element, minutes on a busy 2-core machine.
+    assert torch.autograd.gradcheck(fn, inputs, fast_mode=True)
 
 
 def test_rel_pos_gradient_is_zero_where_clamped() -> None:

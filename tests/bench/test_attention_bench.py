@@ -20,6 +20,7 @@ def test_quick_bench_writes_json_and_plot(tmp_path: Path, monkeypatch: pytest.Mo
                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(attention, "QUICK_SIZES", (4, 6))
     monkeypatch.setattr(attention, "COPY_BYTES", 2**20)
+    monkeypatch.setattr(attention, "MIN_SECONDS", 0.0)
     json_path, plot_path = tmp_path / "attention.json", tmp_path / "attention.png"
     with pytest.raises(SystemExit) as done:
         main(["bench", "attention", "--quick", "--repeats", "1", "--json", str(json_path),

@@ -28,6 +28,7 @@ HEADS, CHANNELS = 4, 64
 REFERENCE_MAX_GATHER_BYTES = 700 * 2**20  # one gathered window tensor; beyond: skipped
 SDPA_MAX_SECONDS = 10.0  # estimated from the previous size (O(N^2)); beyond: skipped
 COPY_BYTES = 256 * 2**20
+MIN_SECONDS = 0.5  # fused calls are repeated until this much timed work has accumulated
 MIB = 2**20
 
 SPEED_COLUMNS = ["tokens", "r", "fused fwd ms", "fused fwd+bwd ms", "ref fwd ms",
@@ -110,10 +111,11 @@ def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, refere
     row: dict[str, Any] = {"size": size, "tokens": tokens, "radius": radius,
                            "out_bytes": out_bytes, "bound_s": moved / bandwidth}
     fwd = _forward(inputs, radius, "cpu")
-    row["fused_fwd_s"] = time_call(fwd, repeats=repeats, min_seconds=0.5)["median_s"]
+    row["fused_fwd_s"] = time_call(fwd, repeats=repeats, min_seconds=MIN_SECONDS)["median_s"]
     row["fused_fwd_peak_bytes"] = peak_allocated_bytes(fwd)
     fwd_bwd = _forward_backward(inputs, radius, "cpu")
-    row["fused_fwd_bwd_s"] = time_call(fwd_bwd, repeats=repeats, min_seconds=0.5)["median_s"]
+    row["fused_fwd_bwd_s"] = time_call(fwd_bwd, repeats=repeats,
+                                       min_seconds=MIN_SECONDS)["median_s"]
     row["fused_fwd_bwd_peak_bytes"] = peak_allocated_bytes(fwd_bwd)
     if reference:
         ref = _forward(inputs, radius, "reference")
