@@ -280,7 +280,7 @@ def _stats(values: list[float]) -> dict[str, float]:
     array = np.asarray(values, dtype=np.float64)
     std = float(array.std(ddof=1)) if array.size > 1 else 0.0
     return {"mean": float(array.mean()), "std": std, "min": float(array.min()),
-            "max": float(array.max()), "n": int(array.size)}
+            "max": float(array.max()), "n": int(array.size), "values": array.tolist()}
 
 
 def _write_table(path: Path, summary: dict[str, Any]) -> None:
@@ -317,20 +317,21 @@ def _write_plot(path: Path, summary: dict[str, Any]) -> None:
     import matplotlib.pyplot as plt
 
     names = list(summary["conditionings"])
-    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(4.2 * len(SETTINGS), 3.6), sharey=False)
+    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(4.2 * len(SETTINGS), 3.8))
     titles = {"in_distribution": "2 context views", "more_views": "4 context views (OOD)",
               "zoomed": "zoomed test intrinsics (OOD)"}
     for ax, setting in zip(axes, SETTINGS, strict=True):
-        means = [summary["conditionings"][n][f"{setting}_psnr"]["mean"] for n in names]
-        stds = [summary["conditionings"][n][f"{setting}_psnr"]["std"] for n in names]
-        colours = ["#999999" if n in ("plucker", "naive") else "#4477aa" for n in names]
-        ax.bar(range(len(names)), means, yerr=stds, color=colours, capsize=3)
+        for i, name in enumerate(names):
+            stats = summary["conditionings"][name][f"{setting}_psnr"]
+            colour = "#999999" if name in ("plucker", "naive") else "#4477aa"
+            ax.scatter([i] * len(stats["values"]), stats["values"], s=12, color=colour,
+                       alpha=0.6)
+            ax.errorbar([i + 0.2], [stats["mean"]], yerr=[stats["std"]], fmt="o",
+                        color=colour, capsize=3)
         ax.set_xticks(range(len(names)), [_LABELS[n] for n in names], rotation=35, ha="right")
         ax.set_title(titles[setting])
-        low = min(m - s for m, s in zip(means, stds, strict=True))
-        high = max(m + s for m, s in zip(means, stds, strict=True))
-        ax.set_ylim(low - 0.5 * (high - low + 0.1), high + 0.2 * (high - low + 0.1))
         ax.set_ylabel("PSNR (dB)")
+        ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     tmp = path.with_name(path.name + ".tmp.png")
     fig.savefig(tmp, dpi=110)
