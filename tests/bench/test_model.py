@@ -9,14 +9,19 @@ from crossview.bench import model as bench
 
 def test_cases_cover_models_sizes_precisions_and_reference() -> None:
     cases = bench.default_cases(["T", "S"], [(384, 1248), (1536, 1536)], ["fp32", "bf16"],
-                                big=True, reference_sizes=[(384, 1248)], repeats=3, threads=2)
+                                big=True, reference_sizes=[(384, 1248)], repeats=3, threads=2,
+                                reference_models=["T", "S"])
     keys = {(c["model"], tuple(c["size"]), c["precision"], c["backend"]) for c in cases}
     assert ("T", (2176, 3840), "bf16", "cpu") in keys
     assert ("S", (2176, 3840), "fp32", "cpu") not in keys
     assert ("S", (384, 1248), "bf16", "reference") in keys
     assert ("S", (1536, 1536), "fp32", "reference") not in keys
     assert len(cases) == 2 * 2 * 2 + 2 * 2 + 2  # fused, reference at one size, 4K for T
-    assert {c["repeats"] for c in cases if c["size"][0] > 1000} == {1}
+    assert {(c["repeats"], c["warmup"]) for c in cases if c["size"][0] > 1000} == {(1, 0)}
+    default = bench.default_cases(["T", "S"], [(384, 1248)], ["fp32"], big=False,
+                                  reference_sizes=[(384, 1248)], repeats=3, threads=2)
+    assert [(c["model"], c["backend"]) for c in default] == [
+        ("T", "cpu"), ("T", "reference"), ("S", "cpu")]
 
 
 def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPatch) -> None:

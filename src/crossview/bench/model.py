@@ -26,9 +26,10 @@ PRECISIONS = ("fp32", "bf16")
 
 def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                   precisions: Sequence[str], *, big: bool,
-                  reference_sizes: Sequence[tuple[int, int]], repeats: int,
-                  threads: int) -> list[dict[str, Any]]:
-    """The configurations to run: fused everywhere, reference at ``reference_sizes``."""
+                  reference_sizes: Sequence[tuple[int, int]], repeats: int, threads: int,
+                  reference_models: Sequence[str] = ("T",)) -> list[dict[str, Any]]:
+    """The configurations to run: fused everywhere, the reference operator for
+    ``reference_models`` at ``reference_sizes``. Cases above 1 Mpx run once, without warm-up."""
     cases = []
     shapes = [(m, s) for m in models for s in sizes]
     if big and BIG[1] in models:
@@ -36,12 +37,11 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
     for model, size in shapes:
         for precision in precisions:
             heavy = size[0] * size[1] > 1_000_000
-            backends = ["cpu"] + (["reference"] if tuple(size) in map(tuple, reference_sizes)
-                                  else [])
-            for backend in backends:
+            reference = model in reference_models and tuple(size) in map(tuple, reference_sizes)
+            for backend in ["cpu"] + (["reference"] if reference else []):
                 cases.append({"model": model, "size": list(size), "precision": precision,
                               "backend": backend, "threads": threads,
-                              "repeats": 1 if heavy else repeats, "warmup": 1})
+                              "repeats": 1 if heavy else repeats, "warmup": 0 if heavy else 1})
     return cases
 
 
@@ -89,14 +89,25 @@ def run_case(case: dict[str, Any], timeout: float) -> dict[str, Any]:
 
 
 def bench_model(cases: Sequence[dict[str, Any]], *, timeout: float = 1800,
-                on_case: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Run every case; fused rows get ``ratio`` = reference median / fused median (same run)."""
-    rows = []
+                on_case: Callable[[str], None] | None = None,
+                on_rows: Callable[[list[dict[str, Any]]], None] | None = None,
+                ) -> list[dict[str, Any]]:
+    """Run every case; fused rows get ``ratio`` = reference median / fused median (same run)
+    and ``vs_fp32`` = fused fp32 median / this median. ``on_rows`` sees the rows after every
+    case (to save partial results of a long run)."""
+    rows: list[dict[str, Any]] = []
     for case in cases:
         if on_case:
             on_case(f"{case['model']} {case['size'][0]}x{case['size'][1]} "
                     f"{case['precision']} {case['backend']}")
         rows.append(run_case(case, timeout))
+        _add_ratios(rows)
+        if on_rows:
+            on_rows(rows)
+    return rows
+
+
+def _add_ratios(rows: list[dict[str, Any]]) -> None:
     medians = {_key(r): r["median_s"] for r in rows if r["status"] == "ok"}
     for row in rows:
         if row["status"] == "ok" and row["backend"] == "cpu":
@@ -104,7 +115,6 @@ def bench_model(cases: Sequence[dict[str, Any]], *, timeout: float = 1800,
             row["ratio"] = reference / row["median_s"] if reference else None
             fp32 = medians.get(_key(row, "cpu", "fp32"))
             row["vs_fp32"] = fp32 / row["median_s"] if fp32 else None
-    return rows
 
 
 def _key(row: dict[str, Any], backend: str | None = None, precision: str | None = None) -> tuple:

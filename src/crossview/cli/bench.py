@@ -121,6 +121,8 @@ def match(
     ] = None,
     memory_cap_gib: Annotated[float, typer.Option(
         help="Skip standard attention when its score matrix would exceed this.")] = 2.0,
+    gflop_cap: Annotated[float, typer.Option(
+        help="Skip fused standard attention above this many GFLOP.")] = 200.0,
     repeats: Annotated[int, typer.Option(help="Timed runs per case (median reported).")] = 3,
     threads: Annotated[int, typer.Option(help="Torch CPU threads (0: torch's default).")] = 0,
     json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
@@ -136,18 +138,18 @@ def match(
     from crossview.models.transformatcher import TransforMatcher
 
     grids = grid or [6, 8, 9, 10, 12, 15, 20]
-    if min(grids) <= 0 or repeats <= 0 or threads < 0 or memory_cap_gib <= 0:
-        raise UserError("--grid, --repeats and --memory-cap-gib must be positive")
+    if min(grids) <= 0 or repeats <= 0 or threads < 0 or min(memory_cap_gib, gflop_cap) <= 0:
+        raise UserError("--grid, --repeats, --memory-cap-gib and --gflop-cap must be positive")
     if threads > 0:
         torch.set_num_threads(threads)
     with Progress(transient=True) as progress:
-        task = progress.add_task("match attention", total=2 * len(grids))
+        task = progress.add_task("match attention", total=3 * len(grids))
 
         def on_step(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        layers = bench_layers(grids, memory_cap=memory_cap_gib * 2**30, repeats=repeats,
-                              on_step=on_step)
+        layers = bench_layers(grids, memory_cap=memory_cap_gib * 2**30,
+                              flop_cap=gflop_cap * 1e9, repeats=repeats, on_step=on_step)
     print_table(
         "match-to-match attention, 6 layers, 16 ch, 8 heads x 4, forward, float32 CPU",
         ["attention", "matches", "median s", "peak MiB", "us/match", "bytes/match", "status"],
@@ -233,6 +235,9 @@ def model(
     reference_sizes: Annotated[list[str] | None, typer.Option(
         "--reference-size", help="Sizes also run on the reference operator, for the ratio "
         "(repeatable; default 384x1248).")] = None,
+    reference_models: Annotated[list[str] | None, typer.Option(
+        "--reference-model", help="Models also run on the reference operator (repeatable; "
+        "default T).")] = None,
     repeats: Annotated[int, typer.Option(help="Timed runs per case up to 1 Mpx (median).")] = 3,
     threads: Annotated[int, typer.Option(help="Torch CPU threads per case.")] = 2,
     json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
@@ -255,14 +260,19 @@ def model(
     cases = default_cases(
         chosen, [_parse_size(s) for s in sizes] if sizes else list(SIZES), chosen_precisions,
         big=big, reference_sizes=[_parse_size(s) for s in reference_sizes or ["384x1248"]],
-        repeats=repeats, threads=threads)
+        repeats=repeats, threads=threads,
+        reference_models=[m.upper() for m in reference_models or ["T"]])
     with Progress(transient=True) as progress:
         task = progress.add_task("model", total=len(cases))
 
         def on_case(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        rows = bench_model(cases, on_case=on_case)
+        def save(rows: list[dict]) -> None:
+            write_json(json_path, {"benchmark": "model", "threads": threads, "rows": rows,
+                                   "complete": len(rows) == len(cases)})
+
+        rows = bench_model(cases, on_case=on_case, on_rows=save)
 
     def fmt(value: float | None, digits: str = ".3g") -> str:
         return "-" if value is None else format(value, digits)
@@ -275,8 +285,7 @@ def model(
         [[r["model"], f"{r['size'][0]}x{r['size'][1]}", r["precision"], r["backend"],
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
           fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), r["status"]] for r in rows])
-    path = write_json(json_path, {"benchmark": "model", "threads": threads, "rows": rows})
-    typer.echo(f"wrote {path}")
+    typer.echo(f"wrote {json_path}")
 
 
 @app.command("train")
