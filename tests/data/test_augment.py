@@ -85,12 +85,45 @@ def test_spatial_transform_scales_labels_and_jitters_image1_rows() -> None:
     assert out["focal_length"].item() == pytest.approx(150.0)
     same = spatial_transform(sample, SpatialParams(size=(8, 10), top=1, left=2, y_jitter=2),
                              (5, 6))
-    assert torch.equal(same["image0"], sample["image0"][:, 1:6, 2:8])
-    assert torch.equal(same["image1"], sample["image1"][:, 3:8, 2:8])
+    # (grid sampling at pixel centres: equal up to float32 rounding)
+    torch.testing.assert_close(same["image0"], sample["image0"][:, 1:6, 2:8], atol=1e-3, rtol=0)
+    torch.testing.assert_close(same["image1"], sample["image1"][:, 3:8, 2:8], atol=1e-3, rtol=0)
     flipped = spatial_transform(sample, SpatialParams(size=(8, 10), top=0, left=0, flip_x=True),
                                 (8, 10))
-    assert torch.equal(flipped["image0"], sample["image0"].flip(-1))
+    torch.testing.assert_close(flipped["image0"], sample["image0"].flip(-1), atol=1e-3, rtol=0)
     assert (flipped["flow"][0] == -1).all() and (flipped["flow"][1] == 1).all()
+
+
+def _resize_flip_crop(value: torch.Tensor, params: SpatialParams, crop: tuple[int, int],
+                      top: int) -> torch.Tensor:
+    """The reference: resize the whole map, flip, then crop."""
+    x = value[None, None] if value.ndim == 2 else value[None]
+    out = torch.nn.functional.interpolate(x.float(), size=params.size, mode="bilinear",
+                                          align_corners=False)[0]
+    out = out[0] if value.ndim == 2 else out
+    if params.flip_x:
+        out = out.flip(-1)
+    if params.flip_y:
+        out = out.flip(-2)
+    return out[..., top:top + crop[0], params.left:params.left + crop[1]]
+
+
+@pytest.mark.parametrize(("size", "flip_x", "flip_y"), [
+    ((20, 31), False, False), ((9, 13), True, False), ((12, 25), True, True), ((14, 17), False,
+                                                                               True)])
+def test_crop_sampling_equals_resizing_then_cropping(size, flip_x, flip_y) -> None:
+    g = torch.Generator().manual_seed(7)
+    image = torch.rand(3, 12, 16, generator=g) * 255
+    mask = torch.rand(12, 16, generator=g) > 0.2
+    params = SpatialParams(size=size, top=size[0] - 8, left=size[1] - 11, y_jitter=-1,
+                           flip_x=flip_x, flip_y=flip_y)
+    out = spatial_transform({"image0": image, "image1": image, "valid": mask}, params, (8, 11))
+    torch.testing.assert_close(out["image0"], _resize_flip_crop(image, params, (8, 11),
+                                                                params.top), atol=2e-3, rtol=0)
+    torch.testing.assert_close(out["image1"], _resize_flip_crop(image, params, (8, 11),
+                                                                params.top - 1), atol=2e-3, rtol=0)
+    reference = _resize_flip_crop(mask, params, (8, 11), params.top) > 1 - 1e-4
+    assert torch.equal(out["valid"], reference)
 
 
 @pytest.mark.parametrize("index", range(3))

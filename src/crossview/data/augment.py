@@ -127,13 +127,36 @@ def erase_rectangles(image: torch.Tensor, rng: np.random.Generator, *, probabili
     return out
 
 
-def _resize(value: torch.Tensor, size: tuple[int, int], *, mask: bool) -> torch.Tensor:
-    """Bilinear resampling of ``[C, H, W]`` or ``[H, W]`` to ``size``; a bool ``mask`` stays
-    true only where every pixel read was true."""
+def _crop_grid(size: tuple[int, int], scaled: tuple[int, int], crop: tuple[int, int],
+               top: int, left: int, flip_x: bool, flip_y: bool) -> torch.Tensor:
+    """The ``grid_sample`` grid ``[1, ch, cw, 2]`` (``align_corners=True``) that reads, from an
+    image of ``size``, the ``crop`` at ``(top, left)`` of that image resized to ``scaled`` (as
+    ``F.interpolate(mode="bilinear", align_corners=False)``) and flipped as asked.
+
+    Sampling only the crop costs its area, not the area of the whole resized image.
+    """
+    (h, w), (nh, nw), (ch, cw) = size, scaled, crop
+    rows = torch.arange(top, top + ch, dtype=torch.float64)
+    cols = torch.arange(left, left + cw, dtype=torch.float64)
+    if flip_y:
+        rows = nh - 1 - rows
+    if flip_x:
+        cols = nw - 1 - cols
+    # F.interpolate's source of output pixel i is (i + 0.5) * in / out - 0.5, clamped
+    ys = ((rows + 0.5) * (h / nh) - 0.5).clamp(0, h - 1) * (2.0 / max(h - 1, 1)) - 1.0
+    xs = ((cols + 0.5) * (w / nw) - 0.5).clamp(0, w - 1) * (2.0 / max(w - 1, 1)) - 1.0
+    gy, gx = torch.meshgrid(ys, xs, indexing="ij")
+    return torch.stack([gx, gy], -1)[None].float()
+
+
+def _sample(value: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """Bilinear samples of ``[C, H, W]`` or ``[H, W]`` on ``grid``; a bool mask stays true only
+    where every pixel read was true."""
     squeeze = value.ndim == 2
     x = value[None, None] if squeeze else value[None]
-    out = F.interpolate(x.float(), size=size, mode="bilinear", align_corners=False)
-    if mask:
+    out = F.grid_sample(x.float(), grid, mode="bilinear", padding_mode="border",
+                        align_corners=True)
+    if value.dtype == torch.bool:
         out = out > 1.0 - 1e-4
     return out[0, 0] if squeeze else out[0]
 
@@ -164,7 +187,8 @@ def _is_image(key: str) -> bool:
 
 
 def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, int]) -> Sample:
-    """Resize every entry to ``params.size`` (label values scaled), flip, then crop ``crop``.
+    """Resize every entry to ``params.size`` (label values scaled), flip, then crop ``crop``
+    (computed as one bilinear sampling of the crop).
 
     ``image1`` is cropped ``params.y_jitter`` rows lower (clamped to the image). Flips mirror
     images and labels and negate the flipped flow component. Scalars pass unchanged (except
@@ -174,7 +198,8 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
     h, w = next(v for k, v in sample.items() if _is_image(k)).shape[-2:]
     nh, nw = params.size
     sx, sy = nw / w, nh / h
-    ch, cw = crop
+    ch = crop[0]
+    grids: dict[int, torch.Tensor] = {}
     out: Sample = {}
     for key, value in sample.items():
         if value.ndim < 2:
@@ -183,22 +208,20 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
         if value.shape[-2:] != (h, w):  # e.g. keypoint lists: not a map this can resample
             raise ValueError(f"sample[{key!r}] is not an [..., H, W] map of the images' size "
                              f"{(h, w)}: {tuple(value.shape)}")
-        v = _resize(value, (nh, nw), mask=value.dtype == torch.bool)
-        scale = _label_scale(key, sx, sy)
-        if scale is not None:
-            v = v * scale
-        if params.flip_x:
-            v = v.flip(-1)
-            if key.startswith("flow"):
-                v = v * torch.tensor([-1.0, 1.0]).view(2, 1, 1)
-        if params.flip_y:
-            v = v.flip(-2)
-            if key.startswith("flow"):
-                v = v * torch.tensor([1.0, -1.0]).view(2, 1, 1)
         top = params.top
         if key == "image1":
             top = int(np.clip(top + params.y_jitter, 0, nh - ch))
-        out[key] = v[..., top:top + ch, params.left:params.left + cw].contiguous()
+        if top not in grids:
+            grids[top] = _crop_grid((h, w), (nh, nw), crop, top, params.left, params.flip_x,
+                                    params.flip_y)
+        v = _sample(value, grids[top])
+        scale = _label_scale(key, sx, sy)
+        if scale is not None:
+            v = v * scale
+        if key.startswith("flow") and (params.flip_x or params.flip_y):
+            v = v * torch.tensor([-1.0 if params.flip_x else 1.0,
+                                  -1.0 if params.flip_y else 1.0]).view(2, 1, 1)
+        out[key] = v
     for mask_key, (label_key, sign) in _match_labels(out).items():
         if mask_key in out and label_key in out:
             out[mask_key] = out[mask_key] & _match_inside(out[label_key], sign)
