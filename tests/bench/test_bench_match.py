@@ -2,18 +2,27 @@ from __future__ import annotations
 
 import torch
 
-from crossview.bench.match import bench_layers, peak_rss_above_baseline, standard_attention_bytes
+from crossview.bench.match import (
+    bench_layers,
+    peak_rss_above_baseline,
+    standard_attention_bytes,
+    standard_attention_flops,
+)
 
 
 def test_standard_attention_estimate_and_skip_before_allocating() -> None:
     assert standard_attention_bytes(15) == 8 * 50625**2 * 4
     assert standard_attention_bytes(3) == 8 * 81**2 * 4
-    rows = bench_layers([2, 3], memory_cap=100_000, repeats=1)
-    by_key = {(r["attention"], r["grid"]): r for r in rows}
-    assert by_key[("additive", 3)]["status"] == "ok"
-    assert by_key[("standard", 2)]["status"] == "ok"
-    assert by_key[("standard", 3)]["status"].startswith("skipped: scores need")
-    assert "median_s" not in by_key[("standard", 3)]
+    assert standard_attention_flops(3) == 6 * 2 * 2 * 8 * 81**2 * 4
+    rows = bench_layers([2, 3], memory_cap=100_000, flop_cap=1e6, repeats=1)
+    status = {(r["attention"], r["grid"]): r["status"] for r in rows}
+    assert status[("additive", 3)] == "ok"
+    assert status[("standard (materialised scores)", 2)] == "ok"
+    assert status[("standard (materialised scores)", 3)].startswith("skipped: scores need")
+    assert status[("standard (fused SDPA kernel)", 2)] == "ok"
+    assert status[("standard (fused SDPA kernel)", 3)].startswith("skipped: 0.00504 GFLOP")
+    assert all("median_s" not in r for r in rows if r["status"] != "ok")
+    assert len(rows) == 6
 
 
 def _allocate() -> None:
