@@ -149,18 +149,16 @@ def random_warp_pair(rng: np.random.Generator, config: WarpConfig | None = None,
     s = side / max(h, w)
     x0 = rng.uniform(0, pw - 1 - s * (w - 1))
     y0 = rng.uniform(0, ph - 1 - s * (h - 1))
+    sx = sy = s  # photograph pixels per crop unit
     if s > 1:  # minify once with an antialiasing filter, so both views sample the same content
-        small = torch.nn.functional.interpolate(
+        photo = torch.nn.functional.interpolate(
             torch.from_numpy(np.ascontiguousarray(photo.transpose(2, 0, 1)))[None],
             size=(max(2, round(ph / s)), max(2, round(pw / s))), mode="bilinear",
             antialias=True, align_corners=False)[0].numpy().transpose(1, 2, 0)
         # align_corners=False: photograph x maps to (x + 0.5) * small_w / pw - 0.5
-        kx, ky = small.shape[1] / pw, small.shape[0] / ph
-        photo, x0, y0, s = small, (x0 + 0.5) * kx - 0.5, (y0 + 0.5) * ky - 0.5, s * kx
+        kx, ky = photo.shape[1] / pw, photo.shape[0] / ph
+        x0, y0, sx, sy = (x0 + 0.5) * kx - 0.5, (y0 + 0.5) * ky - 0.5, s * kx, s * ky
         ph, pw = photo.shape[:2]
-        s_y = s / kx * ky
-    else:
-        s_y = s
     h0 = _random_homography(rng, config.size, config.homography)
     h1 = _random_homography(rng, config.size, config.homography / 2)
     g = np.linspace(0.0, 1.0, config.tps_grid)
@@ -173,11 +171,11 @@ def random_warp_pair(rng: np.random.Generator, config: WarpConfig | None = None,
     rx, ry = apply_homography(h1, xs, ys)  # image1 pixel -> crop coordinates
 
     def look(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
-        return sample_texture(photo, x0 + s * cx.ravel(), y0 + s_y * cy.ravel()).reshape(h, w, 3)
+        return sample_texture(photo, x0 + sx * cx.ravel(), y0 + sy * cy.ravel()).reshape(h, w, 3)
 
     image0, image1 = look(qx, qy), look(rx, ry)
-    inside_photo = ((x0 + s * qx >= 0) & (x0 + s * qx <= pw - 1)
-                    & (y0 + s_y * qy >= 0) & (y0 + s_y * qy <= ph - 1))
+    inside_photo = ((x0 + sx * qx >= 0) & (x0 + sx * qx <= pw - 1)
+                    & (y0 + sy * qy >= 0) & (y0 + sy * qy <= ph - 1))
     valid = inside_photo & (p1x >= 0) & (p1x <= w - 1) & (p1y >= 0) & (p1y <= h - 1)
     if config.photometric:
         jitter = ColorJitter(saturation=(0.6, 1.4))
