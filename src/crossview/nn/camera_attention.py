@@ -26,6 +26,7 @@ class CameraAttention(nn.Module):
         dropout: attention dropout probability (training only).
 
     Example:
+        >>> import torch
         >>> attn = CameraAttention(64, 4)
         >>> cams = torch.eye(4).expand(1, 2, 4, 4)
         >>> t = attn.transforms(cams, patch_grid=(3, 3))
