@@ -40,7 +40,7 @@ def test_quick_bench_writes_json_and_plot(tmp_path: Path, monkeypatch: pytest.Mo
         assert row["ref_fwd_peak_bytes"] > row["out_bytes"]
     assert result["summary"]["r1"]["fwd_allocates_only_output"] is True
     assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "MatchAttention speed" in capsys.readouterr().out
+    assert "MatchAttention, 4 heads x 64 ch" in capsys.readouterr().out
 
 
 def test_sizes_beyond_the_reference_budget_are_skipped_with_a_reason() -> None:

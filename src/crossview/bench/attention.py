@@ -31,10 +31,10 @@ COPY_BYTES = 256 * 2**20
 MIN_SECONDS = 0.5  # fused calls are repeated until this much timed work has accumulated
 MIB = 2**20
 
-SPEED_COLUMNS = ["tokens", "r", "fused fwd ms", "fused fwd+bwd ms", "ref fwd ms",
-                 "ref fwd+bwd ms", "SDPA fwd ms", "fwd speed-up", "fwd+bwd speed-up"]
-MEMORY_COLUMNS = ["tokens", "r", "bound ms", "fwd / bound", "fwd ns/token", "out MiB",
-                  "fused fwd peak MiB", "fused fwd+bwd peak MiB", "ref fwd peak MiB"]
+SPEED_COLUMNS = ["tokens", "r", "fused fwd", "fused f+b", "ref fwd", "ref f+b", "SDPA fwd",
+                 "fwd x", "f+b x"]
+MEMORY_COLUMNS = ["tokens", "r", "bound ms", "fwd/bound", "ns/token", "out", "fused fwd",
+                  "fused f+b", "ref fwd"]
 
 
 def peak_allocated_bytes(fn: Callable[[], Any]) -> int:
@@ -56,11 +56,12 @@ def peak_allocated_bytes(fn: Callable[[], Any]) -> int:
 
 
 def copy_bandwidth(nbytes: int, repeats: int = 5) -> float:
-    """Bytes per second moved by ``y.copy_(x)`` (read + write) for ``nbytes``-sized tensors."""
+    """Bytes per second moved by ``y.copy_(x)`` (read + write) for ``nbytes``-sized tensors,
+    from the median time like every other timing here."""
     x = torch.ones(nbytes // 4)
     y = torch.empty_like(x)
     timing = time_call(lambda: y.copy_(x), repeats=repeats, warmup=1)
-    return 2 * nbytes / timing["min_s"]
+    return 2 * nbytes / timing["median_s"]
 
 
 def _inputs(size: int, seed: int = 0) -> list[torch.Tensor]:
@@ -111,7 +112,8 @@ def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, refere
     row: dict[str, Any] = {"size": size, "tokens": tokens, "radius": radius,
                            "out_bytes": out_bytes, "bound_s": moved / bandwidth}
     fwd = _forward(inputs, radius, "cpu")
-    row["fused_fwd_s"] = time_call(fwd, repeats=repeats, min_seconds=MIN_SECONDS)["median_s"]
+    timing = time_call(fwd, repeats=repeats, min_seconds=MIN_SECONDS)
+    row["fused_fwd_s"], row["fused_fwd_min_s"] = timing["median_s"], timing["min_s"]
     row["fused_fwd_peak_bytes"] = peak_allocated_bytes(fwd)
     fwd_bwd = _forward_backward(inputs, radius, "cpu")
     row["fused_fwd_bwd_s"] = time_call(fwd_bwd, repeats=repeats,
@@ -188,16 +190,17 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def _scaled(row: dict[str, Any], key: str, factor: float) -> Any:
-    return row[key] * factor if key in row else "-"
+def _scaled(row: dict[str, Any], key: str, factor: float) -> str:
+    return f"{row[key] * factor:.1f}" if key in row else "-"
 
 
-def _ratio(row: dict[str, Any], top: str, bottom: str) -> Any:
-    return row[top] / row[bottom] if top in row and bottom in row else "-"
+def _ratio(row: dict[str, Any], top: str, bottom: str) -> str:
+    return f"{row[top] / row[bottom]:.1f}" if top in row and bottom in row else "-"
 
 
 def speed_rows(result: dict[str, Any]) -> list[list[Any]]:
-    """Rows of :data:`SPEED_COLUMNS` (milliseconds, ratios); ``-`` where a case was skipped."""
+    """Rows of :data:`SPEED_COLUMNS` (median milliseconds, speed-ups reference / fused); ``-``
+    where a case was skipped."""
     return [[f"{row['size']}²", row["radius"], *(_scaled(row, key, 1e3) for key in (
              "fused_fwd_s", "fused_fwd_bwd_s", "ref_fwd_s", "ref_fwd_bwd_s", "sdpa_fwd_s")),
              _ratio(row, "ref_fwd_s", "fused_fwd_s"),
@@ -205,9 +208,11 @@ def speed_rows(result: dict[str, Any]) -> list[list[Any]]:
 
 
 def memory_rows(result: dict[str, Any]) -> list[list[Any]]:
-    """Rows of :data:`MEMORY_COLUMNS`: bandwidth bound, time per token and peak MiB."""
-    return [[f"{row['size']}²", row["radius"], row["bound_s"] * 1e3,
-             _ratio(row, "fused_fwd_s", "bound_s"), row["fused_fwd_s"] / row["tokens"] * 1e9,
+    """Rows of :data:`MEMORY_COLUMNS`: bandwidth bound (ms), fused forward time over it, fused
+    forward ns per token, then output size and peak allocations (MiB)."""
+    return [[f"{row['size']}²", row["radius"], _scaled(row, "bound_s", 1e3),
+             _ratio(row, "fused_fwd_s", "bound_s"),
+             f"{row['fused_fwd_s'] / row['tokens'] * 1e9:.0f}",
              *(_scaled(row, key, 1 / MIB) for key in (
                  "out_bytes", "fused_fwd_peak_bytes", "fused_fwd_bwd_peak_bytes",
                  "ref_fwd_peak_bytes"))] for row in result["rows"]]
@@ -221,11 +226,11 @@ def plot_attention(result: dict[str, Any], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (latency, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
-    series = [("fused fwd", "fused_fwd_s", "fused_fwd_peak_bytes", "C0"),
+    series = [("bandwidth bound", "bound_s", "out_bytes", "0.6"),
+              ("fused fwd", "fused_fwd_s", "fused_fwd_peak_bytes", "C0"),
               ("fused fwd+bwd", "fused_fwd_bwd_s", "fused_fwd_bwd_peak_bytes", "C1"),
               ("reference fwd", "ref_fwd_s", "ref_fwd_peak_bytes", "C2"),
-              ("SDPA global fwd", "sdpa_fwd_s", None, "C3"),
-              ("bandwidth bound", "bound_s", "out_bytes", "k")]
+              ("SDPA global fwd", "sdpa_fwd_s", None, "C3")]
     for radius, style in zip(sorted({r["radius"] for r in result["rows"]}), ("-o", "--s"),
                              strict=False):
         rows = [r for r in result["rows"] if r["radius"] == radius]
@@ -236,7 +241,7 @@ def plot_attention(result: dict[str, Any], path: str | Path) -> Path:
                              color=colour, label=f"{label}, r={radius}")
             points = [(r["tokens"], r[mem_key]) for r in rows if mem_key and mem_key in r]
             if points:
-                name = "output size" if mem_key == "out_bytes" else label
+                name = "output size (= fused fwd peak)" if mem_key == "out_bytes" else label
                 memory.plot(*zip(*[(t, b / MIB) for t, b in points], strict=True), style,
                             color=colour, label=f"{name}, r={radius}")
     for axis, unit in ((latency, "latency (ms)"), (memory, "peak allocated (MiB)")):

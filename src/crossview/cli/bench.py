@@ -211,10 +211,10 @@ def attention(
             progress.update(task, advance=1, description=label)
 
         result = bench_attention(sizes, radii, repeats=repeats, on_step=on_step)
-    print_table("MatchAttention speed, 4 heads x 64 ch, float32 (median ms; speed-up = reference "
-                "/ fused)", SPEED_COLUMNS, speed_rows(result))
-    print_table(f"Bandwidth bound (copy: {result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s) and peak "
-                "allocated memory", MEMORY_COLUMNS, memory_rows(result))
+    print_table("MatchAttention, 4 heads x 64 ch, float32: median ms; x = reference / fused",
+                SPEED_COLUMNS, speed_rows(result))
+    print_table(f"Bandwidth bound (copy {result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s), fused "
+                "forward ns/token, peak allocated MiB", MEMORY_COLUMNS, memory_rows(result))
     for line in result["skipped"]:
         typer.echo(f"skipped: {line}")
     path = write_json(json_path, {"benchmark": "attention", **result})
