@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from crossview.data.synthetic.dataset import sample_generator
+from crossview.data.synthetic.flow import FlowConfig
 from crossview.data.synthetic.scene import Camera, Layer, Shape, project, render, translation
 from crossview.data.synthetic.stereo import (
     StereoConfig,
@@ -131,3 +132,7 @@ class TestSamples:
             StereoConfig(size=(1, 10))
         with pytest.raises(ValueError, match="max_disparity"):
             StereoConfig(max_disparity=0.5)
+        with pytest.raises(ValueError, match="texel_scale"):
+            StereoConfig(texel_scale=(2.0, 1.0))
+        with pytest.raises(TypeError, match="StereoConfig"):
+            SyntheticStereo(2, config=FlowConfig())
