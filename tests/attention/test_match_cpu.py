@@ -155,3 +155,16 @@ def test_auto_falls_back_to_reference_with_one_warning(monkeypatch: pytest.Monke
     assert match_backend.choose_backend("cpu").skipped == {"cpu": reason}
     with pytest.raises(RuntimeError, match="backend 'cpu' cannot run"):
         match_attention(q, k, v, rel_pos, 1, backend="cpu")
+
+
+def test_non_contiguous_inputs() -> None:
+    case = CASES[0]
+    q, k, v, rel_pos = _inputs(case, torch.float32, seed=4)
+    # Same values, a strided layout (as produced by a permute in a model; clone keeps it).
+    k_strided = k.permute(0, 2, 1, 3, 4).contiguous().permute(0, 2, 1, 3, 4)
+    assert not k_strided.clone().is_contiguous()
+    grad_out = torch.randn(*q.shape[:4], case.cv)
+    fused = _run("cpu", [q, k_strided, v, rel_pos], case, grad_out, None)
+    reference = _run("reference", [q, k, v, rel_pos], case, grad_out, None)
+    for got, expected in zip(fused, reference, strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
