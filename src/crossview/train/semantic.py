@@ -102,7 +102,8 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
           lr: float = 1e-3, max_steps: int = 100_000, minutes: float = 60.0,
           checkpoint_every: int = 25, seed: int = 0) -> TransforMatcher:
     """Train the refinement on training-split warps; resume from ``run_dir``'s newest
-    checkpoint; stop after ``max_steps`` or ``minutes`` of wall time; return the model."""
+    checkpoint (at learning rate ``lr``, so a run can be continued at a lower rate); stop after
+    ``max_steps`` or ``minutes`` of wall time; return the model."""
     torch.manual_seed(seed)
     model = TransforMatcher(grid=grid)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -113,6 +114,8 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
         state = load_checkpoint(last)
         model.load_head_state_dict(state["model"])
         optim.load_state_dict(state["optim"])
+        for group in optim.param_groups:  # a resumed run may continue at another rate
+            group["lr"] = lr
         step = int(state["step"])
         _console.print(f"resumed from {last} at step {step}")
     data = warp_dataset("train", model.image_size, 10**9, seed, keypoints)
