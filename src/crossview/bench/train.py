@@ -71,4 +71,5 @@ def bench_train(models: Sequence[str], size: tuple[int, int], batch: int, *,
     for row in rows:
         fused = [r for r in rows if r["model"] == row["model"] and r["backend"] == "cpu"]
         row["over_fused"] = row["step_s"] / fused[0]["step_s"] if fused else float("nan")
+        row["over_fused_cpu"] = row["cpu_s"] / fused[0]["cpu_s"] if fused else float("nan")
     return rows

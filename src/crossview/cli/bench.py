@@ -322,11 +322,14 @@ def train(
 
         rows = bench_train(models, _parse_size(size), batch, backends=backends,
                            repeats=repeats, precision=precision, on_case=on_case)
+    from rich.console import Console
+
     print_table(
         f"training steps, {size}, batch {batch}, {precision}",
         ["model", "params", "backend", "step s (wall)", "step s (cpu)", "steps/s",
-         "samples/s", "x fused"],
+         "samples/s", "x fused (wall)", "x fused (cpu)"],
         [[r["model"], r["params"], r["backend"], r["step_s"], r["cpu_s"], r["steps_per_s"],
-          r["samples_per_s"], r["over_fused"]] for r in rows])
+          r["samples_per_s"], r["over_fused"], r["over_fused_cpu"]] for r in rows],
+        console=Console(width=160))
     path = write_json(json_path, {"benchmark": "train", "rows": rows})
     typer.echo(f"wrote {path}")
