@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from crossview.bench.camera import bench_camera
 from crossview.cli.app import main
@@ -33,3 +34,10 @@ def test_bad_head_dim_is_a_user_error(capsys: pytest.CaptureFixture[str]) -> Non
         main(["bench", "camera", "--head-dim", "12"])
     assert exit_info.value.code == 2
     assert "--head-dim" in capsys.readouterr().err
+
+
+def test_flush_denormal_is_restored() -> None:
+    rows = bench_camera(views=(1,), patches=2, heads=1, head_dim=8, repeats=1,
+                        flush_denormal=True)
+    assert len(rows) == 6
+    assert float(torch.tensor(1e-40, dtype=torch.float32)) != 0.0

@@ -23,6 +23,8 @@ def camera(
     head_dim: Annotated[int, typer.Option(help="Channels per head (a multiple of 8).")] = 64,
     repeats: Annotated[int, typer.Option(help="Timed runs per case (median reported).")] = 3,
     threads: Annotated[int, typer.Option(help="Torch CPU threads (0: torch's default).")] = 0,
+    flush_denormal: Annotated[bool, typer.Option(
+        "--flush-denormal", help="Flush float32 denormals to zero while timing.")] = False,
     json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
         "bench-results/camera.json"),
 ) -> None:
@@ -45,7 +47,8 @@ def camera(
         def on_step(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        rows = bench_camera(views, patches, heads, head_dim, repeats=repeats, on_step=on_step)
+        rows = bench_camera(views, patches, heads, head_dim, repeats=repeats, on_step=on_step,
+                            flush_denormal=flush_denormal)
     print_table(
         f"camera attention, {heads} heads x {head_dim} channels, {patches}x{patches} patches/view",
         ["views", "tokens", "method", "pass", "median s", "min s", "ratio (median)",
@@ -54,7 +57,8 @@ def camera(
           r["ratio_min"]] for r in rows],
     )
     path = write_json(json_path, {"benchmark": "camera", "dtype": "float32", "heads": heads,
-                                  "head_dim": head_dim, "patches": patches, "rows": rows})
+                                  "head_dim": head_dim, "patches": patches,
+                                  "flush_denormal": flush_denormal, "rows": rows})
     typer.echo(f"wrote {path}")
 
 
