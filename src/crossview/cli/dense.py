@@ -9,6 +9,7 @@ written, and every file is written under a temporary name and renamed.
 from __future__ import annotations
 
 import glob
+import inspect
 import os
 import tempfile
 import warnings
@@ -27,19 +28,12 @@ from crossview.cli.bench import _parse_size
 from crossview.data import io
 from crossview.errors import UserError
 
-OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]
-Weights = Annotated[Path | None, typer.Option(
-    help="Weights: published .pth checkpoint, bare state dict or .safetensors.")]
-Device = Annotated[str, typer.Option(help="cpu or cuda.")]
-Precision = Annotated[str, typer.Option(help="fp32, bf16 or fp16.")]
-Lri = Annotated[bool, typer.Option("--lri", help="Low-resolution initialisation (two passes).")]
-Size = Annotated[str | None, typer.Option(
-    "--size", help="Fixed-resolution inference at HxW, results resized back.")]
-SaveRpos = Annotated[bool, typer.Option(
-    "--save-rpos", help="Also save the self relative positions as a picture (paper Fig. 6).")]
-
 _stdout = Console(highlight=False)
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+_Outputs = Callable[[str, tuple[np.ndarray, np.ndarray], object, "DenseOptions"],
+                    dict[str, Callable]]
 
 
 @dataclass(frozen=True)
@@ -141,9 +135,51 @@ def load_model_for(options: DenseOptions):
     return model
 
 
+def make_command(task: str, *, inputs: tuple[tuple[str, str], tuple[str, str]],
+                 out_default: str, model_default: str, fmt_default: str, fmt_help: str,
+                 save_right_help: str, doc: str, outputs: _Outputs) -> Callable[..., None]:
+    """A typer command for ``task`` with the options both dense commands share.
+
+    ``inputs`` names and documents the two positional arguments; ``outputs`` builds the files
+    of one pair (see :func:`run_dense`).
+    """
+    spec = [
+        (inputs[0][0], str, typer.Argument(help=inputs[0][1]), inspect.Parameter.empty),
+        (inputs[1][0], str, typer.Argument(help=inputs[1][1]), inspect.Parameter.empty),
+        ("out_dir", Path, typer.Option("-o", "--out", help="Output directory (created)."),
+         Path(out_default)),
+        ("model", str, typer.Option("--model", help="Model name (see crossview.list_models())."),
+         model_default),
+        ("weights", Path | None, typer.Option(
+            "--weights", help="Weights: published .pth checkpoint, bare state dict or "
+            ".safetensors."), None),
+        ("device", str, typer.Option("--device", help="cpu or cuda."), "cpu"),
+        ("precision", str, typer.Option("--precision", help="fp32, bf16 or fp16."), "fp32"),
+        ("lri", bool, typer.Option("--lri", help="Low-resolution initialisation (two passes)."),
+         False),
+        ("size", str | None, typer.Option(
+            "--size", help="Fixed-resolution inference at HxW, results resized back."), None),
+        ("save_right", bool, typer.Option("--save-right", help=save_right_help), False),
+        ("save_rpos", bool, typer.Option(
+            "--save-rpos", help="Also save the self relative positions as a picture "
+            "(paper Fig. 6)."), False),
+        ("fmt", str, typer.Option("--format", help=fmt_help), fmt_default),
+    ]
+
+    def command(**values: object) -> None:
+        first, second = (str(values.pop(name)) for name, _ in inputs)
+        run_dense(task, first, second, DenseOptions(**values), outputs)
+
+    command.__signature__ = inspect.Signature([  # what typer reads to build the options
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                          annotation=Annotated[kind, info])
+        for name, kind, info, default in spec])
+    command.__doc__ = doc
+    return command
+
+
 def run_dense(task: str, first: str, second: str, options: DenseOptions,
-              outputs: Callable[[str, tuple[np.ndarray, np.ndarray], object, DenseOptions],
-                                dict[str, Callable]]) -> None:
+              outputs: _Outputs) -> None:
     """Check everything, load the model, run every pair and write its outputs.
 
     ``outputs(name, (image0, image1), result, options)`` returns ``{file name: writer(path)}`` for

@@ -10,48 +10,10 @@ flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import typer
 
-from crossview.cli.dense import (
-    DenseOptions,
-    Device,
-    Lri,
-    OutDir,
-    Precision,
-    SaveRpos,
-    Size,
-    Weights,
-    run_dense,
-    view_outputs,
-)
-
-
-def flow_command(
-    frame0: Annotated[str, typer.Argument(help="First frame, directory or glob pattern.")],
-    frame1: Annotated[str, typer.Argument(help="Second frame, directory or glob pattern.")],
-    out_dir: OutDir = Path("flow-out"),
-    model: Annotated[str, typer.Option(help="Model name (see crossview.list_models()).")] = (
-        "matchflow-b"),
-    weights: Weights = None,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
-    lri: Lri = False,
-    size: Size = None,
-    save_right: Annotated[bool, typer.Option(
-        "--save-right", help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.")
-    ] = False,
-    save_rpos: SaveRpos = False,
-    fmt: Annotated[str, typer.Option("--format", help="Raw flow: flo, pfm, png16 or npy.")] = (
-        "flo"),
-) -> None:
-    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns)."""
-    options = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
-                           save_rpos, fmt)
-    run_dense("flow", frame0, frame1, options, _outputs)
+from crossview.cli.dense import DenseOptions, make_command, view_outputs
 
 
 def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
@@ -67,3 +29,13 @@ def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
                               result.valid_backward[0].cpu().numpy(),
                               result.self_rpos_backward[0].cpu().numpy(), images[1], options)
     return files
+
+
+flow_command = make_command(
+    "flow", inputs=(("frame0", "First frame, directory or glob pattern."),
+                    ("frame1", "Second frame, directory or glob pattern.")),
+    out_default="flow-out", model_default="matchflow-b", fmt_default="flo",
+    fmt_help="Raw flow: flo, pfm, png16 or npy.",
+    save_right_help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.",
+    doc="Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns).",
+    outputs=_outputs)

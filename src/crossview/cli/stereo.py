@@ -10,47 +10,10 @@ positions as ``NAME_disp_rpos.png``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import typer
 
-from crossview.cli.dense import (
-    DenseOptions,
-    Device,
-    Lri,
-    OutDir,
-    Precision,
-    SaveRpos,
-    Size,
-    Weights,
-    run_dense,
-    view_outputs,
-)
-
-
-def stereo_command(
-    left: Annotated[str, typer.Argument(help="Left image, directory or glob pattern.")],
-    right: Annotated[str, typer.Argument(help="Right image, directory or glob pattern.")],
-    out_dir: OutDir = Path("stereo-out"),
-    model: Annotated[str, typer.Option(help="Model name (see crossview.list_models()).")] = (
-        "matchstereo-t"),
-    weights: Weights = None,
-    device: Device = "cpu",
-    precision: Precision = "fp32",
-    lri: Lri = False,
-    size: Size = None,
-    save_right: Annotated[bool, typer.Option(
-        "--save-right", help="Also write the right view's disparity and mask.")] = False,
-    save_rpos: SaveRpos = False,
-    fmt: Annotated[str, typer.Option("--format", help="Raw disparity: pfm, png16 or npy.")] = (
-        "pfm"),
-) -> None:
-    """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
-    options = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
-                           save_rpos, fmt)
-    run_dense("stereo", left, right, options, _outputs)
+from crossview.cli.dense import DenseOptions, make_command, view_outputs
 
 
 def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
@@ -63,3 +26,13 @@ def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
                               "disparity", result.valid_right[0].cpu().numpy(),
                               result.self_rpos_right[0].cpu().numpy(), images[1], options)
     return files
+
+
+stereo_command = make_command(
+    "stereo", inputs=(("left", "Left image, directory or glob pattern."),
+                      ("right", "Right image, directory or glob pattern.")),
+    out_default="stereo-out", model_default="matchstereo-t", fmt_default="pfm",
+    fmt_help="Raw disparity: pfm, png16 or npy.",
+    save_right_help="Also write the right view's disparity and mask.",
+    doc="Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns).",
+    outputs=_outputs)
