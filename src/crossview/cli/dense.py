@@ -246,6 +246,19 @@ def view_outputs(prefix: str, raw: np.ndarray, kind: str, valid: np.ndarray, rpo
     return files
 
 
+def pair_outputs(name: str, images: tuple[np.ndarray, np.ndarray], views: list[tuple],
+                 kind: str, options: DenseOptions) -> dict[str, Callable]:
+    """Files of one pair: ``views`` holds ``(suffix, raw [B, ...], valid [B, H, W],
+    self_rpos [B, H, W, 2])`` tensors of the first and the second view (the second is written
+    with ``--save-right`` only); batch row 0 is written."""
+    files: dict[str, Callable] = {}
+    for (suffix, *tensors), image in zip(views[: 2 if options.save_right else 1], images,
+                                         strict=False):
+        raw, valid, rpos = (t[0].cpu().numpy() for t in tensors)
+        files |= view_outputs(f"{name}_{suffix}", raw, kind, valid, rpos, image, options)
+    return files
+
+
 def check_format(fmt: str, kind: str) -> None:
     """Refuse a format that cannot hold ``kind`` before anything runs."""
     raw_writer(np.zeros((1, 1) if kind == "disparity" else (1, 1, 2), np.float32), fmt, kind)

@@ -13,22 +13,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from crossview.cli.dense import DenseOptions, make_command, view_outputs
+from crossview.cli.dense import DenseOptions, make_command, pair_outputs
 
 
 def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
              options: DenseOptions) -> dict[str, Callable]:
-    def channel_last(flow):
-        return flow[0].permute(1, 2, 0).cpu().numpy()
-
-    files = view_outputs(f"{name}_flow", channel_last(result.flow), "flow",
-                         result.valid[0].cpu().numpy(), result.self_rpos[0].cpu().numpy(),
-                         images[0], options)
-    if options.save_right:
-        files |= view_outputs(f"{name}_flow_backward", channel_last(result.flow_backward), "flow",
-                              result.valid_backward[0].cpu().numpy(),
-                              result.self_rpos_backward[0].cpu().numpy(), images[1], options)
-    return files
+    views = [("flow", result.flow.permute(0, 2, 3, 1), result.valid, result.self_rpos),
+             ("flow_backward", result.flow_backward.permute(0, 2, 3, 1), result.valid_backward,
+              result.self_rpos_backward)]
+    return pair_outputs(name, images, views, "flow", options)
 
 
 flow_command = make_command(

@@ -13,19 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from crossview.cli.dense import DenseOptions, make_command, view_outputs
+from crossview.cli.dense import DenseOptions, make_command, pair_outputs
 
 
 def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
              options: DenseOptions) -> dict[str, Callable]:
-    files = view_outputs(f"{name}_disp", result.disparity[0].cpu().numpy(), "disparity",
-                         result.valid[0].cpu().numpy(), result.self_rpos[0].cpu().numpy(),
-                         images[0], options)
-    if options.save_right:
-        files |= view_outputs(f"{name}_disp_right", result.disparity_right[0].cpu().numpy(),
-                              "disparity", result.valid_right[0].cpu().numpy(),
-                              result.self_rpos_right[0].cpu().numpy(), images[1], options)
-    return files
+    views = [("disp", result.disparity, result.valid, result.self_rpos),
+             ("disp_right", result.disparity_right, result.valid_right, result.self_rpos_right)]
+    return pair_outputs(name, images, views, "disparity", options)
 
 
 stereo_command = make_command(
