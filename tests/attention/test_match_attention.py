@@ -1,5 +1,6 @@
 """Tests of crossview.attention.match (the public match_attention): semantics (golden vectors,
-naive formulas), gradients and input validation. The fused backend is held to these semantics in test_match_cpu.py."""
+naive formulas), gradients and input validation. The fused backend is held to these semantics
+in test_match_cpu.py."""
 
 from __future__ import annotations
 
