@@ -9,7 +9,6 @@ write out once at that bandwidth. Ratios are taken within the run (the machine i
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from crossview.attention.match import match_attention
-from crossview.bench.report import time_call
+from crossview.bench.report import peak_cpu_bytes, time_call
 
 SIZES = (64, 128, 256, 512)
 QUICK_SIZES = (32, 64)
@@ -35,24 +34,6 @@ SPEED_COLUMNS = ["tokens", "r", "fused fwd", "fused f+b", "ref fwd", "ref f+b", 
                  "fwd x", "f+b x"]
 MEMORY_COLUMNS = ["tokens", "r", "bound ms", "fwd/bound", "ns/token", "out", "fused fwd",
                   "fused f+b", "ref fwd"]
-
-
-def peak_allocated_bytes(fn: Callable[[], Any]) -> int:
-    """Peak bytes allocated by ATen on the CPU during ``fn()``, above what was live before.
-
-    From the profiler's memory accounting: each op's own (self) allocations at its start, and
-    the ``[memory]`` events (frees outside any op) at their time.
-    """
-    gc.collect()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                profile_memory=True) as prof:
-        fn()
-    live = peak = 0
-    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
-        live += event.cpu_memory_usage if event.name == "[memory]" else \
-            event.self_cpu_memory_usage
-        peak = max(peak, live)
-    return peak
 
 
 def copy_bandwidth(nbytes: int, repeats: int = 5) -> float:
@@ -114,15 +95,15 @@ def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, refere
     fwd = _forward(inputs, radius, "cpu")
     timing = time_call(fwd, repeats=repeats, min_seconds=MIN_SECONDS)
     row["fused_fwd_s"], row["fused_fwd_min_s"] = timing["median_s"], timing["min_s"]
-    row["fused_fwd_peak_bytes"] = peak_allocated_bytes(fwd)
+    row["fused_fwd_peak_bytes"] = peak_cpu_bytes(fwd)
     fwd_bwd = _forward_backward(inputs, radius, "cpu")
     row["fused_fwd_bwd_s"] = time_call(fwd_bwd, repeats=repeats,
                                        min_seconds=MIN_SECONDS)["median_s"]
-    row["fused_fwd_bwd_peak_bytes"] = peak_allocated_bytes(fwd_bwd)
+    row["fused_fwd_bwd_peak_bytes"] = peak_cpu_bytes(fwd_bwd)
     if reference:
         ref = _forward(inputs, radius, "reference")
         row["ref_fwd_s"] = time_call(ref, repeats=max(1, repeats // 2), warmup=0)["median_s"]
-        row["ref_fwd_peak_bytes"] = peak_allocated_bytes(ref)
+        row["ref_fwd_peak_bytes"] = peak_cpu_bytes(ref)
         ref_bwd = _forward_backward(inputs, radius, "reference")
         row["ref_fwd_bwd_s"] = time_call(ref_bwd, repeats=max(1, repeats // 2),
                                          warmup=0)["median_s"]

@@ -41,21 +41,21 @@ def time_call(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
 
 
 def peak_cpu_bytes(fn: Callable[[], Any]) -> int:
-    """Peak bytes held by torch's CPU allocator during ``fn()``, above what was live before.
+    """Peak bytes allocated by ATen on the CPU during ``fn()``, above what was live before.
 
-    Uses the autograd profiler's memory accounting, which sees every CPU tensor allocation made
-    by ATen (including those of C++ extensions using ATen tensors).
+    From the autograd profiler's memory accounting, which sees every CPU tensor allocation made
+    by ATen (C++ extensions using ATen tensors included): each op's own (self) allocations at its
+    start, and the ``[memory]`` events (frees outside any op) at their time.
     """
     gc.collect()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                 profile_memory=True) as prof:
         fn()
-    live = 0
-    peak = 0
+    live = peak = 0
     for event in sorted(prof.events(), key=lambda e: e.time_range.start):
-        if event.name == "[memory]":
-            live += event.cpu_memory_usage
-            peak = max(peak, live)
+        live += event.cpu_memory_usage if event.name == "[memory]" else \
+            event.self_cpu_memory_usage
+        peak = max(peak, live)
     return peak
 
 
