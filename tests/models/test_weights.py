@@ -63,7 +63,7 @@ def test_arbitrary_objects_are_not_unpickled(tmp_path: Path) -> None:
             return (print, ("unpickled!",))
 
     path = tmp_path / "evil.pth"
-    path.write_bytes(pickle.dumps({"model": Payload()}))
+    path.write_bytes(pickle.dumps({"model": Payload()}, protocol=2))
     with pytest.raises(UserError, match="cannot read weights"):
         read_state_dict(path)
 
