@@ -11,8 +11,8 @@ from crossview.bench.match import (
 
 
 def test_standard_attention_estimate_and_skip_before_allocating() -> None:
-    assert standard_attention_bytes(15) == 8 * 50625**2 * 4
-    assert standard_attention_bytes(3) == 8 * 81**2 * 4
+    assert standard_attention_bytes(15) == 2 * 8 * 50625**2 * 4
+    assert standard_attention_bytes(2) == 2 * 8 * 16**2 * 4 < 100_000 < standard_attention_bytes(3)
     assert standard_attention_flops(3) == 6 * 2 * 2 * 8 * 81**2 * 4
     rows = bench_layers([2, 3], memory_cap=100_000, flop_cap=1e6, repeats=1)
     status = {(r["attention"], r["grid"]): r["status"] for r in rows}

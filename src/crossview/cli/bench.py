@@ -124,7 +124,7 @@ def match(
         "--grid", help="Correlation grids g (g^4 matches; repeatable; default 6 8 9 10 12 15 20).")
     ] = None,
     memory_cap_gib: Annotated[float, typer.Option(
-        help="Skip standard attention when its score matrix would exceed this.")] = 2.0,
+        help="Skip standard attention when its score matrices would exceed this.")] = 3.0,
     gflop_cap: Annotated[float, typer.Option(
         help="Skip fused standard attention above this many GFLOP.")] = 200.0,
     repeats: Annotated[int, typer.Option(help="Timed runs per case (median reported).")] = 3,
