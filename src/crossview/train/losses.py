@@ -34,6 +34,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from crossview.geometry.warp import backward_warp
 from crossview.train.config import LossConfig
 
 
@@ -177,19 +178,11 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def sample_field(field: torch.Tensor, at: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample ``field [N, h, w, 2]`` bilinearly at pixel positions ``p + at[p]``.
 
-    Positions use ``align_corners=True`` pixel coordinates (pixel centres at integers); outside
-    the grid the sample is 0. Returns ``(samples [N, h, w, 2], inside [N, h, w] bool)``.
+    :func:`crossview.geometry.warp.backward_warp` on channel-last fields: ``align_corners=True``
+    pixel coordinates, 0 outside. Returns ``(samples [N, h, w, 2], inside [N, h, w] bool)``.
     """
-    h, w = field.shape[1:3]
-    ys, xs = torch.meshgrid(torch.arange(h, device=field.device, dtype=at.dtype),
-                            torch.arange(w, device=field.device, dtype=at.dtype), indexing="ij")
-    px = xs + at[..., 0]
-    py = ys + at[..., 1]
-    grid = torch.stack([2 * px / max(w - 1, 1) - 1, 2 * py / max(h - 1, 1) - 1], dim=-1)
-    samples = F.grid_sample(field.permute(0, 3, 1, 2), grid, mode="bilinear",
-                            padding_mode="zeros", align_corners=True).permute(0, 2, 3, 1)
-    inside = (px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
-    return samples, inside
+    samples, inside = backward_warp(field.permute(0, 3, 1, 2), at.permute(0, 3, 1, 2))
+    return samples.permute(0, 2, 3, 1), inside
 
 
 def consistency_error(field: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
