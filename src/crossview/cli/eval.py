@@ -66,6 +66,8 @@ def register_predictor(task: str, builder: PredictorBuilder) -> None:
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                     precision: str) -> Predictor:
     """A predictor running the registered model ``name`` through :mod:`crossview.api`."""
+    if task == "semantic":
+        return _semantic_predictor(name, weights)
     from crossview import api
     from crossview.models.registry import get_spec
 
@@ -82,6 +84,19 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
     for warning in caught:
         _stderr.print(f"warning: {warning.message}", markup=False)
     return _PREDICTORS[task](model, device, precision)
+
+
+def _semantic_predictor(name: str, weights: Path | None) -> Predictor:
+    """TransforMatcher keypoint transfer (bundled refinement weights unless ``weights``)."""
+    if name != "transformatcher":
+        raise UserError(f"semantic benchmarks are evaluated with --model transformatcher, "
+                        f"not {name!r}")
+    from crossview.models.transformatcher.inference import (
+        keypoint_predictor,
+        load_transformatcher,
+    )
+
+    return keypoint_predictor(load_transformatcher(weights))
 
 
 def _print_datasets() -> None:
