@@ -29,6 +29,7 @@ from crossview.data.io import read_image
 from crossview.errors import UserError
 from crossview.geometry.consistency import noc_mask
 from crossview.models import registry
+from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.models.weights import load_weights
 
 ImageLike = str | os.PathLike | Image.Image | np.ndarray | torch.Tensor
@@ -45,7 +46,7 @@ def list_models() -> list[str]:
     return registry.list_models()
 
 
-def load_model(name: str = "matchstereo-t", weights: str | os.PathLike | None = None, *,
+def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | None = None, *,
                device: str | torch.device = "cpu") -> nn.Module:
     """Build a registered model and load its weights.
 
@@ -102,7 +103,7 @@ class FlowResult:
 
 
 def estimate_disparity(left: ImageLike, right: ImageLike, *,
-                       model: str | nn.Module = "matchstereo-t",
+                       model: str | nn.Module = DEFAULT_STEREO_MODEL,
                        weights: str | os.PathLike | None = None, device: str = "cpu",
                        precision: str = "fp32", lri: bool = False,
                        size: tuple[int, int] | None = None,
@@ -128,7 +129,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                         valid[:b], valid[b:], rpos[:b], rpos[b:])
 
 
-def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = "matchflow-b",
+def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = DEFAULT_FLOW_MODEL,
                   weights: str | os.PathLike | None = None, device: str = "cpu",
                   precision: str = "fp32", lri: bool = False, size: tuple[int, int] | None = None,
                   threshold: float = CONSISTENCY_THRESHOLD) -> FlowResult:

@@ -44,7 +44,7 @@ def test_outputs_of_one_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
                            "--save-right", "--save-rpos"], capsys)
     assert code == 0, err
-    assert "meaningless" in err and "wrote 1 pair" in out
+    assert "meaningless" not in err and "wrote 1 pair" in out  # bundled default weights
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert names == sorted(f"scene_l_disp{view}{kind}" for view in ("", "_right")
                            for kind in (".pfm", "_color.png", "_noc.png", "_rpos.png"))
@@ -54,6 +54,15 @@ def test_outputs_of_one_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert colour.shape[0] == 192 and colour.shape[1] > 200  # colour bar on the right
     mask = np.asarray(Image.open(tmp_path / "out" / "scene_l_disp_noc.png"))
     assert mask.shape == (192, 200) and set(np.unique(mask)) <= {0, 255}
+
+
+def test_a_model_without_weights_warns_that_its_output_is_meaningless(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    left, right = _write_pair(tmp_path / "in")
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                           "--model", "matchstereo-t"], capsys)
+    assert code == 0, err
+    assert "meaningless" in err and "wrote 1 pair" in out
 
 
 @pytest.mark.parametrize("fmt,name", [("png16", "scene_l_disp.png"), ("npy", "scene_l_disp.npy")])
@@ -121,7 +130,7 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "missing": ([str(left), str(tmp_path / "nope.png")], "nope.png: no such file"),
         "corrupt": ([str(left), str(corrupt)], "corrupt.png: cannot read image"),
         "size mismatch": ([str(left), str(other_l)], "a pair needs one size"),
-        "too small": ([str(small_l), str(small_r)], "at least 161 px"),
+        "too small": ([str(small_l), str(small_r)], "too small: the model needs at least 129 px"),
         "unwritable": ([str(left), str(right), "-o", str(blocker / "out")],
                        "cannot write to this output directory"),
         "format": ([str(left), str(right), "--format", "flo"], "cannot hold disparity"),

@@ -271,3 +271,11 @@ def test_npy_refuses_corrupt_and_pickled_files(tmp_path: Path) -> None:
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(UserError, match=r"cannot read \.npy"):
         io.read_npy(tmp_path / "obj.npy")
+
+
+def test_atomic_output_gives_the_mode_of_a_plain_open(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.npy"
+    plain.write_bytes(b"")
+    written = tmp_path / "written.npy"
+    io.write_npy(written, np.zeros(3, np.float32))
+    assert written.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777

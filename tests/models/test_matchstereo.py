@@ -119,3 +119,13 @@ def test_config_validation() -> None:
     with pytest.raises(ValueError, match="heads"):
         MatchStereoConfig(dims=(30, 64, 128, 160))
     assert MatchStereoConfig().min_size == 192
+
+
+@pytest.mark.parametrize("task", ["stereo", "flow"])
+def test_min_size_covers_the_initial_regression_window(task: str) -> None:
+    config = MatchStereoConfig(**{**SMALL.__dict__, "radii": (1, 1, 1, 1)})
+    # r = 1 everywhere would allow 4 tokens (128 px) at 1/32, but the k = 5 regression needs 5
+    assert config.min_size == 160
+    img0, img1 = _images((config.min_size, config.min_size))
+    out = MatchStereo(config).eval().forward_fields(img0, img1, task=task)
+    assert out["field"].shape == (2, 160, 160, 2) and torch.isfinite(out["field"]).all()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from crossview.cli.dense import DenseOptions, make_command, pair_outputs
+from crossview.models.defaults import DEFAULT_FLOW_MODEL
 
 
 def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
@@ -27,7 +28,7 @@ def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
 flow_command = make_command(
     "flow", inputs=(("frame0", "First frame, directory or glob pattern."),
                     ("frame1", "Second frame, directory or glob pattern.")),
-    out_default="flow-out", model_default="matchflow-b", fmt_default="flo",
+    out_default="flow-out", model_default=DEFAULT_FLOW_MODEL, fmt_default="flo",
     fmt_help="Raw flow: flo, pfm, png16 or npy.",
     save_right_help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.",
     doc="Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns).",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from crossview.cli.dense import DenseOptions, make_command, pair_outputs
+from crossview.models.defaults import DEFAULT_STEREO_MODEL
 
 
 def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
@@ -26,7 +27,7 @@ def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
 stereo_command = make_command(
     "stereo", inputs=(("left", "Left image, directory or glob pattern."),
                       ("right", "Right image, directory or glob pattern.")),
-    out_default="stereo-out", model_default="matchstereo-t", fmt_default="pfm",
+    out_default="stereo-out", model_default=DEFAULT_STEREO_MODEL, fmt_default="pfm",
     fmt_help="Raw disparity: pfm, png16 or npy.",
     save_right_help="Also write the right view's disparity and mask.",
     doc="Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns).",

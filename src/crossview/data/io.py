@@ -62,6 +62,12 @@ def _read_bytes(path: PathLike) -> bytes:
     return _require_file(path).read_bytes()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_output(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds.
@@ -77,6 +83,8 @@ def atomic_output(path: PathLike) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        # mkstemp creates 0600 files; give the result the mode a plain open() would have.
+        tmp.chmod(0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

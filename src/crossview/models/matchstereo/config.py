@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+REGRESSION_WINDOW = 5  # k of the initial windowed regression (tokens at 1/32)
+
 
 @dataclass(frozen=True)
 class MatchStereoConfig:
@@ -59,8 +61,13 @@ class MatchStereoConfig:
 
     @property
     def min_size(self) -> int:
-        """Smallest padded image side (px): every map needs ``2r + 2`` tokens per side."""
-        return max(s * (2 * r + 2) for s, r in zip((32, 16, 8, 4), self.radii, strict=True))
+        """Smallest padded image side (px).
+
+        Every map needs ``2r + 2`` tokens per side for MatchAttention, and the initial
+        regression's k = 5 window needs 5 tokens at 1/32.
+        """
+        attention = max(s * (2 * r + 2) for s, r in zip((32, 16, 8, 4), self.radii, strict=True))
+        return max(attention, 32 * REGRESSION_WINDOW)
 
 
 VARIANTS: dict[str, MatchStereoConfig] = {

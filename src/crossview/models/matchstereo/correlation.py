@@ -10,9 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from crossview.models.matchstereo.config import REGRESSION_WINDOW as _WINDOW
 from crossview.nn.norms import ChannelLayerNorm
-
-_WINDOW = 5  # k of the windowed regression
 
 
 class InitCorrelation(nn.Module):
