@@ -144,9 +144,9 @@ def test_user_errors(model: MatchStereo) -> None:
     left, right = _pair()
     with pytest.raises(UserError, match="differ in size"):
         api.estimate_disparity(left, right[..., :200], model=model)
-    with pytest.raises(UserError, match="at least 161 px"):
+    with pytest.raises(UserError, match="at least 161x161 px"):
         api.estimate_disparity(left[..., :150, :], right[..., :150, :], model=model)
-    with pytest.raises(UserError, match="at least 161 px"):
+    with pytest.raises(UserError, match="at least 161x161 px"):
         api.estimate_disparity(left, right, model=model, lri=True)  # half is 100x115
     with pytest.raises(UserError, match="precision"):
         api.estimate_disparity(left, right, model=model, precision="int8")

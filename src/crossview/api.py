@@ -211,16 +211,17 @@ def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         half = (h // 2, w // 2)
         coarse, _ = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)
         init = _resize_field(coarse, (_ceil32(h) // 32, _ceil32(w) // 32)) * (2 / 32)
-    _check_size(model, h, w)
+    _check_size(model, h, w, task)
     out = model.forward_fields(_pad(x0), _pad(x1), task=task, init_field=init)
     return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w)
 
 
-def _check_size(model: nn.Module, h: int, w: int) -> None:
-    least = model.config.min_size
-    if min(_ceil32(h), _ceil32(w)) < least:
+def _check_size(model: nn.Module, h: int, w: int, task: str) -> None:
+    least_h, least_w = model.config.min_shape(task)
+    if _ceil32(h) < least_h or _ceil32(w) < least_w:
         raise UserError(f"images of {h}x{w} px are too small: the model needs at least "
-                        f"{least - 31} px per side (padded to a multiple of 32, >= {least})")
+                        f"{least_h - 31}x{least_w - 31} px (HxW) for {task} (padded to "
+                        f"multiples of 32, >= {least_h}x{least_w})")
 
 
 def _ceil32(n: int) -> int:

@@ -22,7 +22,7 @@ class _ImageField(nn.Module):
     stereo disparity = image0[..., 0] / 50 (left) and image1[..., 0] / 50 (right); flow =
     (image0[..., 0], image0[..., 1]) / 50."""
 
-    config = SimpleNamespace(min_size=32)
+    config = SimpleNamespace(min_shape=lambda task: (32, 32))
 
     def __init__(self, task: str) -> None:
         super().__init__()

@@ -130,7 +130,7 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "missing": ([str(left), str(tmp_path / "nope.png")], "nope.png: no such file"),
         "corrupt": ([str(left), str(corrupt)], "corrupt.png: cannot read image"),
         "size mismatch": ([str(left), str(other_l)], "a pair needs one size"),
-        "too small": ([str(small_l), str(small_r)], "too small: the model needs at least 129 px"),
+        "too small": ([str(small_l), str(small_r)], "the model needs at least 97x129 px (HxW)"),
         "unwritable": ([str(left), str(right), "-o", str(blocker / "out")],
                        "cannot write to this output directory"),
         "format": ([str(left), str(right), "--format", "flo"], "cannot hold disparity"),

@@ -122,10 +122,15 @@ def test_config_validation() -> None:
 
 
 @pytest.mark.parametrize("task", ["stereo", "flow"])
-def test_min_size_covers_the_initial_regression_window(task: str) -> None:
+def test_min_shape_covers_the_initial_regression_window(task: str) -> None:
     config = MatchStereoConfig(**{**SMALL.__dict__, "radii": (1, 1, 1, 1)})
-    # r = 1 everywhere would allow 4 tokens (128 px) at 1/32, but the k = 5 regression needs 5
-    assert config.min_size == 160
-    img0, img1 = _images((config.min_size, config.min_size))
+    # r = 1 everywhere allows 4 tokens (128 px) at 1/32, but the k = 5 regression needs 5
+    # along the width (stereo) or along both sides (flow)
+    assert config.min_size == 128
+    least = config.min_shape(task)
+    assert least == {"stereo": (128, 160), "flow": (160, 160)}[task]
+    img0, img1 = _images(least)
     out = MatchStereo(config).eval().forward_fields(img0, img1, task=task)
-    assert out["field"].shape == (2, 160, 160, 2) and torch.isfinite(out["field"]).all()
+    assert out["field"].shape == (2, *least, 2) and torch.isfinite(out["field"]).all()
+    with pytest.raises(ValueError, match="at least"):
+        MatchStereo(config).forward_fields(*_images((least[0], 128)), task=task)

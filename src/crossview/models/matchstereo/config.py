@@ -61,13 +61,17 @@ class MatchStereoConfig:
 
     @property
     def min_size(self) -> int:
-        """Smallest padded image side (px).
+        """Smallest padded map side (px) for MatchAttention: ``2r + 2`` tokens at every scale."""
+        return max(s * (2 * r + 2) for s, r in zip((32, 16, 8, 4), self.radii, strict=True))
 
-        Every map needs ``2r + 2`` tokens per side for MatchAttention, and the initial
-        regression's k = 5 window needs 5 tokens at 1/32.
+    def min_shape(self, task: str) -> tuple[int, int]:
+        """Smallest padded ``(H, W)`` in px for ``task``.
+
+        Besides :attr:`min_size`, the initial regression's k = 5 window needs 5 tokens at 1/32
+        along the width (stereo searches along rows) or along both sides (flow).
         """
-        attention = max(s * (2 * r + 2) for s, r in zip((32, 16, 8, 4), self.radii, strict=True))
-        return max(attention, 32 * REGRESSION_WINDOW)
+        regression = max(self.min_size, 32 * REGRESSION_WINDOW)
+        return (regression if task == "flow" else self.min_size), regression
 
 
 VARIANTS: dict[str, MatchStereoConfig] = {

@@ -96,7 +96,7 @@ class MatchStereo(nn.Module):
         """
         if task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-        self._check_images(img0, img1)
+        self._check_images(img0, img1, task)
         stereo = task == "stereo"
         images = torch.cat([img0, img1]) * (2.0 / 255.0) - 1.0
         features = self.encoder(images)[::-1]  # coarse (1/32) to fine (1/4)
@@ -133,11 +133,12 @@ class MatchStereo(nn.Module):
                 "field_kinds": kinds, "noc_masks": noc_masks, "field": full,
                 "self_rpos": self_rpos, "self_rpos_up": self_rpos_up}
 
-    def _check_images(self, img0: torch.Tensor, img1: torch.Tensor) -> None:
+    def _check_images(self, img0: torch.Tensor, img1: torch.Tensor, task: str) -> None:
         if img0.ndim != 4 or img0.shape[1] != 3 or img0.shape != img1.shape:
             raise ValueError(f"images must both be [B, 3, H, W], got {img0.shape=}, {img1.shape=}")
         h, w = img0.shape[-2:]
-        least = self.config.min_size
-        if h % 32 or w % 32 or min(h, w) < least:
-            raise ValueError(f"image sides must be multiples of 32 and at least {least}, got "
-                             f"{img0.shape=} (crossview.api pads automatically)")
+        least_h, least_w = self.config.min_shape(task)
+        if h % 32 or w % 32 or h < least_h or w < least_w:
+            raise ValueError(f"image sides must be multiples of 32 and at least {least_h}x"
+                             f"{least_w} for {task}, got {img0.shape=} (crossview.api pads "
+                             "automatically)")
