@@ -9,7 +9,8 @@ back: ``|field(p) + field_other(p + field(p))|_1 < threshold``.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
+
+from crossview.geometry.warp import backward_warp
 
 
 def other_view(x: torch.Tensor) -> torch.Tensor:
@@ -22,19 +23,12 @@ def other_view(x: torch.Tensor) -> torch.Tensor:
 def warp_other_view(field: torch.Tensor) -> torch.Tensor:
     """The other view's field sampled at ``position + field``, ``[2B, H, W, 2]``.
 
-    Bilinear sampling with the ``align_corners=True`` convention (pixel centres at integer
-    coordinates), zeros outside the image.
+    :func:`crossview.geometry.warp.backward_warp`: bilinear, pixel centres at integer
+    coordinates (``align_corners=True``), zeros outside the image.
     """
     if field.ndim != 4 or field.shape[-1] != 2:
         raise ValueError(f"field must be [2B, H, W, 2], got {field.shape=}")
-    h, w = field.shape[1:3]
-    ys = torch.arange(h, device=field.device, dtype=field.dtype).view(1, h, 1)
-    xs = torch.arange(w, device=field.device, dtype=field.dtype).view(1, 1, w)
-    gx = (xs + field[..., 0]) * (2.0 / max(w - 1, 1)) - 1.0
-    gy = (ys + field[..., 1]) * (2.0 / max(h - 1, 1)) - 1.0
-    grid = torch.stack([gx, gy], dim=-1)
-    sampled = F.grid_sample(other_view(field).permute(0, 3, 1, 2), grid, mode="bilinear",
-                            padding_mode="zeros", align_corners=True)
+    sampled, _ = backward_warp(other_view(field).permute(0, 3, 1, 2), field.permute(0, 3, 1, 2))
     return sampled.permute(0, 2, 3, 1)
 
 
