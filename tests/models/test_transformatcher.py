@@ -8,10 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from crossview.attention.rope4d import match_positions, rope4d_angles, rope4d_rotation
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
     upsample_correlation,
 )
+from crossview.models.transformatcher.layers import MatchToMatchAttention
 from crossview.models.transformatcher.loss import keypoint_loss
 from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
 from crossview.models.transformatcher.softargmax import (
@@ -164,6 +166,42 @@ def test_refiner_mixes_matches_through_attention() -> None:
         corr2[0, :, 0, 0, 0, 0] += 1.0  # one match changes; other matches' scores follow
         delta = model.refiner(corr2) - model.refiner(corr)
         assert delta.flatten()[1:].abs().amax() > 1e-4
+
+
+def _reference_attention(attn: MatchToMatchAttention, x: torch.Tensor,
+                         positions: torch.Tensor) -> torch.Tensor:
+    """The attention of Eq. 5-6 written out per head in [B, heads, T, D] with explicit
+    softmaxes and a real-valued rotation of each channel pair."""
+    h, d = attn.heads, attn.head_dim
+    q, k, v = (x @ attn.qkv.weight.T + attn.qkv.bias).chunk(3, dim=-1)
+    angles = rope4d_angles(positions, h * d)
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(t: torch.Tensor) -> torch.Tensor:
+        a, b = t[..., 0::2], t[..., 1::2]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+
+    q, k = rotate(q), rotate(k)
+    q, k, v = (t.unflatten(-1, (h, d)).transpose(1, 2) for t in (q, k, v))  # [B, h, T, d]
+    if attn.attention == "standard":
+        u = (q @ k.transpose(-1, -2) / math.sqrt(d)).softmax(-1) @ v
+    else:
+        alpha = ((q * attn.w_q[:, None]).sum(-1) / math.sqrt(d)).softmax(-1)  # [B, h, T]
+        g_q = (alpha[..., None] * q).sum(2, keepdim=True)
+        p = g_q * k
+        beta = ((p * attn.w_k[:, None]).sum(-1) / math.sqrt(d)).softmax(-1)
+        u = (beta[..., None] * p).sum(2, keepdim=True) * v + q
+    return u.transpose(1, 2).flatten(2) @ attn.out.weight.T + attn.out.bias
+
+
+@pytest.mark.parametrize("attention", ["additive", "standard"])
+def test_attention_layer_matches_the_written_out_formula(attention: str) -> None:
+    torch.manual_seed(2)
+    attn = MatchToMatchAttention(attention=attention).double()
+    positions = match_positions(2, 3, 3, 2, dtype=torch.float64)
+    x = torch.randn(2, positions.shape[0], 16, dtype=torch.float64)
+    rotation = rope4d_rotation(rope4d_angles(positions, 32))
+    torch.testing.assert_close(attn(x, rotation), _reference_attention(attn, x, positions))
 
 
 def test_head_state_dict_round_trip(small_model: TransforMatcher) -> None:

@@ -38,15 +38,19 @@ class MatchToMatchAttention(nn.Module):
     def forward(self, x: Tensor, rotation: Tensor) -> Tensor:
         """``x [B, T, dim]``, complex rotary ``rotation [T, heads * head_dim / 2]`` (see
         :func:`~crossview.attention.rope4d.rope4d_rotation`) -> ``[B, T, dim]``."""
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q, k = apply_rope4d(q, rotation), apply_rope4d(k, rotation)
-        q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(1, 2) for t in (q, k, v))
+        inner = self.heads * self.head_dim
+        qkv = self.qkv(x)  # [B, T, 3 * inner]; q, k, v stay views of it
+        q = apply_rope4d(qkv[..., :inner], rotation)
+        k = apply_rope4d(qkv[..., inner:2 * inner], rotation)
+        v = qkv[..., 2 * inner:]
+        q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)) for t in (q, k, v))
         if self.attention == "additive":
             # Fastformer adds the query back before the output projection.
             u = additive_attention(q, k, v, self.w_q, self.w_k) + q
         else:
-            u = F.scaled_dot_product_attention(q, k, v)
-        return self.out(u.transpose(1, 2).flatten(2))
+            u = F.scaled_dot_product_attention(*(t.transpose(1, 2) for t in (q, k, v)))
+            u = u.transpose(1, 2)
+        return self.out(u.flatten(2))
 
 
 class MatchToMatchLayer(nn.Module):
