@@ -22,6 +22,7 @@ def test_standard_attention_estimate_and_skip_before_allocating() -> None:
     assert status[("standard (fused SDPA kernel)", 2)] == "ok"
     assert status[("standard (fused SDPA kernel)", 3)].startswith("skipped: 0.00504 GFLOP")
     assert all("median_s" not in r for r in rows if r["status"] != "ok")
+    assert all(r["cpu_s"] >= 0 for r in rows if r["status"] == "ok")
     assert len(rows) == 6
 
 

@@ -32,3 +32,12 @@ def test_train_resumes_and_exports(tmp_path) -> None:
     for name in ("raw", "raw_softargmax", "refined"):
         assert set(result[name]) == {"pck@0.05", "pck@0.1"}
         assert 0 <= result[name]["pck@0.05"] <= result[name]["pck@0.1"] <= 100
+
+
+def test_train_starts_from_init_weights_without_a_checkpoint(tmp_path) -> None:
+    torch.manual_seed(3)
+    source = train(tmp_path / "a", grid=3, batch=1, keypoints=8, max_steps=1)
+    path = export_weights(source, tmp_path / "init.safetensors", {})
+    started = train(tmp_path / "b", grid=3, batch=1, keypoints=8, max_steps=0, init=path)
+    for key, value in load_file(str(path)).items():
+        torch.testing.assert_close(started.head_state_dict()[key], value)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -27,7 +28,10 @@ from crossview.bench.report import time_call
 from crossview.models.transformatcher.model import MatchRefiner, TransforMatcher
 
 CHANNELS = 11  # EfficientNet-Lite0 correlation layers
-_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
+# What glibc's dynamic thresholds grow to in a long-running process (the mmap threshold's
+# maximum on 64-bit, and twice it for trimming).
+_WARM_MMAP_THRESHOLD, _WARM_TRIM_THRESHOLD = 32 * 2**20, 64 * 2**20
 
 
 def _status_bytes(field: str) -> int:
@@ -38,26 +42,53 @@ def _status_bytes(field: str) -> int:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c"))
+
+
 def _return_freed_memory() -> None:
     """Make glibc map every block of 128 KiB or more on its own and unmap it when freed (a fixed
     threshold turns off its dynamic one), and trim the heap: freed tensors then leave the
     resident set, so the next high-water mark measures new allocations."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc = _libc()
     libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
     libc.malloc_trim(0)
+
+
+def _reuse_freed_memory() -> None:
+    """Undo :func:`_return_freed_memory` for the timings that follow: blocks up to 32 MiB come
+    from the heap again and freed ones are kept for reuse, as in a warmed-up process with glibc's
+    dynamic thresholds (mapping and unmapping every temporary made forwards ~30 % slower)."""
+    libc = _libc()
+    libc.mallopt(_M_MMAP_THRESHOLD, _WARM_MMAP_THRESHOLD)
+    libc.mallopt(_M_TRIM_THRESHOLD, _WARM_TRIM_THRESHOLD)
 
 
 def peak_rss_above_baseline(fn: Callable[[], Any]) -> int:
     """Peak resident memory during ``fn()`` above the resident memory before it (Linux:
     resets the high-water mark through ``/proc/self/clear_refs``). This sees every allocation,
-    including the large score matrices that glibc maps and unmaps directly."""
+    including the large score matrices that glibc maps and unmaps directly. Afterwards the
+    allocator is set back to reusing freed memory, so later timings are not slowed down."""
     gc.collect()
     _return_freed_memory()
     baseline = _status_bytes("VmRSS")
     with open("/proc/self/clear_refs", "w") as refs:
         refs.write("5")
+    try:
+        fn()
+        return max(0, _status_bytes("VmHWM") - baseline)
+    finally:
+        _reuse_freed_memory()
+
+
+def time_wall_and_cpu(fn: Callable[[], Any], repeats: int) -> dict[str, float]:
+    """:func:`~crossview.bench.report.time_call` (one warm-up call) plus ``cpu_s``, the mean
+    process CPU time per timed call (all threads; on a shared machine this, not the wall time,
+    is what the call costs)."""
     fn()
-    return max(0, _status_bytes("VmHWM") - baseline)
+    cpu = time.process_time()
+    timing = time_call(fn, repeats=repeats, warmup=0)
+    return {**timing, "cpu_s": (time.process_time() - cpu) / timing["runs"]}
 
 
 def standard_attention_bytes(grid: int, heads: int = 8, batch: int = 1) -> int:
@@ -119,10 +150,11 @@ def bench_layers(grids: list[int], *, memory_cap: float, flop_cap: float, repeat
                 with torch.inference_mode(), kernel:
                     refiner(corr)
 
-            timing = time_call(run, repeats=repeats, warmup=1)
+            timing = time_wall_and_cpu(run, repeats)
             peak = peak_rss_above_baseline(run)
             rows.append({**row, "status": "ok", "median_s": timing["median_s"],
-                         "min_s": timing["min_s"], "peak_mib": peak / 2**20,
+                         "min_s": timing["min_s"], "cpu_s": timing["cpu_s"],
+                         "peak_mib": peak / 2**20,
                          "us_per_match": 1e6 * timing["median_s"] / tokens,
                          "bytes_per_match": peak / tokens})
     return rows
@@ -147,7 +179,8 @@ def bench_model(model: TransforMatcher, repeats: int) -> list[dict[str, Any]]:
             with torch.inference_mode():
                 fn()
 
-        timing = time_call(run, repeats=repeats, warmup=1)
+        timing = time_wall_and_cpu(run, repeats)
         rows.append({"case": name, "size": f"{size}x{size}", "median_s": timing["median_s"],
-                     "min_s": timing["min_s"], "peak_mib": peak_rss_above_baseline(run) / 2**20})
+                     "min_s": timing["min_s"], "cpu_s": timing["cpu_s"],
+                     "peak_mib": peak_rss_above_baseline(run) / 2**20})
     return rows

@@ -100,10 +100,11 @@ def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypo
 
 def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
           lr: float = 1e-3, max_steps: int = 100_000, minutes: float = 60.0,
-          checkpoint_every: int = 25, seed: int = 0) -> TransforMatcher:
+          checkpoint_every: int = 25, seed: int = 0, init: Path | None = None) -> TransforMatcher:
     """Train the refinement on training-split warps; resume from ``run_dir``'s newest
-    checkpoint (at learning rate ``lr``, so a run can be continued at a lower rate); stop after
-    ``max_steps`` or ``minutes`` of wall time; return the model."""
+    checkpoint (at learning rate ``lr``, so a run can be continued at a lower rate), or start
+    from the weights file ``init`` when there is none; stop after ``max_steps`` or ``minutes``
+    of wall time; return the model."""
     torch.manual_seed(seed)
     model = TransforMatcher(grid=grid)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -118,7 +119,11 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
             group["lr"] = lr
         step = int(state["step"])
         _console.print(f"resumed from {last} at step {step}")
+    elif init is not None:
+        model.load_head_state_dict(load_file(str(init)))
+        _console.print(f"started from {init}")
     data = warp_dataset("train", model.image_size, 10**9, seed, keypoints)
+    run_dir.mkdir(parents=True, exist_ok=True)
     log = (run_dir / "log.jsonl").open("a")
     started = time.monotonic()
     model.train()
@@ -176,11 +181,12 @@ def _train_command(
     max_steps: Annotated[int, typer.Option()] = 100_000,
     minutes: Annotated[float, typer.Option()] = 60.0,
     export: Annotated[Path | None, typer.Option(help="write the weights here at the end")] = None,
+    init: Annotated[Path | None, typer.Option(
+        help="start from these weights (.safetensors) when the run has no checkpoint")] = None,
 ) -> None:
     """Train (resuming) and optionally export the weights."""
-    run_dir.mkdir(parents=True, exist_ok=True)
     model = train(run_dir, grid=grid, batch=batch, keypoints=keypoints, lr=lr,
-                  max_steps=max_steps, minutes=minutes)
+                  max_steps=max_steps, minutes=minutes, init=init)
     if export is not None:
         step = load_checkpoint(latest_checkpoint(run_dir))["step"]
         export_weights(model, export, {"train_grid": str(grid), "steps": str(step),

@@ -78,8 +78,10 @@ def match_pair(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
         return F.interpolate(x, size=size, mode="bilinear", align_corners=False, antialias=True)
 
     corr = model.correlation(resize(src), resize(tgt))
-    forward = model.refine(corr)["coords"]
-    backward = model.refine(corr.permute(0, 1, 4, 5, 2, 3))["coords"]
+    # target -> source is the same correlation with the two images' axes swapped; both
+    # directions are refined as one batch of two.
+    forward, backward = model.refine(torch.cat((corr, corr.permute(0, 1, 4, 5, 2, 3))))[
+        "coords"].chunk(2)
     kp = pixels_to_normalised(points, ws, hs)[None]
     transferred = normalised_to_pixels(soft_sample(forward, kp, EVAL_TAU)[0], wt, ht)
     return (transferred, _dense_flow(forward, (hs, ws), (ht, wt)),
