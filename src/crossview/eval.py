@@ -6,6 +6,10 @@ those shapes), so the CLI wraps :mod:`crossview.api`, the training loop wraps it
 validation, and tests use ground truth plus noise. Metric accumulation is
 :class:`crossview.metrics.MetricAccumulator`, usable on its own.
 
+Under torchrun (``dist_info``, see :mod:`crossview.train.distributed`) each rank scores every
+``world_size``-th sample; the per-sample scores are gathered and merged in dataset order, so
+every rank returns exactly the result of a one-process run.
+
 >>> dataset, kind = open_dataset("kitti2015:/data/KITTI2015")        # doctest: +SKIP
 >>> result = evaluate(dataset, predictor, get_metrics(kind.task, kind.metrics),
 ...                   reduction=kind.reduction)                        # doctest: +SKIP
@@ -22,7 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from crossview.metrics.score import REDUCTIONS, MetricAccumulator, MetricSpec, Reduction
+from crossview.errors import UserError
+from crossview.metrics.score import REDUCTIONS, MetricAccumulator, MetricSpec, Reduction, Score
+from crossview.train.distributed import DistInfo, all_gather_objects, shard_strided
 
 Predictor = Callable[[Mapping[str, Any]], Any]
 SampleCallback = Callable[[int, str, dict[str, float]], None]
@@ -88,10 +94,36 @@ class EvalResult:
         }
 
 
+@dataclass(frozen=True)
+class _RankFailure:
+    """What a rank sends the others instead of its scores when its share failed."""
+
+    rank: int
+    message: str
+
+
+# (dataset index, sample name, {metric: Score}) for each sample a rank scored
+_Scored = list[tuple[int, str, dict[str, Score]]]
+
+
+def _merge(parts: list[_Scored | _RankFailure], metrics: Sequence[MetricSpec]
+           ) -> MetricAccumulator:
+    """One accumulator holding every rank's per-sample scores in dataset order."""
+    failures = [part for part in parts if isinstance(part, _RankFailure)]
+    if failures:
+        raise UserError(f"evaluation failed on rank {failures[0].rank}: {failures[0].message}")
+    merged = MetricAccumulator(metrics)
+    for _, name, scores in sorted((item for part in parts for item in part),
+                                  key=lambda item: item[0]):
+        merged.add(scores, name)
+    return merged
+
+
 def evaluate(dataset: Sequence[Mapping[str, Any]], predictor: Predictor,
              metrics: Sequence[MetricSpec], *, reduction: Reduction = "pooled",
              dataset_name: str = "", limit: int | None = None,
-             on_sample: SampleCallback | None = None) -> EvalResult:
+             on_sample: SampleCallback | None = None,
+             dist_info: DistInfo | None = None) -> EvalResult:
     """Run ``predictor`` on (the first ``limit``) samples of ``dataset`` and score it.
 
     Args:
@@ -99,7 +131,12 @@ def evaluate(dataset: Sequence[Mapping[str, Any]], predictor: Predictor,
         predictor: ``sample -> prediction``; gets the numpy sample (see :func:`numpy_sample`).
         metrics: the specs to compute (all of one task).
         reduction: which reduction :meth:`EvalResult.mean` reports.
-        on_sample: called after each sample with ``(index, name, values)`` (progress bars).
+        on_sample: called after each sample this process scores, with ``(index, name,
+            values)`` (progress bars).
+        dist_info: this process's rank in an initialised process group: it scores samples
+            ``rank, rank + world_size, ...`` and every rank returns the merged result. A rank
+            whose share fails tells the others (they raise a :class:`UserError` naming it)
+            before it re-raises, so no rank waits forever.
     """
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
@@ -108,13 +145,23 @@ def evaluate(dataset: Sequence[Mapping[str, Any]], predictor: Predictor,
         raise ValueError(f"metrics of several tasks cannot be mixed: {sorted(tasks)}")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be non-negative, got {limit=}")
+    info = dist_info if dist_info is not None else DistInfo()
     count = len(dataset) if limit is None else min(limit, len(dataset))
     accumulator = MetricAccumulator(metrics)
-    for index in range(count):
-        sample = numpy_sample(dataset[index])
-        name = str(sample.get("name", index))
-        values = accumulator.update(_as_numpy(predictor(sample)), sample, name)
-        if on_sample is not None:
-            on_sample(index, name, values)
+    indices = shard_strided(count, info)
+    try:
+        for index in indices:
+            sample = numpy_sample(dataset[index])
+            name = str(sample.get("name", index))
+            values = accumulator.update(_as_numpy(predictor(sample)), sample, name)
+            if on_sample is not None:
+                on_sample(index, name, values)
+    except Exception as error:
+        all_gather_objects(_RankFailure(info.rank, f"{type(error).__name__}: {error}"), info)
+        raise
+    if info.enabled:
+        scored = [(index, name, scores) for index, (name, _), scores
+                  in zip(indices, accumulator.rows, accumulator.sample_scores(), strict=True)]
+        accumulator = _merge(all_gather_objects(scored, info), metrics)
     return EvalResult(dataset_name, tasks.pop() if tasks else "", [m.name for m in metrics],
                       reduction, accumulator.rows, accumulator.summary())

@@ -48,3 +48,16 @@ def test_unknown_metric_names_the_known_ones() -> None:
     with pytest.raises(UserError, match="d1_all"):
         get_metrics("stereo", ["d2"])
     assert "fl_all" in list_metrics("flow")
+
+
+def test_sample_scores_added_back_reproduce_rows_and_summary() -> None:
+    rng = np.random.default_rng(0)
+    acc = MetricAccumulator(get_metrics("stereo", ["epe", "bad1"]))
+    for i in range(4):
+        truth = rng.uniform(0, 9, (2, 3 + i))
+        acc.update(truth + rng.normal(0, 2, truth.shape),
+                   {"disparity": truth, "valid": rng.random(truth.shape) < 0.7}, f"s{i}")
+    copy = MetricAccumulator(acc.metrics)
+    for (name, _), scores in zip(acc.rows, acc.sample_scores(), strict=True):
+        copy.add(scores, name)
+    assert copy.rows == acc.rows and copy.summary() == acc.summary()

@@ -3,6 +3,10 @@
 Parses options, opens the dataset (:mod:`crossview.data.datasets.registry`), wraps
 :mod:`crossview.api` into a predictor, runs :func:`crossview.eval.evaluate` under a progress
 bar, and prints a per-sample and a mean table (and JSON with ``--json``).
+
+``torchrun --nproc-per-node N -m crossview eval ...`` runs it data-parallel: every rank checks
+the input and loads the model before the process group opens (bad input fails on every rank,
+no rank waits), scores its strided share, and rank 0 alone shows progress, prints and writes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from torch import nn
 from crossview.bench.report import print_table, write_json
 from crossview.errors import UserError
 from crossview.eval import EvalResult, Predictor, evaluate
+from crossview.train.distributed import (
+    close_distributed,
+    dist_info_from_env,
+    init_distributed,
+    shard_strided,
+)
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -64,8 +74,9 @@ def register_predictor(task: str, builder: PredictorBuilder) -> None:
 
 
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
-                    precision: str) -> Predictor:
-    """A predictor running the registered model ``name`` through :mod:`crossview.api`."""
+                    precision: str, warn: bool = True) -> Predictor:
+    """A predictor running the registered model ``name`` through :mod:`crossview.api`
+    (``warn``: print loading warnings, such as random weights, on stderr)."""
     if task == "semantic":
         return _semantic_predictor(name, weights)
     from crossview import api
@@ -81,7 +92,7 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", api.RandomWeightsWarning)
         model = api.load_model(name, weights, device=device)
-    for warning in caught:
+    for warning in caught if warn else ():
         _stderr.print(f"warning: {warning.message}", markup=False)
     return _PREDICTORS[task](model, device, precision)
 
@@ -149,8 +160,10 @@ def eval_command(
     from crossview.data.datasets import open_dataset
     from crossview.metrics import get_metrics
 
+    info = dist_info_from_env()  # everything up to init_distributed runs before any collective
     if list_kinds:
-        _print_datasets()
+        if info.is_main:
+            _print_datasets()
         return
     if model is None or dataset is None:
         raise UserError("crossview eval needs --model NAME and --dataset KIND:PATH "
@@ -158,15 +171,27 @@ def eval_command(
     data, kind = open_dataset(dataset)
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
     specs = get_metrics(kind.task, names)
-    predictor = model_predictor(model, weights, kind.task, device=device, precision=precision)
+    if info.enabled and device.startswith("cuda"):
+        device = f"cuda:{info.local_rank}"
+    predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
+                                warn=info.is_main)
     total = len(data) if limit is None else min(limit, len(data))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())
-    with Progress(*columns, console=_stderr, transient=True) as progress:
-        task = progress.add_task(f"eval {kind.name}", total=total)
-        result = evaluate(data, predictor, specs, reduction=kind.reduction,
-                          dataset_name=kind.name, limit=limit,
-                          on_sample=lambda *_: progress.advance(task))
+    info = init_distributed(device)
+    try:
+        with Progress(*columns, console=_stderr, transient=True,
+                      disable=not info.is_main) as progress:
+            label = f"eval {kind.name}" + (f" (rank 0 of {info.world_size})" if info.enabled
+                                           else "")
+            task = progress.add_task(label, total=len(shard_strided(total, info)))
+            result = evaluate(data, predictor, specs, reduction=kind.reduction,
+                              dataset_name=kind.name, limit=limit,
+                              on_sample=lambda *_: progress.advance(task), dist_info=info)
+    finally:
+        close_distributed(info)
+    if not info.is_main:
+        return
     _print_result(result, per_sample)
     if json_path is not None:
         payload = {"model": model, "weights": None if weights is None else str(weights),

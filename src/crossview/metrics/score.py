@@ -69,13 +69,22 @@ class MetricAccumulator:
     def update(self, prediction: Any, sample: Mapping[str, Any], name: str | None = None
                ) -> dict[str, float]:
         """Score one sample; return and record ``{metric name: per-sample value}``."""
-        values = {}
-        for metric in self.metrics:
-            score = metric.fn(prediction, sample)
-            self._scores.setdefault(metric.name, []).append(score)
-            values[metric.name] = score.value
+        return self.add({metric.name: metric.fn(prediction, sample) for metric in self.metrics},
+                        name)
+
+    def add(self, scores: Mapping[str, Score], name: str | None = None) -> dict[str, float]:
+        """Record one sample's ``{metric name: Score}``, scored here or by another process
+        (merging the per-sample scores in dataset order reproduces a one-process run exactly)."""
+        for metric_name, score in scores.items():
+            self._scores.setdefault(metric_name, []).append(score)
+        values = {metric_name: score.value for metric_name, score in scores.items()}
         self.rows.append((name if name is not None else str(len(self.rows)), values))
         return values
+
+    def sample_scores(self) -> list[dict[str, Score]]:
+        """``{metric name: Score}`` of each recorded sample, in order (what :meth:`add` takes)."""
+        return [{name: scores[i] for name, scores in self._scores.items()}
+                for i in range(len(self.rows))]
 
     def totals(self) -> dict[str, Score]:
         """The pooled :class:`Score` of each metric (sum these across processes to reduce)."""

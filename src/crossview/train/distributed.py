@@ -1,20 +1,25 @@
 """torch.distributed set-up from torchrun's environment, per-rank sharding, rank-0-only writes.
 
-``torchrun --nproc-per-node N -m crossview train CONFIG`` sets ``RANK``, ``WORLD_SIZE``,
-``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``; :func:`init_distributed` reads them and
-opens a process group (gloo on CPU, nccl on CUDA). Without them, it is a single process and
-nothing is initialised.
+``torchrun --nproc-per-node N -m crossview train CONFIG`` (or ``... eval ...``) sets ``RANK``,
+``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``; :func:`dist_info_from_env`
+reads them and :func:`init_distributed` opens a process group (gloo on CPU, nccl on CUDA).
+Without them, it is a single process and nothing is initialised. Training splits each global
+batch with :func:`shard`; evaluation strides over the dataset with :func:`shard_strided` and
+collects the per-sample results with :func:`all_gather_objects`.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.distributed as dist
 
 from crossview.errors import UserError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,24 +40,34 @@ class DistInfo:
         return self.world_size > 1
 
 
+def dist_info_from_env() -> DistInfo:
+    """This process's place as torchrun's environment variables describe it, without opening
+    a process group (so that input can be checked on every rank before any collective)."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return DistInfo()
+    if "RANK" not in os.environ:
+        raise UserError(f"WORLD_SIZE is {world_size} but RANK is not set; launch with torchrun")
+    return DistInfo(rank=int(os.environ["RANK"]), world_size=world_size,
+                    local_rank=int(os.environ.get("LOCAL_RANK", "0")))
+
+
 def init_distributed(device: str) -> DistInfo:
     """Open the process group described by torchrun's environment variables, if any.
 
     Returns the process's :class:`DistInfo`. On CUDA, the process uses ``cuda:LOCAL_RANK``.
     """
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size <= 1:
-        return DistInfo()
-    rank = int(os.environ["RANK"])
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    info = dist_info_from_env()
+    if not info.enabled:
+        return info
     backend = "nccl" if device.startswith("cuda") else "gloo"
     if backend == "nccl":
         if not torch.cuda.is_available():
             raise UserError("device is cuda but CUDA is not available")
-        torch.cuda.set_device(local_rank)
+        torch.cuda.set_device(info.local_rank)
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
-    return DistInfo(rank=rank, world_size=world_size, local_rank=local_rank)
+        dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size)
+    return info
 
 
 def close_distributed(info: DistInfo) -> None:
@@ -68,6 +83,27 @@ def shard(items: list[int], info: DistInfo) -> list[int]:
                         f"processes ({info.world_size})")
     per_rank = len(items) // info.world_size
     return items[info.rank * per_rank:(info.rank + 1) * per_rank]
+
+
+def shard_strided(count: int, info: DistInfo) -> range:
+    """This rank's share of items ``0 .. count - 1``: ``rank, rank + world_size, ...``.
+
+    The shares are disjoint and cover every item once for any ``count`` (when it is not
+    divisible by the world size, the lower ranks get one item more).
+    """
+    return range(info.rank, count, info.world_size)
+
+
+def all_gather_objects(value: T, info: DistInfo) -> list[T]:
+    """Every rank's (picklable) ``value``, in rank order; ``[value]`` for one process.
+
+    Every rank must call it, as for any collective.
+    """
+    if not info.enabled:
+        return [value]
+    gathered: list[T | None] = [None] * info.world_size
+    dist.all_gather_object(gathered, value)
+    return gathered  # type: ignore[return-value]
 
 
 def all_reduce_sum(values: torch.Tensor, info: DistInfo) -> torch.Tensor:

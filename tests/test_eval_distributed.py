@@ -1,0 +1,136 @@
+"""Data-parallel evaluation: strided shares, merged results equal to one process, no hangs.
+
+Ranks are separate processes launched with torchrun's environment variables (as the 2-process
+training test does) or by torchrun itself for the CLI; everything runs on CPU with gloo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crossview.errors import UserError
+from crossview.eval import evaluate
+from crossview.metrics import get_metrics
+from crossview.train.distributed import DistInfo, dist_info_from_env, shard_strided
+from eval_dist_worker import METRICS, noisy_predictor, toy_stereo
+
+WORKER = Path(__file__).with_name("eval_dist_worker.py")
+TIMEOUT = 120  # a rank left waiting for its peers fails the test instead of hanging it
+DATASET = "synthetic-stereo,length=5,size=128x160"  # 5 samples: not divisible by 2 ranks
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(argv: list[str], ranks: list[int], world: int) -> list[subprocess.Popen]:
+    """Start ``argv`` as the given ranks of ``world`` processes (torchrun's variables set)."""
+    port = str(_free_port())
+    return [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank),
+                                  "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
+                                  "MASTER_PORT": port, "OMP_NUM_THREADS": "1"})
+            for rank in ranks]
+
+
+def _finish(procs: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
+    """``(exit code, stdout, stderr)`` of each process; kills them all on a timeout."""
+    try:
+        outputs = [p.communicate(timeout=TIMEOUT) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs, strict=True)]
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "crossview", "eval", *args]
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_strided_shares_are_disjoint_and_cover_every_sample(world: int) -> None:
+    for count in range(10):
+        shares = [list(shard_strided(count, DistInfo(rank, world, rank))) for rank in range(world)]
+        assert sorted(i for share in shares for i in share) == list(range(count))
+        assert max(map(len, shares)) - min(map(len, shares)) <= 1
+    assert list(shard_strided(7, DistInfo(1, 3, 1))) == [1, 4]
+
+
+def test_dist_info_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert dist_info_from_env() == DistInfo()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(UserError, match="RANK is not set"):
+        dist_info_from_env()
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert dist_info_from_env() == DistInfo(rank=1, world_size=2, local_rank=1)
+
+
+def test_two_ranks_score_strided_shares_and_get_the_one_process_result(tmp_path: Path) -> None:
+    runs = _finish(_start([sys.executable, str(WORKER), str(tmp_path)], [0, 1], 2))
+    assert [code for code, *_ in runs] == [0, 0], [err for *_, err in runs]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0]["seen"] == [0, 2, 4, 6] and ranks[1]["seen"] == [1, 3, 5]
+    reference = evaluate(toy_stereo(7), noisy_predictor(), get_metrics("stereo", METRICS),
+                         dataset_name="toy")
+    expected = json.loads(json.dumps(reference.to_dict()))  # NaN -> null, as the ranks wrote
+    assert expected["per_sample"][2]["epe"] is None  # the sample without valid pixels
+    assert expected["summary"]["epe"]["pooled"] != expected["summary"]["epe"]["image_mean"]
+    assert ranks[0]["result"] == expected and ranks[1]["result"] == expected
+
+
+def test_a_failing_share_stops_every_rank(tmp_path: Path) -> None:
+    (code0, _, err0), (code1, _, err1) = _finish(_start(
+        [sys.executable, str(WORKER), str(tmp_path), "3"], [0, 1], 2))
+    assert code1 == 1 and "ValueError: broken sample 3" in err1  # its own error, re-raised
+    assert code0 == 2
+    assert err0 == "error: evaluation failed on rank 1: ValueError: broken sample 3\n"
+    assert not list(tmp_path.iterdir())
+
+
+def test_torchrun_eval_equals_one_process(tmp_path: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    args = ["--model", "matchstereo-mini", "--dataset", DATASET, "--json"]
+    one = subprocess.run(_cli(*args, str(tmp_path / "one.json")), capture_output=True,
+                         text=True, env=env, timeout=TIMEOUT)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc-per-node", "2", "-m", "crossview", "eval", *args,
+                          str(tmp_path / "out" / "two.json")],
+                         capture_output=True, text=True, env=env, timeout=TIMEOUT)
+    assert two.returncode == 0, two.stderr
+    # rank 0 alone printed: the same tables, once
+    assert two.stdout.replace("out/two.json", "one.json") == one.stdout
+    assert one.stdout.count("mean per pixel (benchmark)") == 1
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["two.json"]  # no temporary left
+    results = [json.loads((tmp_path / name).read_text()) for name in ("one.json", "out/two.json")]
+    for result in results:
+        del result["machine"]
+    assert results[0]["samples"] == 5 and [row["name"] for row in results[0]["per_sample"]] == [
+        "0", "1", "2", "3", "4"]
+    assert results[1] == results[0]  # means, summaries and per-sample rows, exactly
+
+
+def test_bad_input_fails_on_every_rank_before_any_collective() -> None:
+    both = _start(_cli("--model", "matchstereo-mini", "--dataset", DATASET, "--metrics", "x"),
+                  [0, 1], 2)
+    # a lone rank of two: opening the process group first would leave it waiting for rank 0
+    lone = _start(_cli("--model", "matchstereo-mini", "--dataset",
+                       "kitti2015:/nonexistent/kitti"), [1], 2)
+    *runs, (code, _, err) = _finish(both + lone)
+    for rank_code, rank_out, rank_err in runs:
+        assert rank_code == 2 and rank_out == ""
+        assert rank_err.startswith("error: unknown stereo metric") and rank_err.count("\n") == 1
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
