@@ -100,13 +100,15 @@ def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypo
 
 def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
           lr: float = 1e-3, max_steps: int = 100_000, minutes: float = 60.0,
-          checkpoint_every: int = 25, seed: int = 0, init: Path | None = None) -> TransforMatcher:
+          checkpoint_every: int = 25, seed: int = 0, init: Path | None = None,
+          attention: str = "additive") -> TransforMatcher:
     """Train the refinement on training-split warps; resume from ``run_dir``'s newest
     checkpoint (at learning rate ``lr``, so a run can be continued at a lower rate), or start
     from the weights file ``init`` when there is none; stop after ``max_steps`` or ``minutes``
-    of wall time; return the model."""
+    of wall time; return the model. ``attention="standard"`` trains the same-size softmax
+    attention variant (paper Table 3; quadratic in the matches, small grids only)."""
     torch.manual_seed(seed)
-    model = TransforMatcher(grid=grid)
+    model = TransforMatcher(grid=grid, attention=attention)
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.Adam(params, lr=lr)
     step = 0
@@ -183,13 +185,16 @@ def _train_command(
     export: Annotated[Path | None, typer.Option(help="write the weights here at the end")] = None,
     init: Annotated[Path | None, typer.Option(
         help="start from these weights (.safetensors) when the run has no checkpoint")] = None,
+    attention: Annotated[str, typer.Option(help="additive (the paper's) or standard")] = (
+        "additive"),
 ) -> None:
     """Train (resuming) and optionally export the weights."""
     model = train(run_dir, grid=grid, batch=batch, keypoints=keypoints, lr=lr,
-                  max_steps=max_steps, minutes=minutes, init=init)
+                  max_steps=max_steps, minutes=minutes, init=init, attention=attention)
     if export is not None:
         step = load_checkpoint(latest_checkpoint(run_dir))["step"]
         export_weights(model, export, {"train_grid": str(grid), "steps": str(step),
+                                       "attention": attention,
                                        "train_images": ",".join(image_names("train"))})
         _console.print(f"wrote {export}")
 
@@ -201,15 +206,17 @@ def _evaluate_command(
     grid: Annotated[int, typer.Option()] = 15,
     pairs: Annotated[int, typer.Option()] = 48,
     seed: Annotated[int, typer.Option()] = 0,
+    attention: Annotated[str, typer.Option(help="additive (the paper's) or standard")] = (
+        "additive"),
     json_out: Annotated[Path | None, typer.Option("--json")] = None,
 ) -> None:
     """PCK@0.05/0.1 on held-out warps: raw correlation arg-max vs the refined model."""
-    model = TransforMatcher(grid=grid)
+    model = TransforMatcher(grid=grid, attention=attention)
     if weights is not None:
         model.load_head_state_dict(load_file(str(weights)))
     elif checkpoint is not None:
         model.load_head_state_dict(load_checkpoint(checkpoint)["model"])
-    result = {"image_size": model.image_size, "pairs": pairs, "seed": seed,
+    result = {"image_size": model.image_size, "pairs": pairs, "seed": seed, "attention": attention,
               "heldout_images": list(image_names("heldout")),
               **evaluate_warps(model, pairs=pairs, seed=seed)}
     _console.print(result)
