@@ -5,8 +5,20 @@ import json
 import torch
 from safetensors.torch import load_file
 
+from crossview.models.transformatcher.softargmax import (
+    normalised_to_pixels,
+    pixels_to_normalised,
+    soft_sample,
+)
 from crossview.train.checkpoint import latest_checkpoint, load_checkpoint
-from crossview.train.semantic import evaluate_warps, export_weights, train, warp_batch, warp_dataset
+from crossview.train.semantic import (
+    evaluate_warps,
+    export_weights,
+    oracle_coords,
+    train,
+    warp_batch,
+    warp_dataset,
+)
 
 
 def test_warp_batch_keypoints_follow_the_flow() -> None:
@@ -29,8 +41,8 @@ def test_train_resumes_and_exports(tmp_path) -> None:
     path = export_weights(model, tmp_path / "w.safetensors", {"steps": "3"})
     assert set(load_file(str(path))) == set(model.head_state_dict())
     result = evaluate_warps(model, pairs=2, keypoints=4, batch=2)
-    for name in ("raw", "raw_softargmax", "refined"):
-        assert set(result[name]) == {"pck@0.05", "pck@0.1"}
+    for name in ("raw", "raw_softargmax", "refined", "oracle"):
+        assert set(result[name]) == {"pck@0.05", "pck@0.1", "median_px"}
         assert 0 <= result[name]["pck@0.05"] <= result[name]["pck@0.1"] <= 100
 
 
@@ -41,3 +53,20 @@ def test_train_starts_from_init_weights_without_a_checkpoint(tmp_path) -> None:
     started = train(tmp_path / "b", grid=3, batch=1, keypoints=8, max_steps=0, init=path)
     for key, value in load_file(str(path)).items():
         torch.testing.assert_close(started.head_state_dict()[key], value)
+
+
+def test_oracle_coords_transfer_keypoints_through_the_exact_flow() -> None:
+    data = warp_dataset("heldout", 96, 2, seed=1, keypoints=16)
+    b = warp_batch(data, [0, 1])
+    coords = oracle_coords(b["flow"], 12)
+    assert coords.shape == (2, 12, 12, 2)
+    # Cell centre (x, y) = (8 i + 3.5, 8 j + 3.5) px: its target is that point plus the flow.
+    x, y = 8 * 5 + 3.5, 8 * 2 + 3.5
+    x0, y0 = int(x), int(y)  # halfway between four pixels: bilinear = their mean
+    fx, fy = b["flow"][0, :, y0:y0 + 2, x0:x0 + 2].mean(dim=(1, 2))
+    expected = pixels_to_normalised(torch.tensor([x + fx, y + fy]), 96, 96)
+    torch.testing.assert_close(coords[0, 2, 5], expected, atol=1e-5, rtol=0)
+    # Soft-sampled keypoints land close to their true matches (the warps are smooth).
+    pred = soft_sample(coords, pixels_to_normalised(b["kp_src"], 96, 96), 0.05)
+    err = (normalised_to_pixels(pred, 96, 96) - b["kp_tgt"]).norm(dim=-1)
+    assert err.median() < 2.0

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Annotated
 
 import torch
+import torch.nn.functional as F
 import typer
 from rich.console import Console
 from rich.progress import Progress
@@ -35,6 +36,7 @@ from crossview.models.transformatcher.inference import EVAL_TAU
 from crossview.models.transformatcher.loss import keypoint_loss
 from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
 from crossview.models.transformatcher.softargmax import (
+    grid_centres,
     kernel_soft_argmax,
     normalised_to_pixels,
     pixels_to_normalised,
@@ -55,13 +57,14 @@ _console = Console()
 
 
 def warp_batch(dataset: SyntheticWarps, indices: list[int]) -> dict[str, torch.Tensor]:
-    """Stack warp samples: ``src``, ``tgt`` ``[B, 3, S, S]`` (0..255) and pixel keypoints
-    ``kp_src``, ``kp_tgt`` ``[B, N, 2]``."""
+    """Stack warp samples: ``src``, ``tgt`` ``[B, 3, S, S]`` (0..255), pixel keypoints
+    ``kp_src``, ``kp_tgt`` ``[B, N, 2]`` and the exact pixel ``flow [B, 2, S, S]``."""
     samples = [dataset[i] for i in indices]
     return {"src": torch.stack([s["image0"] for s in samples]),
             "tgt": torch.stack([s["image1"] for s in samples]),
             "kp_src": torch.stack([s["keypoints0"] for s in samples]),
-            "kp_tgt": torch.stack([s["keypoints1"] for s in samples])}
+            "kp_tgt": torch.stack([s["keypoints1"] for s in samples]),
+            "flow": torch.stack([s["flow"] for s in samples])}
 
 
 def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int) -> SyntheticWarps:
@@ -70,18 +73,32 @@ def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int) 
                           config=WarpConfig(size=(size, size), num_keypoints=keypoints))
 
 
+def oracle_coords(flow: torch.Tensor, cells: int) -> torch.Tensor:
+    """The exact correspondence as a dense map on the model's output grid: normalised target
+    ``(x, y)`` ``[B, cells, cells, 2]`` of each cell centre, from the pixel ``flow [B, 2, S, S]``
+    (bilinearly sampled at the centres). Through the soft sampler it bounds what any correlation
+    on that grid can reach."""
+    size = flow.shape[-1]
+    centres = grid_centres(cells, cells, flow.device, flow.dtype).expand(len(flow), -1, -1, -1)
+    shift = F.grid_sample(flow, centres, mode="bilinear", align_corners=False)  # [B, 2, G, G]
+    target = normalised_to_pixels(centres, size, size) + shift.permute(0, 2, 3, 1)
+    return pixels_to_normalised(target, size, size)
+
+
 @torch.no_grad()
 def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypoints: int = 32,
                    batch: int = 4) -> dict[str, dict[str, float]]:
-    """PCK@0.05 / @0.1 (``img`` threshold, pooled over keypoints) on held-out warps at the
-    model's input size, for ``raw`` (hard arg-max of the channel-mean correlation),
-    ``raw_softargmax`` (the kernel soft-argmax on it: the pipeline without attention) and
-    ``refined`` (the model)."""
+    """PCK@0.05 / @0.1 (``img`` threshold, pooled over keypoints) and the median keypoint error
+    in pixels on held-out warps at the model's input size, for ``raw`` (hard arg-max of the
+    channel-mean correlation), ``raw_softargmax`` (the kernel soft-argmax on it: the pipeline
+    without attention), ``refined`` (the model) and ``oracle`` (the exact correspondence at the
+    output grid's cell centres, :func:`oracle_coords`)."""
     model.eval()
     size = model.image_size
     data = warp_dataset("heldout", size, pairs, seed, keypoints)
-    names = ("raw", "raw_softargmax", "refined")
+    names = ("raw", "raw_softargmax", "refined", "oracle")
     scores: dict[str, dict[float, list]] = {name: {0.05: [], 0.1: []} for name in names}
+    errors: dict[str, list[torch.Tensor]] = {name: [] for name in names}
     for start in range(0, pairs, batch):
         b = warp_batch(data, list(range(start, min(pairs, start + batch))))
         out = model(b["src"], b["tgt"])
@@ -89,13 +106,17 @@ def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypo
         soft = kernel_soft_argmax(upsample_correlation(out["corr"].mean(1), model.upsample),
                                   model.sigma, RAW_SOFTARGMAX_BETA)
         for name, coords in (("raw", raw_argmax_coords(out["corr"], model.upsample)),
-                             ("raw_softargmax", soft), ("refined", out["coords"])):
+                             ("raw_softargmax", soft), ("refined", out["coords"]),
+                             ("oracle", oracle_coords(b["flow"], out["coords"].shape[1]))):
             pred = normalised_to_pixels(soft_sample(coords, kp, EVAL_TAU), size, size)
+            errors[name].append((pred - b["kp_tgt"]).norm(dim=-1).flatten())
             for alpha, found in scores[name].items():
                 for p, g in zip(pred.numpy(), b["kp_tgt"].numpy(), strict=True):
                     found.append(pck(p, g, None, alpha * size))
-    return {name: {f"pck@{alpha:g}": sum(s.total for s in found) / sum(s.count for s in found)
-                   for alpha, found in per.items()} for name, per in scores.items()}
+    return {name: {**{f"pck@{alpha:g}": sum(s.total for s in found) / sum(s.count for s in found)
+                      for alpha, found in per.items()},
+                   "median_px": torch.cat(errors[name]).median().item()}
+            for name, per in scores.items()}
 
 
 def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
