@@ -27,6 +27,7 @@ from crossview.bench.report import print_table, write_json
 from crossview.errors import UserError
 from crossview.eval import EvalResult, Predictor, evaluate
 from crossview.train.distributed import (
+    barrier,
     close_distributed,
     dist_info_from_env,
     init_distributed,
@@ -188,13 +189,23 @@ def eval_command(
             result = evaluate(data, predictor, specs, reduction=kind.reduction,
                               dataset_name=kind.name, limit=limit,
                               on_sample=lambda *_: progress.advance(task), dist_info=info)
+        try:
+            if info.is_main:
+                _report(result, per_sample, json_path, {
+                    "model": model, "weights": None if weights is None else str(weights),
+                    "dataset_spec": dataset, "limit": limit})
+        finally:
+            # the other ranks stay until rank 0 has written: a rank ending early cannot get
+            # the job stopped (torchrun stops all ranks when one fails) before the output exists
+            barrier(info)
     finally:
         close_distributed(info)
-    if not info.is_main:
-        return
+
+
+def _report(result: EvalResult, per_sample: bool, json_path: Path | None,
+            run: dict[str, Any]) -> None:
+    """Print the tables and write ``run`` plus the result to ``json_path`` (rank 0)."""
     _print_result(result, per_sample)
     if json_path is not None:
-        payload = {"model": model, "weights": None if weights is None else str(weights),
-                   "dataset_spec": dataset, "limit": limit, **result.to_dict()}
-        write_json(json_path, payload)
+        write_json(json_path, {**run, **result.to_dict()})
         typer.echo(f"wrote {json_path}")
