@@ -11,7 +11,13 @@ from train_standin import StandInModel, StandInStereo
 
 from crossview.errors import UserError
 from crossview.train.config import config_from_dict
-from crossview.train.distributed import DistInfo, init_distributed, shard
+from crossview.train.distributed import (
+    DistInfo,
+    all_gather_objects,
+    close_distributed,
+    init_distributed,
+    shard,
+)
 from crossview.train.trainer import Trainer
 
 
@@ -59,6 +65,30 @@ def test_two_processes_equal_one_with_the_same_global_batch(tmp_path: Path) -> N
     # rank 0 alone wrote the checkpoint and the log
     assert sorted(p.name for p in (tmp_path / "ddp").iterdir()) == [
         "best.pt", "log.jsonl", "rank0.pt", "rank1.pt", "step-00000003.pt"]
+
+
+def _group_threads() -> list[str]:
+    """Names of this process's threads that belong to gloo or the TCP store."""
+    names = [(task / "comm").read_text().strip() for task in Path("/proc/self/task").iterdir()]
+    return [name for name in names if "gloo" in name or "tcpstore" in name]
+
+
+def _closing_worker(rank: int, world: int, port: int) -> None:
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    info = init_distributed("cpu")
+    assert _group_threads(), "the check below needs the group's threads to be visible"
+    import torch._dynamo  # noqa: F401  (what a custom op's first call, as in a forward, does)
+
+    assert all_gather_objects(rank, info) == [0, 1]
+    close_distributed(info)
+    assert _group_threads() == [], "the process group outlived close_distributed"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_close_ends_the_group_threads_before_interpreter_teardown() -> None:
+    # threads left running into interpreter teardown can abort the process after its work
+    mp.spawn(_closing_worker, args=(2, _free_port()), nprocs=2, join=True)
 
 
 def test_shard_splits_the_global_batch() -> None:

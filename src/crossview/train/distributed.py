@@ -66,8 +66,22 @@ def init_distributed(device: str) -> DistInfo:
             raise UserError("device is cuda but CUDA is not available")
         torch.cuda.set_device(info.local_rank)
     if not dist.is_initialized():
+        _import_dynamo_before_the_group()
         dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size)
     return info
+
+
+def _import_dynamo_before_the_group() -> None:
+    """Import ``torch._dynamo`` while no process group exists.
+
+    Its first import (a ``torch.library`` custom op, such as the fused MatchAttention op, does
+    it on its first call) pulls in torch modules with ``dist.group.WORLD`` as a default argument
+    (``ShardedGradScaler``, ``torch.distributed.nn.functional``). Imported while the group is
+    open, those defaults keep it alive after ``destroy_process_group``: gloo's threads then run
+    into interpreter teardown, where the process can abort ("terminate called without an active
+    exception", SIGABRT) after its work is done. Imported first, the defaults are ``None``.
+    """
+    import torch._dynamo  # noqa: F401
 
 
 def close_distributed(info: DistInfo) -> None:
