@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 import torch.multiprocessing as mp
+from dist_exit_worker import group_threads
 from train_standin import StandInModel, StandInStereo
 
 from crossview.errors import UserError
@@ -67,28 +70,46 @@ def test_two_processes_equal_one_with_the_same_global_batch(tmp_path: Path) -> N
         "best.pt", "log.jsonl", "rank0.pt", "rank1.pt", "step-00000003.pt"]
 
 
-def _group_threads() -> list[str]:
-    """Names of this process's threads that belong to gloo or the TCP store."""
-    names = [(task / "comm").read_text().strip() for task in Path("/proc/self/task").iterdir()]
-    return [name for name in names if "gloo" in name or "tcpstore" in name]
-
-
 def _closing_worker(rank: int, world: int, port: int) -> None:
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     info = init_distributed("cpu")
-    assert _group_threads(), "the check below needs the group's threads to be visible"
+    assert group_threads(), "the check below needs the group's threads to be visible"
     import torch._dynamo  # noqa: F401  (what a custom op's first call, as in a forward, does)
 
     assert all_gather_objects(rank, info) == [0, 1]
     close_distributed(info)
-    assert _group_threads() == [], "the process group outlived close_distributed"
+    assert group_threads() == [], "the process group outlived close_distributed"
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 def test_close_ends_the_group_threads_before_interpreter_teardown() -> None:
     # threads left running into interpreter teardown can abort the process after its work
     mp.spawn(_closing_worker, args=(2, _free_port()), nprocs=2, join=True)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_an_error_before_close_still_ends_the_group_before_teardown() -> None:
+    # not through mp.spawn: its processes leave with os._exit, skipping interpreter teardown
+    port = str(_free_port())
+    worker = str(Path(__file__).with_name("dist_exit_worker.py"))
+    procs = [subprocess.Popen([sys.executable, worker],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank),
+                                   "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                                   "MASTER_PORT": port, "OMP_NUM_THREADS": "1"})
+             for rank in (0, 1)]
+    try:
+        runs = [(p.communicate(timeout=120), p.returncode) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for (out, err), code in runs:
+        assert code == 1 and "UserError: failing with the process group open" in err, err
+        opened, at_exit = out.splitlines()
+        assert opened != "threads open: []"  # the check below can see the group's threads
+        assert at_exit == "threads at exit: []"
 
 
 def test_shard_splits_the_global_batch() -> None:

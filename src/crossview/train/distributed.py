@@ -10,6 +10,7 @@ collects the per-sample results with :func:`all_gather_objects`.
 
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass
 from typing import TypeVar
@@ -68,6 +69,10 @@ def init_distributed(device: str) -> DistInfo:
     if not dist.is_initialized():
         _import_dynamo_before_the_group()
         dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size)
+        # for the exit paths that skip close_distributed (an error raised between opening and
+        # the caller's try/finally): still destroyed while the interpreter is intact
+        atexit.unregister(_destroy_group)
+        atexit.register(_destroy_group)
     return info
 
 
@@ -86,7 +91,12 @@ def _import_dynamo_before_the_group() -> None:
 
 def close_distributed(info: DistInfo) -> None:
     """Tear down the process group opened by :func:`init_distributed`."""
-    if info.enabled and dist.is_initialized():
+    if info.enabled:
+        _destroy_group()
+
+
+def _destroy_group() -> None:
+    if dist.is_initialized():
         dist.destroy_process_group()
 
 

@@ -1,0 +1,27 @@
+"""One rank that opens the process group and fails before closing it (launched by
+``test_distributed.py`` with torchrun's environment variables set).
+
+The handler registered first runs last at exit: it prints the names of the threads of gloo and
+of the TCP store still running at that point, just before the interpreter tears down.
+"""
+
+from __future__ import annotations
+
+import atexit
+from pathlib import Path
+
+
+def group_threads() -> list[str]:
+    """Names of this process's threads that belong to gloo or the TCP store."""
+    names = [(task / "comm").read_text().strip() for task in Path("/proc/self/task").iterdir()]
+    return [name for name in names if "gloo" in name or "tcpstore" in name]
+
+
+if __name__ == "__main__":
+    atexit.register(lambda: print(f"threads at exit: {group_threads()}", flush=True))
+    from crossview.errors import UserError
+    from crossview.train.distributed import init_distributed
+
+    init_distributed("cpu")
+    print(f"threads open: {group_threads()}", flush=True)
+    raise UserError("failing with the process group open")
