@@ -1,5 +1,6 @@
-"""One rank that opens the process group and fails before closing it (launched by
-``test_distributed.py`` with torchrun's environment variables set).
+"""One rank that opens the process group, imports ``torch._dynamo`` (as the first call of a
+``torch.library`` custom op in a model's forward does) and fails before closing the group
+(launched by ``test_distributed.py`` with torchrun's environment variables set).
 
 The handler registered first runs last at exit: it prints the names of the threads of gloo and
 of the TCP store still running at that point, just before the interpreter tears down.
@@ -24,4 +25,6 @@ if __name__ == "__main__":
 
     init_distributed("cpu")
     print(f"threads open: {group_threads()}", flush=True)
+    import torch._dynamo  # noqa: F401
+
     raise UserError("failing with the process group open")

@@ -9,18 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 import torch.multiprocessing as mp
-from dist_exit_worker import group_threads
 from train_standin import StandInModel, StandInStereo
 
 from crossview.errors import UserError
 from crossview.train.config import config_from_dict
-from crossview.train.distributed import (
-    DistInfo,
-    all_gather_objects,
-    close_distributed,
-    init_distributed,
-    shard,
-)
+from crossview.train.distributed import DistInfo, init_distributed, shard
 from crossview.train.trainer import Trainer
 
 
@@ -70,27 +63,12 @@ def test_two_processes_equal_one_with_the_same_global_batch(tmp_path: Path) -> N
         "best.pt", "log.jsonl", "rank0.pt", "rank1.pt", "step-00000003.pt"]
 
 
-def _closing_worker(rank: int, world: int, port: int) -> None:
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    info = init_distributed("cpu")
-    assert group_threads(), "the check below needs the group's threads to be visible"
-    import torch._dynamo  # noqa: F401  (what a custom op's first call, as in a forward, does)
-
-    assert all_gather_objects(rank, info) == [0, 1]
-    close_distributed(info)
-    assert group_threads() == [], "the process group outlived close_distributed"
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-def test_close_ends_the_group_threads_before_interpreter_teardown() -> None:
-    # threads left running into interpreter teardown can abort the process after its work
-    mp.spawn(_closing_worker, args=(2, _free_port()), nprocs=2, join=True)
-
-
-@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-def test_an_error_before_close_still_ends_the_group_before_teardown() -> None:
-    # not through mp.spawn: its processes leave with os._exit, skipping interpreter teardown
+def test_no_group_thread_reaches_interpreter_teardown() -> None:
+    # gloo threads left running into teardown can abort a process after its work is done;
+    # here torch._dynamo is first imported while the group is open (its modules then
+    # capture the group) and an error skips close_distributed. Not through mp.spawn: its
+    # processes leave with os._exit, skipping interpreter teardown
     port = str(_free_port())
     worker = str(Path(__file__).with_name("dist_exit_worker.py"))
     procs = [subprocess.Popen([sys.executable, worker],
