@@ -83,8 +83,10 @@ def _import_dynamo_before_the_group() -> None:
     it on its first call) pulls in torch modules with ``dist.group.WORLD`` as a default argument
     (``ShardedGradScaler``, ``torch.distributed.nn.functional``). Imported while the group is
     open, those defaults keep it alive after ``destroy_process_group``: gloo's threads then run
-    into interpreter teardown, where the process can abort ("terminate called without an active
-    exception", SIGABRT) after its work is done. Imported first, the defaults are ``None``.
+    into interpreter teardown, where one releasing a finished work's tensors needs the GIL,
+    Python ends it with ``pthread_exit`` and the unwinding through a C++ destructor aborts the
+    process after its work is done ("terminate called without an active exception", SIGABRT).
+    Imported first, the defaults are ``None``.
     """
     import torch._dynamo  # noqa: F401
 
