@@ -1,12 +1,12 @@
 """The models that run when the user names none (kept import-free so the CLI stays fast).
 
-Stereo defaults to the weights bundled with the package (``matchstereo-mini``, trained on the
-synthetic engine; see docs/training.md for what it reaches). No MatchFlow weights are bundled
-yet, so flow defaults to ``matchflow-b``, which needs ``weights=`` (published checkpoint) to be
-meaningful and warns otherwise.
+Both defaults are weights bundled with the package, trained by crossview on its synthetic
+engine (``matchstereo-mini``, ``matchflow-mini``; recipe and measured accuracy in
+docs/training.md). The published architectures (``matchstereo-t/-s/-b``, ``matchflow-b``) need
+``weights=`` (a published checkpoint) and warn otherwise.
 """
 
 from __future__ import annotations
 
 DEFAULT_STEREO_MODEL = "matchstereo-mini"
-DEFAULT_FLOW_MODEL = "matchflow-b"
+DEFAULT_FLOW_MODEL = "matchflow-mini"
