@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from torch import nn
 
 from crossview.bench.report import print_table, write_json
+from crossview.cli.dense import prepare_out_dir
 from crossview.errors import UserError
 from crossview.eval import EvalResult, Predictor, evaluate
 from crossview.train.distributed import (
@@ -169,6 +170,10 @@ def eval_command(
     if model is None or dataset is None:
         raise UserError("crossview eval needs --model NAME and --dataset KIND:PATH "
                         "(--list shows the dataset kinds)")
+    if json_path is not None:
+        if json_path.is_dir():
+            raise UserError(f"--json {json_path}: is a directory; give a file name")
+        prepare_out_dir(json_path.parent)
     data, kind = open_dataset(dataset)
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
     specs = get_metrics(kind.task, names)
