@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from crossview.distributed import close_distributed, init_distributed
 from crossview.errors import UserError
 from crossview.eval import evaluate
 from crossview.metrics import get_metrics
-from crossview.train.distributed import close_distributed, init_distributed
 
 METRICS = ("epe", "bad1", "d1_all")
 

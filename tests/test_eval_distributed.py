@@ -8,49 +8,21 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from crossview.distributed import DistInfo, dist_info_from_env, shard_strided
 from crossview.errors import UserError
 from crossview.eval import evaluate
 from crossview.metrics import get_metrics
-from crossview.train.distributed import DistInfo, dist_info_from_env, shard_strided
 from eval_dist_worker import METRICS, noisy_predictor, toy_stereo
+from ranks import TIMEOUT, finish_ranks, start_ranks
 
 WORKER = Path(__file__).with_name("eval_dist_worker.py")
-TIMEOUT = 120  # a rank left waiting for its peers fails the test instead of hanging it
 DATASET = "synthetic-stereo,length=5,size=128x160"  # 5 samples: not divisible by 2 ranks
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(argv: list[str], ranks: list[int], world: int) -> list[subprocess.Popen]:
-    """Start ``argv`` as the given ranks of ``world`` processes (torchrun's variables set)."""
-    port = str(_free_port())
-    return [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank),
-                                  "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
-                                  "MASTER_PORT": port, "OMP_NUM_THREADS": "1"})
-            for rank in ranks]
-
-
-def _finish(procs: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
-    """``(exit code, stdout, stderr)`` of each process; kills them all on a timeout."""
-    try:
-        outputs = [p.communicate(timeout=TIMEOUT) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    return [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs, strict=True)]
 
 
 def _cli(*args: str) -> list[str]:
@@ -79,7 +51,7 @@ def test_dist_info_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_two_ranks_score_strided_shares_and_get_the_one_process_result(tmp_path: Path) -> None:
-    runs = _finish(_start([sys.executable, str(WORKER), str(tmp_path)], [0, 1], 2))
+    runs = finish_ranks(start_ranks([sys.executable, str(WORKER), str(tmp_path)], [0, 1], 2))
     assert [code for code, *_ in runs] == [0, 0], [err for *_, err in runs]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["seen"] == [0, 2, 4, 6] and ranks[1]["seen"] == [1, 3, 5]
@@ -92,7 +64,7 @@ def test_two_ranks_score_strided_shares_and_get_the_one_process_result(tmp_path:
 
 
 def test_a_failing_share_stops_every_rank(tmp_path: Path) -> None:
-    (code0, _, err0), (code1, _, err1) = _finish(_start(
+    (code0, _, err0), (code1, _, err1) = finish_ranks(start_ranks(
         [sys.executable, str(WORKER), str(tmp_path), "3"], [0, 1], 2))
     assert code1 == 1 and "ValueError: broken sample 3" in err1  # its own error, re-raised
     assert code0 == 2
@@ -126,8 +98,8 @@ def test_torchrun_eval_equals_one_process(tmp_path: Path) -> None:
 def test_bad_input_fails_on_every_rank_before_any_collective() -> None:
     # ranks 0 and 1 of three: rank 2 never comes, so a rank that opened the process group
     # before checking its input would wait for it (and time out here) instead of exiting
-    runs = _finish(_start(_cli("--model", "matchstereo-mini", "--dataset", DATASET,
-                               "--metrics", "x"), [0, 1], 3))
+    runs = finish_ranks(start_ranks(_cli("--model", "matchstereo-mini", "--dataset", DATASET,
+                                         "--metrics", "x"), [0, 1], 3))
     for code, out, err in runs:
         assert code == 2 and out == ""
         assert err.startswith("error: unknown stereo metric") and err.count("\n") == 1

@@ -6,7 +6,7 @@ those shapes), so the CLI wraps :mod:`crossview.api`, the training loop wraps it
 validation, and tests use ground truth plus noise. Metric accumulation is
 :class:`crossview.metrics.MetricAccumulator`, usable on its own.
 
-Under torchrun (``dist_info``, see :mod:`crossview.train.distributed`) each rank scores every
+Under torchrun (``dist_info``, see :mod:`crossview.distributed`) each rank scores every
 ``world_size``-th sample; the per-sample scores are gathered and merged in dataset order, so
 every rank returns exactly the result of a one-process run.
 
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from crossview.distributed import DistInfo, all_gather_objects, shard_strided
 from crossview.errors import UserError
 from crossview.metrics.score import REDUCTIONS, MetricAccumulator, MetricSpec, Reduction, Score
-from crossview.train.distributed import DistInfo, all_gather_objects, shard_strided
 
 Predictor = Callable[[Mapping[str, Any]], Any]
 SampleCallback = Callable[[int, str, dict[str, float]], None]

@@ -25,15 +25,15 @@ from torch import nn
 
 from crossview.bench.report import print_table, write_json
 from crossview.cli.dense import prepare_out_dir
-from crossview.errors import UserError
-from crossview.eval import EvalResult, Predictor, evaluate
-from crossview.train.distributed import (
+from crossview.distributed import (
     barrier,
     close_distributed,
     dist_info_from_env,
     init_distributed,
     shard_strided,
 )
+from crossview.errors import UserError
+from crossview.eval import EvalResult, Predictor, evaluate
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 

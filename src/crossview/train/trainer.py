@@ -29,17 +29,18 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from crossview.errors import UserError
-from crossview.train import checkpoint as ckpt
-from crossview.train.config import Config, config_to_dict
-from crossview.train.distributed import (
+from crossview.distributed import (
     DistInfo,
     all_reduce_sum,
     barrier,
     close_distributed,
     init_distributed,
     shard,
+    shard_strided,
 )
+from crossview.errors import UserError
+from crossview.train import checkpoint as ckpt
+from crossview.train.config import Config, config_to_dict
 from crossview.train.losses import training_loss
 
 StepCallback = Callable[[int, dict[str, float]], bool | None]
@@ -299,9 +300,7 @@ class Trainer:
         """EPE (and bad-2 for stereo) of the reference view over the validation set."""
         from crossview.train.build import field_errors
         self.model.eval()
-        indices = list(range(len(self.val_set)))
-        per_rank = math.ceil(len(indices) / self.dist.world_size)
-        mine = indices[self.dist.rank * per_rank:(self.dist.rank + 1) * per_rank]
+        mine = list(shard_strided(len(self.val_set), self.dist))
         per_batch = max(1, self.cfg.train.batch_size // self.dist.world_size)
         totals = torch.zeros(3, dtype=torch.float64)
         for start in range(0, len(mine), per_batch):

@@ -20,8 +20,8 @@ def group_threads() -> list[str]:
 
 if __name__ == "__main__":
     atexit.register(lambda: print(f"threads at exit: {group_threads()}", flush=True))
+    from crossview.distributed import init_distributed
     from crossview.errors import UserError
-    from crossview.train.distributed import init_distributed
 
     init_distributed("cpu")
     print(f"threads open: {group_threads()}", flush=True)
