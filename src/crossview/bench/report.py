@@ -12,8 +12,11 @@ import os
 import platform
 import resource
 import statistics
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +51,8 @@ def peak_cpu_bytes(fn: Callable[[], Any]) -> int:
     start, and the ``[memory]`` events (frees outside any op) at their time.
     """
     gc.collect()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                profile_memory=True) as prof:
+    with _without_profiler_notices(), torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     live = peak = 0
     for event in sorted(prof.events(), key=lambda e: e.time_range.start):
@@ -57,6 +60,28 @@ def peak_cpu_bytes(fn: Callable[[], Any]) -> int:
             event.self_cpu_memory_usage
         peak = max(peak, live)
     return peak
+
+
+@contextmanager
+def _without_profiler_notices() -> Iterator[None]:
+    """Drop the ``USDT: ... profiler_start/stop`` lines the profiler library writes to fd 2.
+
+    They come from C++ (kineto), below Python's ``sys.stderr``, so file descriptor 2 is sent to a
+    temporary file for the duration; every other line written there is passed on afterwards.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [line for line in captured if not line.startswith(b"USDT:")]
+            os.write(2, b"".join(kept))
 
 
 def peak_rss_bytes() -> int:
