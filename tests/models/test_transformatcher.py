@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from crossview.attention.rope4d import match_positions, rope4d_angles, rope4d_rotation
+from crossview.models.transformatcher.backbone import EfficientNetLite0, ResNet101
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
     upsample_correlation,
@@ -37,12 +38,69 @@ def test_correlation_is_relu_cosine_per_layer() -> None:
         torch.testing.assert_close(corr[b, layer, i, j, k, m], cos.clamp(min=0))
 
 
-def test_correlation_resizes_features_to_the_grid() -> None:
-    feats = [torch.rand(1, 4, 8, 8)]
-    corr = multilayer_correlation(feats, feats, (4, 4))
-    resized = F.interpolate(feats[0], size=(4, 4), mode="bilinear", align_corners=False)
-    expected = multilayer_correlation([resized], [resized], (4, 4))
-    torch.testing.assert_close(corr, expected)
+def _positional_resample(x: np.ndarray, n_out: int, ratio: float) -> np.ndarray:
+    """Naive reference: grid cell j of a 1D map x [n_in] whose cells sit at ratio * k."""
+    out = np.zeros(n_out)
+    for j in range(n_out):
+        k = min(j / ratio, len(x) - 1)
+        lo = math.floor(k)
+        hi = min(lo + 1, len(x) - 1)
+        out[j] = (1 - (k - lo)) * x[lo] + (k - lo) * x[hi]
+    return out
+
+
+@pytest.mark.parametrize(("n_in", "n_out", "ratio"), [(8, 15, 2.0), (3, 6, 2.0), (8, 4, 0.5)])
+def test_correlation_resamples_features_by_cell_position(n_in: int, n_out: int,
+                                                         ratio: float) -> None:
+    # A stride-32 map of a 240 px image has 8 cells at pixels 0, 32, ..., 224; the 15 x 15
+    # stride-16 grid has cells at 0, 16, ..., 224, so grid cell j samples the map at j / 2.
+    gen = torch.Generator().manual_seed(0)
+    feats = [torch.rand(1, 3, n_in, n_in, generator=gen, dtype=torch.float64)]
+    corr = multilayer_correlation(feats, feats, (n_out, n_out))
+    f = feats[0][0].numpy()
+    rows = np.stack([[_positional_resample(f[c, i], n_out, ratio) for i in range(n_in)]
+                     for c in range(3)])  # [C, n_in, n_out]: x resampled
+    both = np.stack([[_positional_resample(rows[c, :, j], n_out, ratio) for j in range(n_out)]
+                     for c in range(3)]).transpose(0, 2, 1)  # [C, n_out (y), n_out (x)]
+    resized = [torch.from_numpy(np.ascontiguousarray(both))[None]]
+    torch.testing.assert_close(corr, multilayer_correlation(resized, resized, (n_out, n_out)))
+
+
+def test_backbones_centre_cell_i_on_pixel_stride_times_i() -> None:
+    # With mirror-symmetric kernels a CNN commutes with a horizontal flip exactly when the flip
+    # maps every cell centre onto a cell centre. Centres at stride * i (the grid frame's
+    # assumption, see TransforMatcher.frame_shift) make that true for sizes 2^k + 1 (65 -> 33
+    # -> 17 -> 9 -> 5 -> 3), centres at block middles stride * i + (stride - 1) / 2 for
+    # 2^k (64): the first holds, the second does not.
+    torch.manual_seed(0)
+    for net in (EfficientNetLite0(), ResNet101()):
+        net.eval()
+        with torch.no_grad():
+            for module in net.modules():
+                if isinstance(module, torch.nn.Conv2d):
+                    module.weight.copy_((module.weight + module.weight.flip(-1)) / 2)
+            for size, equivariant in ((65, True), (64, False)):
+                x = torch.rand(1, 3, size, size) * 255
+                for f, g in zip(net.features(x), net.features(x.flip(-1)), strict=True):
+                    gap = ((g - f.flip(-1)).abs().amax() / f.abs().amax()).item()
+                    assert gap < 1e-4 if equivariant else gap > 1e-2
+
+
+def test_transfer_works_in_the_grid_frame() -> None:
+    torch.manual_seed(0)
+    model = TransforMatcher(grid=4)
+    assert model.frame_shift == pytest.approx(7.5 * 2 / 64)  # half a cell minus half a pixel
+    coords = grid_centres(8, 8)[None] + 0.05 * torch.randn(1, 8, 8, 2)
+    kp = torch.cat((torch.rand(1, 5, 2) * 2 - 1, torch.full((1, 1, 2), -0.99)), dim=1)
+    # An image point u is at u + shift in the grid frame; targets come back the same way.
+    shift = 7.5 * 2 / 64
+    expected = soft_sample(coords, kp + shift, 0.05) - shift
+    assert (expected.abs() > 1).any()  # some fall outside the image: transfer clamps them
+    torch.testing.assert_close(model.transfer(coords, kp, 0.05), expected.clamp(-1, 1))
+    # Pixel 16 j (the backbone's cell j, 64 px image) lands on grid cell j's centre.
+    pixel = torch.tensor([[[16.0 * 2, 16.0 * 1]]])
+    torch.testing.assert_close(pixels_to_normalised(pixel, 64, 64) + model.frame_shift,
+                               grid_centres(4, 4)[1, 2].reshape(1, 1, 2))
 
 
 def _bilinear_1d(n_in: int, n_out: int) -> np.ndarray:

@@ -12,6 +12,7 @@ from crossview.models.transformatcher.softargmax import (
 )
 from crossview.train.checkpoint import latest_checkpoint, load_checkpoint
 from crossview.train.semantic import (
+    dense_loss,
     evaluate_warps,
     export_weights,
     oracle_coords,
@@ -70,3 +71,32 @@ def test_oracle_coords_transfer_keypoints_through_the_exact_flow() -> None:
     pred = soft_sample(coords, pixels_to_normalised(b["kp_src"], 96, 96), 0.05)
     err = (normalised_to_pixels(pred, 96, 96) - b["kp_tgt"]).norm(dim=-1)
     assert err.median() < 2.0
+
+
+def test_oracle_in_the_grid_frame_and_dense_loss() -> None:
+    data = warp_dataset("heldout", 96, 2, seed=1, keypoints=16)
+    b = warp_batch(data, [0, 1])
+    shift = 1 / 6 - 1 / 96  # TransforMatcher(grid=6).frame_shift
+    coords = oracle_coords(b["flow"], 12, shift)
+    # Grid-frame cell (5, 2) is centred at image pixel (8 * 5 + 3.5 - 7.5, 8 * 2 + 3.5 - 7.5).
+    x, y = 8 * 5 - 4.0, 8 * 2 - 4.0
+    fx, fy = b["flow"][0, :, int(y), int(x)]  # integer pixel: no interpolation
+    expected = pixels_to_normalised(torch.tensor([x + fx, y + fy]), 96, 96) + shift
+    torch.testing.assert_close(coords[0, 2, 5], expected, atol=1e-5, rtol=0)
+    kp = pixels_to_normalised(b["kp_src"], 96, 96)
+    pred = soft_sample(coords, kp + shift, 0.05) - shift
+    err = (normalised_to_pixels(pred, 96, 96) - b["kp_tgt"]).norm(dim=-1)
+    assert err.median() < 2.0
+    # The dense loss is 0 at the exact correspondence and |offset| for a constant offset.
+    assert b["valid"].shape == (2, 96, 96) and b["valid"].dtype == torch.bool
+    assert dense_loss(coords, b["flow"], b["valid"], shift).item() < 1e-6
+    offset = torch.tensor([0.03, -0.04])
+    loss = dense_loss(coords + offset, b["flow"], b["valid"], shift)
+    torch.testing.assert_close(loss, offset.norm())
+    # Cells whose centre has no valid match are ignored.
+    wrong = coords.clone()
+    b["valid"][0, :48] = False
+    wrong[0, :5] += 1.0  # cell rows 0-4 (centres above pixel 36) are all invalid now
+    torch.testing.assert_close(dense_loss(wrong, b["flow"], b["valid"], shift),
+                               dense_loss(coords, b["flow"], b["valid"], shift), atol=1e-6,
+                               rtol=0)

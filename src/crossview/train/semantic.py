@@ -40,7 +40,6 @@ from crossview.models.transformatcher.softargmax import (
     kernel_soft_argmax,
     normalised_to_pixels,
     pixels_to_normalised,
-    soft_sample,
 )
 from crossview.train.checkpoint import (
     latest_checkpoint,
@@ -58,13 +57,15 @@ _console = Console()
 
 def warp_batch(dataset: SyntheticWarps, indices: list[int]) -> dict[str, torch.Tensor]:
     """Stack warp samples: ``src``, ``tgt`` ``[B, 3, S, S]`` (0..255), pixel keypoints
-    ``kp_src``, ``kp_tgt`` ``[B, N, 2]`` and the exact pixel ``flow [B, 2, S, S]``."""
+    ``kp_src``, ``kp_tgt`` ``[B, N, 2]``, the exact pixel ``flow [B, 2, S, S]`` and its
+    ``valid [B, S, S]`` mask."""
     samples = [dataset[i] for i in indices]
     return {"src": torch.stack([s["image0"] for s in samples]),
             "tgt": torch.stack([s["image1"] for s in samples]),
             "kp_src": torch.stack([s["keypoints0"] for s in samples]),
             "kp_tgt": torch.stack([s["keypoints1"] for s in samples]),
-            "flow": torch.stack([s["flow"] for s in samples])}
+            "flow": torch.stack([s["flow"] for s in samples]),
+            "valid": torch.stack([torch.as_tensor(s["valid"]) for s in samples])}
 
 
 def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int) -> SyntheticWarps:
@@ -73,16 +74,33 @@ def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int) 
                           config=WarpConfig(size=(size, size), num_keypoints=keypoints))
 
 
-def oracle_coords(flow: torch.Tensor, cells: int) -> torch.Tensor:
+def oracle_coords(flow: torch.Tensor, cells: int, frame_shift: float = 0.0) -> torch.Tensor:
     """The exact correspondence as a dense map on the model's output grid: normalised target
     ``(x, y)`` ``[B, cells, cells, 2]`` of each cell centre, from the pixel ``flow [B, 2, S, S]``
-    (bilinearly sampled at the centres). Through the soft sampler it bounds what any correlation
-    on that grid can reach."""
+    (bilinearly sampled at the centres), in the grid frame offset by ``frame_shift`` from the
+    image frame (:attr:`TransforMatcher.frame_shift`, 0: the image frame). Through the soft
+    sampler it bounds what any correlation on that grid can reach."""
     size = flow.shape[-1]
     centres = grid_centres(cells, cells, flow.device, flow.dtype).expand(len(flow), -1, -1, -1)
-    shift = F.grid_sample(flow, centres, mode="bilinear", align_corners=False)  # [B, 2, G, G]
+    centres = centres - frame_shift  # the cell centres in the image frame
+    shift = F.grid_sample(flow, centres, mode="bilinear", padding_mode="border",
+                          align_corners=False)  # [B, 2, G, G]
     target = normalised_to_pixels(centres, size, size) + shift.permute(0, 2, 3, 1)
-    return pixels_to_normalised(target, size, size)
+    return pixels_to_normalised(target, size, size) + frame_shift
+
+
+def dense_loss(coords: torch.Tensor, flow: torch.Tensor, valid: torch.Tensor,
+               frame_shift: float) -> torch.Tensor:
+    """Mean distance (normalised units) between the model's ``coords [B, G, G, 2]`` and the
+    exact correspondence of every output cell whose centre has a valid match (``valid [B, S,
+    S]``, nearest pixel): Eq. 12 with every output cell as a keypoint, no soft sampler."""
+    cells = coords.shape[1]
+    exact = oracle_coords(flow, cells, frame_shift)
+    centres = grid_centres(cells, cells, flow.device, flow.dtype) - frame_shift
+    inside = F.grid_sample(valid[:, None].to(flow.dtype),
+                           centres.expand(len(flow), -1, -1, -1), mode="nearest",
+                           align_corners=False)[:, 0] > 0.5
+    return keypoint_loss(coords.flatten(1, 2), exact.flatten(1, 2), inside.flatten(1))
 
 
 @torch.no_grad()
@@ -105,10 +123,11 @@ def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypo
         kp = pixels_to_normalised(b["kp_src"], size, size)
         soft = kernel_soft_argmax(upsample_correlation(out["corr"].mean(1), model.upsample),
                                   model.sigma, RAW_SOFTARGMAX_BETA)
+        exact = oracle_coords(b["flow"], out["coords"].shape[1], model.frame_shift)
         for name, coords in (("raw", raw_argmax_coords(out["corr"], model.upsample)),
                              ("raw_softargmax", soft), ("refined", out["coords"]),
-                             ("oracle", oracle_coords(b["flow"], out["coords"].shape[1]))):
-            pred = normalised_to_pixels(soft_sample(coords, kp, EVAL_TAU), size, size)
+                             ("oracle", exact)):
+            pred = normalised_to_pixels(model.transfer(coords, kp, EVAL_TAU), size, size)
             errors[name].append((pred - b["kp_tgt"]).norm(dim=-1).flatten())
             for alpha, found in scores[name].items():
                 for p, g in zip(pred.numpy(), b["kp_tgt"].numpy(), strict=True):
@@ -122,12 +141,14 @@ def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypo
 def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
           lr: float = 1e-3, max_steps: int = 100_000, minutes: float = 60.0,
           checkpoint_every: int = 25, seed: int = 0, init: Path | None = None,
-          attention: str = "additive") -> TransforMatcher:
+          attention: str = "additive", dense_weight: float = 0.0) -> TransforMatcher:
     """Train the refinement on training-split warps; resume from ``run_dir``'s newest
     checkpoint (at learning rate ``lr``, so a run can be continued at a lower rate), or start
     from the weights file ``init`` when there is none; stop after ``max_steps`` or ``minutes``
     of wall time; return the model. ``attention="standard"`` trains the same-size softmax
-    attention variant (paper Table 3; quadratic in the matches, small grids only)."""
+    attention variant (paper Table 3; quadratic in the matches, small grids only).
+    ``dense_weight > 0`` adds that multiple of :func:`dense_loss` (every output cell supervised
+    by the exact correspondence; ours, not the paper's) to the keypoint loss of Eq. 12."""
     torch.manual_seed(seed)
     model = TransforMatcher(grid=grid, attention=attention)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -156,9 +177,12 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
             b = warp_batch(data, list(range(step * batch, (step + 1) * batch)))
             size = model.image_size
             out = model(b["src"], b["tgt"])
-            pred = soft_sample(out["coords"], pixels_to_normalised(b["kp_src"], size, size),
-                               TRAIN_TAU)
+            pred = model.transfer(out["coords"], pixels_to_normalised(b["kp_src"], size, size),
+                                  TRAIN_TAU)
             loss = keypoint_loss(pred, pixels_to_normalised(b["kp_tgt"], size, size))
+            if dense_weight > 0:
+                loss = loss + dense_weight * dense_loss(out["coords"], b["flow"], b["valid"],
+                                                        model.frame_shift)
             optim.zero_grad()
             loss.backward()
             optim.step()
@@ -208,10 +232,13 @@ def _train_command(
         help="start from these weights (.safetensors) when the run has no checkpoint")] = None,
     attention: Annotated[str, typer.Option(help="additive (the paper's) or standard")] = (
         "additive"),
+    dense_weight: Annotated[float, typer.Option(
+        help="weight of the dense loss on every output cell (ours; 0: Eq. 12 only)")] = 0.0,
 ) -> None:
     """Train (resuming) and optionally export the weights."""
     model = train(run_dir, grid=grid, batch=batch, keypoints=keypoints, lr=lr,
-                  max_steps=max_steps, minutes=minutes, init=init, attention=attention)
+                  max_steps=max_steps, minutes=minutes, init=init, attention=attention,
+                  dense_weight=dense_weight)
     if export is not None:
         step = load_checkpoint(latest_checkpoint(run_dir))["step"]
         export_weights(model, export, {"train_grid": str(grid), "steps": str(step),

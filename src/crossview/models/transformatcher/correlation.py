@@ -6,6 +6,8 @@ and ``C_l(i, j) = ReLU(cos(F_src^l(i), F_tgt^l(j)))``; the layers are stacked as
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -15,7 +17,8 @@ def multilayer_correlation(src_feats: list[Tensor], tgt_feats: list[Tensor],
                            size: tuple[int, int]) -> Tensor:
     """Correlation ``[B, L, h, w, h, w]`` of ``L`` feature pairs ``[B, C_l, H_l, W_l]``.
 
-    Every feature map is resized to ``size = (h, w)`` bilinearly before the cosine similarity.
+    Every feature map is resampled onto the grid ``size = (h, w)`` (by the position of its cells,
+    :func:`_resize`) before the cosine similarity.
     """
     if len(src_feats) != len(tgt_feats) or not src_feats:
         raise ValueError(f"need as many source as target layers (>= 1), got "
@@ -33,9 +36,25 @@ def multilayer_correlation(src_feats: list[Tensor], tgt_feats: list[Tensor],
 
 
 def _resize(x: Tensor, size: tuple[int, int]) -> Tensor:
+    """Resample ``x [B, C, H, W]`` onto the grid ``size = (h, w)`` by position.
+
+    Every stride-2 stage of the backbones centres its output cell ``i`` on input cell ``2 i``
+    (symmetric padding), so cell ``k`` of a map whose stride is ``r`` times the grid's (``r`` a
+    power of two, e.g. the 8 x 8 stride-32 maps of a 240 px image on the 15 x 15 stride-16 grid)
+    lies at grid position ``r k``, and grid cell ``j`` takes the bilinear value at ``k = j / r``
+    (the edge value beyond the last cell). Plain ``align_corners=False`` resizing would instead
+    stretch the map over the grid (8 -> 15: a 7 % scale error against the stride-16 layers).
+    """
     if tuple(x.shape[-2:]) == tuple(size):
         return x
-    return F.interpolate(x, size=size, mode="bilinear", align_corners=False)
+    axes = []
+    for n_in, n_out in zip(x.shape[-2:], size, strict=True):
+        ratio = 2.0 ** round(math.log2(n_out / n_in))
+        k = torch.arange(n_out, dtype=x.dtype, device=x.device) / ratio
+        axes.append(2 * k / max(n_in - 1, 1) - 1)  # align_corners=True normalisation
+    gy, gx = torch.meshgrid(*axes, indexing="ij")
+    grid = torch.stack((gx, gy), dim=-1).expand(len(x), -1, -1, -1)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=True)
 
 
 def upsample_correlation(corr: Tensor, factor: int = 2) -> Tensor:

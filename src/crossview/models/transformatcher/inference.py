@@ -23,7 +23,6 @@ from crossview.models.transformatcher.softargmax import (
     grid_centres,
     normalised_to_pixels,
     pixels_to_normalised,
-    soft_sample,
 )
 from crossview.models.weights import read_state_dict
 
@@ -48,22 +47,27 @@ def load_transformatcher(weights: str | os.PathLike | None = None, *,
     return model.eval()
 
 
-def _dense_flow(coords: Tensor, src_size: tuple[int, int], tgt_size: tuple[int, int]) -> Tensor:
-    """``coords [1, G, G, 2]`` (normalised target position of each source cell) -> pixel flow
+def _dense_flow(coords: Tensor, src_size: tuple[int, int], tgt_size: tuple[int, int],
+                frame_shift: float = 0.0) -> Tensor:
+    """``coords [1, G, G, 2]`` (normalised target position of each source cell, in a grid frame
+    offset by ``frame_shift`` from the image frame, see
+    :attr:`~crossview.models.transformatcher.model.TransforMatcher.frame_shift`) -> pixel flow
     ``[2, Hs, Ws]`` from the source frame into the target frame.
 
-    The normalised displacement is upsampled (not the positions: clamping at the border would
-    bend an identity map), then both ends are mapped to their own pixel frames."""
+    The normalised displacement is interpolated (not the positions: clamping at the border would
+    bend an identity map) at each source pixel's grid-frame position, then both ends are mapped
+    to their own pixel frames."""
     (hs, ws), (ht, wt) = src_size, tgt_size
     g = coords.shape[1:3]
     shift = (coords - grid_centres(*g, coords.device, coords.dtype)).permute(0, 3, 1, 2)
-    shift = F.interpolate(shift, size=(hs, ws), mode="bilinear", align_corners=False)
     ys, xs = torch.meshgrid(torch.arange(hs, dtype=coords.dtype, device=coords.device),
                             torch.arange(ws, dtype=coords.dtype, device=coords.device),
                             indexing="ij")
     pixels = torch.stack((xs, ys), -1)
-    target = normalised_to_pixels(pixels_to_normalised(pixels, ws, hs)
-                                  + shift[0].permute(1, 2, 0), wt, ht)
+    source = pixels_to_normalised(pixels, ws, hs)
+    shift = F.grid_sample(shift, (source + frame_shift)[None], mode="bilinear",
+                          padding_mode="border", align_corners=False)
+    target = normalised_to_pixels(source + shift[0].permute(1, 2, 0), wt, ht)
     return (target - pixels).permute(2, 0, 1)
 
 
@@ -83,9 +87,10 @@ def match_pair(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
     forward, backward = model.refine(torch.cat((corr, corr.permute(0, 1, 4, 5, 2, 3))))[
         "coords"].chunk(2)
     kp = pixels_to_normalised(points, ws, hs)[None]
-    transferred = normalised_to_pixels(soft_sample(forward, kp, EVAL_TAU)[0], wt, ht)
-    return (transferred, _dense_flow(forward, (hs, ws), (ht, wt)),
-            _dense_flow(backward, (ht, wt), (hs, ws)))
+    transferred = normalised_to_pixels(model.transfer(forward, kp, EVAL_TAU)[0], wt, ht)
+    shift = model.frame_shift
+    return (transferred, _dense_flow(forward, (hs, ws), (ht, wt), shift),
+            _dense_flow(backward, (ht, wt), (hs, ws), shift))
 
 
 def keypoint_predictor(model: TransforMatcher) -> Callable[[Mapping[str, Any]], np.ndarray]:

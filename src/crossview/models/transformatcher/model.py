@@ -25,7 +25,11 @@ from crossview.models.transformatcher.correlation import (
     upsample_correlation,
 )
 from crossview.models.transformatcher.layers import MatchToMatchLayer
-from crossview.models.transformatcher.softargmax import hard_argmax, kernel_soft_argmax
+from crossview.models.transformatcher.softargmax import (
+    hard_argmax,
+    kernel_soft_argmax,
+    soft_sample,
+)
 
 BACKBONE_LAYERS = {"efficientnet-lite0": 11, "resnet101": 26}
 INIT_BETA = 20.0  # initial soft-argmax inverse temperature (the correlation lies in [0, 1])
@@ -110,9 +114,32 @@ class TransforMatcher(nn.Module):
 
     def forward(self, src: Tensor, tgt: Tensor) -> dict[str, Tensor]:
         """Images ``[B, 3, S, S]`` in 0..255 -> ``corr`` ``[B, L, g, g, g, g]``, ``refined``,
-        ``coords`` (normalised target ``(x, y)`` of each upsampled source cell)."""
+        ``coords`` (normalised target ``(x, y)`` of each upsampled source cell, in the grid
+        frame: transfer image points with :meth:`transfer`)."""
         corr = self.correlation(src, tgt)
         return {"corr": corr, **self.refine(corr)}
+
+    @property
+    def frame_shift(self) -> float:
+        """Offset (normalised units) of the grid frame from the image frame.
+
+        ``coords`` and the cell centres of :func:`~.softargmax.grid_centres` live in the *grid
+        frame*, where cell ``j`` of the ``g``-cell grid is centred at ``(2 j + 1) / g - 1``, the
+        centre of the ``16 x 16`` pixel block ``j``, i.e. pixel ``16 j + 7.5``. But every stride-2
+        stage of the backbones centres its output cell ``i`` on input pixel ``2 i`` (symmetric
+        padding), so feature cell ``j`` looks at pixel ``16 j``: a point at normalised image
+        coordinate ``u`` sits at ``u + frame_shift`` in the grid frame,
+        ``frame_shift = 2 * 7.5 / S = 1 / g - 1 / S`` (0.0625 at 240 px).
+        """
+        return 1.0 / self.grid - 1.0 / self.image_size
+
+    def transfer(self, coords: Tensor, keypoints: Tensor, tau: float) -> Tensor:
+        """Soft-sample (Eq. 11, temperature ``tau``) normalised image points ``keypoints
+        [B, N, 2]`` through ``coords [B, G, G, 2]`` (the model's output, grid frame) -> their
+        normalised target image points ``[B, N, 2]``, clamped to the image (the first grid-frame
+        cells are centred half a cell outside it)."""
+        shift = self.frame_shift
+        return (soft_sample(coords, keypoints + shift, tau) - shift).clamp(-1.0, 1.0)
 
     def head_state_dict(self) -> dict[str, Tensor]:
         """The trained parameters (everything but the backbone)."""
