@@ -8,6 +8,8 @@ pooled) and the median error in pixels of
   ``sigma`` (cells) and ``beta`` (inverse temperature), and the soft sampler's ``tau``.
 
 Run: ``OMP_NUM_THREADS=1 python docs/results/transformatcher_analysis.py [WEIGHTS]``.
+(The committed JSON was written before the grid-frame fix, see ``transformatcher_diagnosis.py``;
+the script now scores in the grid frame, as the model does.)
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ LAYER_SETS = {**{f"layer {i}": [i] for i in range(11)},
 
 def _score(coords: torch.Tensor, kp: torch.Tensor, gt: torch.Tensor,
            tau: float = EVAL_TAU) -> dict[str, float]:
-    err = (normalised_to_pixels(soft_sample(coords, kp, tau), SIZE, SIZE) - gt).norm(dim=-1)
+    # keypoints in the grid frame (TransforMatcher.frame_shift, 1 / 15 - 1 / 240 at 240 px)
+    shift = 1 / (SIZE // 16) - 1 / SIZE
+    pred = (soft_sample(coords, kp + shift, tau) - shift).clamp(-1, 1)
+    err = (normalised_to_pixels(pred, SIZE, SIZE) - gt).norm(dim=-1)
     return {"pck@0.05": 100 * (err <= 0.05 * SIZE).float().mean().item(),
             "pck@0.1": 100 * (err <= 0.1 * SIZE).float().mean().item(),
             "median_px": err.median().item()}

@@ -270,7 +270,9 @@ def _evaluate_command(
     _console.print(result)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result, indent=2))
+        tmp = json_out.with_name(json_out.name + ".tmp")
+        tmp.write_text(json.dumps(result, indent=2))
+        tmp.replace(json_out)
 
 
 if __name__ == "__main__":
