@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.progress import Progress
 from safetensors.torch import load_file, save_file
 
+from crossview.bench.report import write_json
 from crossview.data.synthetic.textures import image_names
 from crossview.data.synthetic.warps import SyntheticWarps, WarpConfig
 from crossview.metrics.keypoints import pck
@@ -269,10 +270,7 @@ def _evaluate_command(
               **evaluate_warps(model, pairs=pairs, seed=seed)}
     _console.print(result)
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = json_out.with_name(json_out.name + ".tmp")
-        tmp.write_text(json.dumps(result, indent=2))
-        tmp.replace(json_out)
+        write_json(json_out, result)
 
 
 if __name__ == "__main__":
