@@ -8,8 +8,7 @@ pooled) and the median error in pixels of
   ``sigma`` (cells) and ``beta`` (inverse temperature), and the soft sampler's ``tau``.
 
 Run: ``OMP_NUM_THREADS=1 python docs/results/transformatcher_analysis.py [WEIGHTS]``.
-(The committed JSON was written before the grid-frame fix, see ``transformatcher_diagnosis.py``;
-the script now scores in the grid frame, as the model does.)
+Scores in the grid frame, as the model does (see ``transformatcher_diagnosis.py``).
 """
 
 from __future__ import annotations
