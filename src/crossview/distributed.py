@@ -4,8 +4,9 @@
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``; :func:`dist_info_from_env`
 reads them and :func:`init_distributed` opens a process group (gloo on CPU, nccl on CUDA).
 Without them, it is a single process and nothing is initialised. Training splits each global
-batch with :func:`shard`; evaluation strides over the dataset with :func:`shard_strided` and
-collects the per-sample results with :func:`all_gather_objects`.
+batch with :func:`shard`; evaluation (and the trainer's validation) strides over the dataset
+with :func:`shard_strided`; evaluation collects the per-sample results with
+:func:`all_gather_objects`.
 """
 
 from __future__ import annotations
