@@ -22,6 +22,9 @@ def train_command(
     init_weights: Annotated[Path | None, typer.Option(
         "--init-weights", help="Fine-tune: start from these weights (.pth, state dict or "
         ".safetensors); ignored with --resume.")] = None,
+    grow: Annotated[bool, typer.Option(
+        "--grow", help="--init-weights come from a network with fewer decoder layers per "
+        "scale (model.overrides.decoder_layers); the extra layers start as the identity.")] = False,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Override train.out_dir.")] = None,
     steps: Annotated[int | None, typer.Option("--steps", help="Override train.steps.")] = None,
@@ -45,7 +48,9 @@ def train_command(
         cfg.train.steps = steps
     if export_only and (not resume or export is None):
         raise UserError("--export-only needs --resume and --export")
-    trainer = Trainer(cfg, resume=resume, init_weights=init_weights)
+    if grow and init_weights is None:
+        raise UserError("--grow needs --init-weights")
+    trainer = Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
     if export_only:
         for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,
                                       description=description):

@@ -107,11 +107,16 @@ def build_model(cfg: Config) -> torch.nn.Module:
     return MatchStereo(config, task=cfg.task)
 
 
-def load_init_weights(model: torch.nn.Module, path: str | Path) -> None:
+def load_init_weights(model: torch.nn.Module, path: str | Path, *, grow: bool = False) -> None:
     """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``
-    (strictly, with the model engineer's loader)."""
-    from crossview.models.weights import load_weights
-    load_weights(model, path)
+    (strictly, with the model engineer's loader); with ``grow``, the weights of a network with
+    fewer decoder layers, the extra ones starting as the identity."""
+    from crossview.models.weights import load_weights, read_state_dict
+    if grow:
+        from crossview.train.grow import grow_into
+        grow_into(model, read_state_dict(path), source=str(path))
+    else:
+        load_weights(model, path)
 
 
 def field_errors(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor,

@@ -130,6 +130,8 @@ class Trainer:
         resume: continue from the newest checkpoint of ``cfg.train.out_dir``.
         init_weights: a weights file loaded into the model before step 0 (fine-tuning);
             ignored when resuming.
+        grow: ``init_weights`` come from a network with fewer decoder layers per scale; the
+            extra layers start as the identity (:func:`crossview.train.grow.grow_into`).
         progress: show a progress bar (rank 0).
         on_step: called on every rank after every step with ``(step, logs)``; returning True
             stops the run like SIGINT/SIGTERM do (checkpoint, then return).
@@ -137,8 +139,8 @@ class Trainer:
 
     def __init__(self, cfg: Config, *, model: nn.Module | None = None,
                  train_set: Any = None, val_set: Any = None, resume: bool = False,
-                 init_weights: str | Path | None = None, progress: bool = True,
-                 on_step: StepCallback | None = None) -> None:
+                 init_weights: str | Path | None = None, grow: bool = False,
+                 progress: bool = True, on_step: StepCallback | None = None) -> None:
         self.cfg = cfg
         self.dist: DistInfo = init_distributed(cfg.train.device)
         if cfg.train.device.startswith("cuda"):
@@ -178,7 +180,7 @@ class Trainer:
             self._resume()
         elif init_weights is not None:
             from crossview.train.build import load_init_weights
-            load_init_weights(self.model, init_weights)
+            load_init_weights(self.model, init_weights, grow=grow)
         wrapped: nn.Module = _Fields(self.model, cfg.task)
         if self.dist.enabled:
             wrapped = DistributedDataParallel(
