@@ -75,6 +75,13 @@ def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int) 
                           config=WarpConfig(size=(size, size), num_keypoints=keypoints))
 
 
+def _cell_centres(flow: torch.Tensor, cells: int, frame_shift: float) -> torch.Tensor:
+    """Image-frame normalised centres ``[B, cells, cells, 2]`` of the output grid's cells, for
+    sampling ``flow [B, 2, S, S]`` (the grid frame is offset by ``frame_shift``)."""
+    centres = grid_centres(cells, cells, flow.device, flow.dtype) - frame_shift
+    return centres.expand(len(flow), -1, -1, -1)
+
+
 def oracle_coords(flow: torch.Tensor, cells: int, frame_shift: float = 0.0) -> torch.Tensor:
     """The exact correspondence as a dense map on the model's output grid: normalised target
     ``(x, y)`` ``[B, cells, cells, 2]`` of each cell centre, from the pixel ``flow [B, 2, S, S]``
@@ -82,8 +89,7 @@ def oracle_coords(flow: torch.Tensor, cells: int, frame_shift: float = 0.0) -> t
     image frame (:attr:`TransforMatcher.frame_shift`, 0: the image frame). Through the soft
     sampler it bounds what any correlation on that grid can reach."""
     size = flow.shape[-1]
-    centres = grid_centres(cells, cells, flow.device, flow.dtype).expand(len(flow), -1, -1, -1)
-    centres = centres - frame_shift  # the cell centres in the image frame
+    centres = _cell_centres(flow, cells, frame_shift)
     shift = F.grid_sample(flow, centres, mode="bilinear", padding_mode="border",
                           align_corners=False)  # [B, 2, G, G]
     target = normalised_to_pixels(centres, size, size) + shift.permute(0, 2, 3, 1)
@@ -97,10 +103,8 @@ def dense_loss(coords: torch.Tensor, flow: torch.Tensor, valid: torch.Tensor,
     S]``, nearest pixel): Eq. 12 with every output cell as a keypoint, no soft sampler."""
     cells = coords.shape[1]
     exact = oracle_coords(flow, cells, frame_shift)
-    centres = grid_centres(cells, cells, flow.device, flow.dtype) - frame_shift
-    inside = F.grid_sample(valid[:, None].to(flow.dtype),
-                           centres.expand(len(flow), -1, -1, -1), mode="nearest",
-                           align_corners=False)[:, 0] > 0.5
+    inside = F.grid_sample(valid[:, None].to(flow.dtype), _cell_centres(flow, cells, frame_shift),
+                           mode="nearest", align_corners=False)[:, 0] > 0.5
     return keypoint_loss(coords.flatten(1, 2), exact.flatten(1, 2), inside.flatten(1))
 
 
