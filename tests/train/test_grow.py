@@ -51,6 +51,12 @@ def test_grown_network_computes_the_trained_fields(task: str) -> None:
     assert not state["match_attentions.3.layers.1.match_attention_cross.proj.weight"].any()
     assert state["match_attentions.0.layers.1.match_attention_self.q.weight"].abs().sum() > 0
     assert trained_depths(state) == {0: 3, 1: 2, 2: 2, 3: 2}
+    # and they learn: the zeroed outputs receive a gradient from the first step
+    big(img0, img1)["field"].square().sum().backward()
+    new_layer = big.match_attentions[0].layers[2]
+    for linear in (new_layer.mlp.fc2, new_layer.match_attention_self.proj,
+                   new_layer.match_attention_cross.proj):
+        assert linear.weight.grad.abs().sum() > 0
 
 
 def test_weights_that_do_not_fit_name_the_key() -> None:
