@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from crossview.cli.app import main
@@ -126,6 +127,12 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     blocker.write_text("x")
     weights = tmp_path / "w.safetensors"
     weights.write_bytes(b"garbage")
+    truncated = tmp_path / "in" / "truncated.png"  # the header reads, the pixels do not
+    truncated.write_bytes(left.read_bytes()[:2000])
+    pickled = tmp_path / "object.pth"
+    torch.save({"model": {}, "args": Path("x")}, pickled)
+    text_weights = tmp_path / "notes.pth"
+    text_weights.write_text("hello")
     return {
         "missing": ([str(left), str(tmp_path / "nope.png")], "nope.png: no such file"),
         "corrupt": ([str(left), str(corrupt)], "corrupt.png: cannot read image"),
@@ -137,11 +144,21 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "size option": ([str(left), str(right), "--size", "big"], "HxW"),
         "weights": ([str(left), str(right), "--weights", str(weights)], "cannot read weights"),
         "model": ([str(left), str(right), "--model", "nope"], "unknown model"),
+        "truncated": ([str(left), str(truncated)], "truncated.png: cannot read image"),
+        "flow model": ([str(left), str(right), "--model", "matchflow-mini"],
+                       "'matchflow-mini' estimates flow; crossview stereo needs a stereo model"),
+        "pickled weights": ([str(left), str(right), "--weights", str(pickled)],
+                            "pickled Python objects other than tensors"),
+        "text weights": ([str(left), str(right), "--weights", str(text_weights)],
+                         "notes.pth: cannot read weights"),
+        "precision": ([str(left), str(right), "--precision", "fp8"], "unknown precision"),
     }
 
 
 @pytest.mark.parametrize("case", ["missing", "corrupt", "size mismatch", "too small",
-                                  "unwritable", "format", "size option", "weights", "model"])
+                                  "unwritable", "format", "size option", "weights", "model",
+                                  "truncated", "flow model", "pickled weights", "text weights",
+                                  "precision"])
 def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 case: str) -> None:
     args, message = _bad_inputs(tmp_path)[case]
@@ -152,7 +169,7 @@ def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.C
     lines = [line for line in err.splitlines() if not line.startswith("warning:")]
     assert code == 2
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
-    assert not out_dir.exists() or not any(out_dir.iterdir())
+    assert not out_dir.exists()  # not even an empty directory
 
 
 def test_subprocess_exit_code_and_no_traceback(tmp_path: Path) -> None:

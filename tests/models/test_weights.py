@@ -84,3 +84,23 @@ def test_missing_file_and_non_state_dict(tmp_path: Path) -> None:
     torch.save([torch.zeros(1)], path)
     with pytest.raises(UserError, match="not a state dict"):
         read_state_dict(path)
+
+
+@pytest.mark.parametrize("name,content", [("text.pth", b"hello world\n"), ("empty.pth", b"")])
+def test_files_the_unpickler_chokes_on_are_user_errors(tmp_path: Path, name: str,
+                                                       content: bytes) -> None:
+    # torch.load raises KeyError / EOFError on these, not an UnpicklingError
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(UserError, match=f"{name}: cannot read weights \\(not a PyTorch "):
+        read_state_dict(path)
+
+
+def test_a_refused_pickle_says_why_on_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "object.pth"
+    torch.save({"model": {"w": torch.zeros(1)}, "args": Path("x")}, path)
+    with pytest.raises(UserError) as error:
+        read_state_dict(path)
+    message = str(error.value)
+    assert "pickled Python objects other than tensors" in message
+    assert "\n" not in message and "\x1b" not in message  # not torch's multi-line advice

@@ -1,17 +1,16 @@
 """What ``crossview stereo`` and ``crossview flow`` share: options, pairing inputs, writing.
 
 Inputs are two files, two directories (paired by file name, else by sorted order) or two glob
-patterns (paired in sorted order). Everything about the inputs and the output directory is
-checked before the model runs; each pair's outputs are all computed before its first file is
-written, and every file is written under a temporary name and renamed.
+patterns (paired in sorted order). Every input image is decoded and checked before the model
+runs; the output directory is removed again if the command fails before writing into it; each
+pair's outputs are all computed before its first file is written, and every file is written
+under a temporary name and renamed.
 """
 
 from __future__ import annotations
 
 import glob
 import inspect
-import os
-import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,13 +19,13 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from PIL import Image
 from rich.console import Console
 from rich.progress import Progress
 
 from crossview.cli.bench import _parse_size
 from crossview.data import io
 from crossview.errors import UserError
+from crossview.output import output_directory
 
 _stdout = Console(highlight=False)
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -88,30 +87,12 @@ def _expand(pattern: str) -> list[Path]:
 
 
 def check_pairs(pairs: list[tuple[Path, Path]]) -> None:
-    """Every image opens (header) and both images of a pair have one size."""
+    """Every image decodes completely and both images of a pair have one size."""
     for a, b in pairs:
-        sizes = []
-        for path in (a, b):
-            try:
-                with Image.open(path) as image:
-                    sizes.append(image.size)
-            except (OSError, ValueError, SyntaxError) as error:
-                raise UserError(f"{path}: cannot read image ({error})") from None
-        if sizes[0] != sizes[1]:
-            raise UserError(f"{a} is {sizes[0][0]}x{sizes[0][1]} but {b} is "
-                            f"{sizes[1][0]}x{sizes[1][1]} (W x H); a pair needs one size")
-
-
-def prepare_out_dir(out_dir: Path) -> None:
-    """Create ``out_dir`` and make sure a file can be written in it."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        handle, probe = tempfile.mkstemp(prefix=".crossview-probe-", dir=out_dir)
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as error:
-        raise UserError(f"{out_dir}: cannot write to this output directory "
-                        f"({error.strerror or error})") from None
+        (ha, wa), (hb, wb) = (io.read_image(path).shape[:2] for path in (a, b))
+        if (ha, wa) != (hb, wb):
+            raise UserError(f"{a} is {wa}x{ha} but {b} is {wb}x{hb} (W x H); a pair needs one "
+                            "size")
 
 
 def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
@@ -123,9 +104,15 @@ def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
     return [f"{i:05d}_{a.stem}" for i, (a, _) in enumerate(pairs)]
 
 
-def load_model_for(options: DenseOptions):
+def load_model_for(task: str, options: DenseOptions):
     """The model, with a 'warning:' line on stderr when it runs on random weights."""
     from crossview import api
+    from crossview.models.registry import get_spec
+
+    model_task = get_spec(options.model).task
+    if model_task != task:
+        raise UserError(f"model {options.model!r} estimates {model_task}; crossview {task} "
+                        f"needs a {task} model")
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", api.RandomWeightsWarning)
@@ -191,11 +178,11 @@ def run_dense(task: str, first: str, second: str, options: DenseOptions,
     pairs = find_pairs(first, second)
     check_pairs(pairs)
     check_format(options.fmt, "disparity" if task == "stereo" else "flow")
-    prepare_out_dir(options.out_dir)
-    model = load_model_for(options)
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
     names = output_names(pairs)
-    with Progress(console=_stderr, transient=True, disable=len(pairs) < 2) as progress:
+    with output_directory(options.out_dir), Progress(
+            console=_stderr, transient=True, disable=len(pairs) < 2) as progress:
+        model = load_model_for(task, options)
         bar = progress.add_task(task, total=len(pairs))
         for name, (a, b) in zip(names, pairs, strict=True):
             images = io.read_image(a), io.read_image(b)

@@ -24,7 +24,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from torch import nn
 
 from crossview.bench.report import print_table, write_json
-from crossview.cli.dense import prepare_out_dir
 from crossview.distributed import (
     barrier,
     close_distributed,
@@ -34,6 +33,7 @@ from crossview.distributed import (
 )
 from crossview.errors import UserError
 from crossview.eval import EvalResult, Predictor, evaluate
+from crossview.output import check_output_file
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -171,9 +171,7 @@ def eval_command(
         raise UserError("crossview eval needs --model NAME and --dataset KIND:PATH "
                         "(--list shows the dataset kinds)")
     if json_path is not None:
-        if json_path.is_dir():
-            raise UserError(f"--json {json_path}: is a directory; give a file name")
-        prepare_out_dir(json_path.parent)
+        check_output_file(json_path, "--json")
     data, kind = open_dataset(dataset)
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
     specs = get_metrics(kind.task, names)

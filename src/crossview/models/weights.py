@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -37,10 +38,9 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
     try:
         if path.suffix == ".safetensors":
             return load_file(path, device="cpu")
-        content = torch.load(path, map_location="cpu", weights_only=True)
-    except (SafetensorError, pickle.UnpicklingError, RuntimeError, OSError, EOFError,
-            ValueError) as error:
+    except (SafetensorError, OSError, ValueError) as error:
         raise UserError(f"{path}: cannot read weights ({str(error).splitlines()[0]})") from None
+    content = _load_tensors_only(path)
     if isinstance(content, Mapping):
         for key in ("model", "state_dict"):
             if isinstance(content.get(key), Mapping):
@@ -51,6 +51,25 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
         raise UserError(f"{path}: not a state dict (expected name -> tensor, or a checkpoint "
                         "with one under 'model' or 'state_dict')")
     return dict(content)
+
+
+def _load_tensors_only(path: Path) -> object:
+    """``torch.load(weights_only=True)``; every failure is a :class:`UserError` naming ``path``."""
+    try:
+        with warnings.catch_warnings():  # a refused file needs no advice about pickle protocols
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        if str(error).startswith("Weights only load failed"):
+            raise UserError(f"{path}: cannot read weights (it holds pickled Python objects "
+                            "other than tensors, which crossview does not unpickle; give "
+                            ".safetensors or a plain state dict)") from None
+        detail = "not a PyTorch checkpoint or a .safetensors file"
+    except (RuntimeError, OSError) as error:  # torch's zip reader explains itself
+        detail = (str(error).splitlines() or [type(error).__name__])[0]
+    except Exception:  # the unpickler fails in many ways (KeyError, EOFError, ...) on other files
+        detail = "not a PyTorch checkpoint or a .safetensors file"
+    raise UserError(f"{path}: cannot read weights ({detail})")
 
 
 def check_state_dict(model: nn.Module, state_dict: Mapping[str, torch.Tensor],

@@ -1,0 +1,76 @@
+"""Output locations checked before any work starts, and left clean when a command fails.
+
+:func:`check_writable` proves (by creating and removing a probe file) that a directory can hold
+new files, creating missing parents only for the probe; :func:`check_output_file` does the same
+for a file's directory and refuses a path that is a directory. :func:`output_directory` creates
+a command's output directory and removes what it created if the command then fails before
+writing anything into it. A permission check (``os.access``) would not do: it says yes to root
+even on read-only file systems such as ``/proc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from crossview.errors import UserError
+
+
+def _missing(directory: Path) -> list[Path]:
+    """``directory`` and its parents that do not exist yet, deepest first."""
+    return [p for p in (directory, *directory.parents) if not p.exists() and not p.is_symlink()]
+
+
+def _remove_empty(directories: list[Path]) -> None:
+    for path in directories:  # deepest first, so a parent is empty once its child is gone
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+def _make_and_probe(directory: Path) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"{directory}: exists and is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".crossview-probe-", dir=directory)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise UserError(f"{directory}: cannot write to this output directory "
+                        f"({error.strerror or error})") from None
+
+
+def check_writable(directory: str | os.PathLike[str]) -> None:
+    """Raise :class:`UserError` unless files can be created in ``directory`` (which may not
+    exist yet); leaves the file system as it was."""
+    directory = Path(directory)
+    created = _missing(directory)
+    try:
+        _make_and_probe(directory)
+    finally:
+        _remove_empty(created)
+
+
+def check_output_file(path: str | os.PathLike[str], option: str) -> None:
+    """Raise :class:`UserError` (naming ``option``) unless ``path`` can be written as a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{option} {path}: is a directory; give a file name")
+    check_writable(path.parent)
+
+
+@contextlib.contextmanager
+def output_directory(directory: str | os.PathLike[str]) -> Iterator[Path]:
+    """Create ``directory`` (and parents) for a command's outputs; if the block raises, remove
+    the directories this created that are still empty, so a failed command leaves nothing."""
+    directory = Path(directory)
+    created = _missing(directory)
+    try:
+        _make_and_probe(directory)
+        yield directory
+    except BaseException:
+        _remove_empty(created)
+        raise
