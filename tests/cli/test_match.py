@@ -71,6 +71,26 @@ def test_bad_input_is_one_line_exit_2_and_no_output(files, capsys, extra, messag
     assert not out.exists()
 
 
+@pytest.mark.parametrize("where", ["/proc/crossview-match", "blocker/out"])
+def test_an_unwritable_output_directory_fails_before_matching(files, capsys, where) -> None:
+    (files["root"] / "blocker").write_text("a file, not a directory")
+    out = where if where.startswith("/") else str(files["root"] / where)
+    code = _run(["match", str(files["src"]), str(files["tgt"]), "-o", out,
+                 "--weights", str(files["weights"])])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+
+
+def test_unreadable_weights_are_one_line(files, capsys) -> None:
+    notes = files["root"] / "notes.pth"
+    notes.write_text("hello world\n")  # torch.load raises KeyError on this text
+    code = _run(["match", str(files["src"]), str(files["tgt"]), "-o",
+                 str(files["root"] / "bad3"), "--weights", str(notes)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "notes.pth: cannot read weights" in err and len(err.splitlines()) == 1
+    assert not (files["root"] / "bad3").exists()
+
+
 def test_missing_image_is_a_user_error(files, capsys) -> None:
     code = _run(["match", str(files["root"] / "nope.png"), str(files["tgt"]),
                  "-o", str(files["root"] / "bad2"), "--weights", str(files["weights"])])

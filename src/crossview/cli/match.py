@@ -21,6 +21,7 @@ from rich.console import Console
 
 from crossview.data import io
 from crossview.errors import UserError
+from crossview.output import check_writable
 
 _console = Console(highlight=False)
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -85,9 +86,8 @@ def match_command(
         pts = parse_points(points, "--points")
     else:
         pts = None
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UserError(f"{out_dir}: exists and is not a directory")
     src_image, tgt_image = io.read_image(src), io.read_image(tgt)
+    check_writable(out_dir)
     result = api.match_keypoints(src_image, tgt_image, pts, weights=weights, device=device)
     points_px, transferred = result.points.numpy(), result.transferred.numpy()
     picture = match_lines(src_image, tgt_image, points_px, transferred)
@@ -97,7 +97,7 @@ def match_command(
                "target_size": list(tgt_image.shape[1::-1]),
                "points": [{"src": [float(a), float(b)], "tgt": [float(c), float(d)]}
                           for (a, b), (c, d) in zip(points_px, transferred, strict=True)]}
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)  # checked above
     _write_text(out_dir / "matches.json", json.dumps(payload, indent=2))
     _write_text(out_dir / "matches.csv", _csv_text(points_px, transferred))
     io.write_image(out_dir / "matches.png", picture)
