@@ -139,6 +139,16 @@ def test_user_errors_are_one_line_exit_2(fake_models, kitti, argv: list[str], me
     assert message in err and err.startswith("error: ") and "Traceback" not in err
 
 
+def test_a_failed_eval_leaves_no_json_directory(fake_models, kitti,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    root, _ = kitti
+    target = root / "new" / "deeper" / "out.json"
+    code = _run(["eval", "--model", "nope", "--dataset", f"kitti2015:{root}", "--json",
+                 str(target)])
+    assert code == 2 and "unknown model" in capsys.readouterr().err
+    assert not (root / "new").exists()
+
+
 def test_list_shows_kinds(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["eval", "--list"]) == 0
     out = capsys.readouterr().out
