@@ -31,8 +31,9 @@ def _remove_empty(directories: list[Path]) -> None:
 
 
 def _make_and_probe(directory: Path) -> None:
-    if directory.exists() and not directory.is_dir():
-        raise UserError(f"{directory}: exists and is not a directory")
+    nearest = next((p for p in (directory, *directory.parents) if p.exists()), None)
+    if nearest is not None and not nearest.is_dir():
+        raise UserError(f"{nearest}: exists and is not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
         handle, probe = tempfile.mkstemp(prefix=".crossview-probe-", dir=directory)

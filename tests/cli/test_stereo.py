@@ -139,7 +139,9 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "size mismatch": ([str(left), str(other_l)], "a pair needs one size"),
         "too small": ([str(small_l), str(small_r)], "the model needs at least 97x129 px (HxW)"),
         "unwritable": ([str(left), str(right), "-o", str(blocker / "out")],
-                       "cannot write to this output directory"),
+                       "file.txt: exists and is not a directory"),
+        "read-only": ([str(left), str(right), "-o", "/proc/crossview-out"],
+                      "cannot write to this output directory"),
         "format": ([str(left), str(right), "--format", "flo"], "cannot hold disparity"),
         "size option": ([str(left), str(right), "--size", "big"], "HxW"),
         "weights": ([str(left), str(right), "--weights", str(weights)], "cannot read weights"),
@@ -158,7 +160,7 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
 @pytest.mark.parametrize("case", ["missing", "corrupt", "size mismatch", "too small",
                                   "unwritable", "format", "size option", "weights", "model",
                                   "truncated", "flow model", "pickled weights", "text weights",
-                                  "precision"])
+                                  "precision", "read-only"])
 def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 case: str) -> None:
     args, message = _bad_inputs(tmp_path)[case]

@@ -68,6 +68,8 @@ def test_train_command_runs_the_real_model_and_resumes(tmp_path: Path) -> None:
     ({"optim": {"lr": "fast"}}, "optim.lr must be float"),
     ({"task": "depth"}, "task must be 'stereo' or 'flow'"),
     ({"model": {"name": "nope"}}, "unknown model 'nope'"),
+    ({"data": {"height": -5}}, "data.height must be >= 1"),
+    ({"data": {"val_size": -1}}, "data.val_size must be >= 0"),
 ])
 def test_config_mistakes_are_one_line_and_exit_2(tmp_path: Path, values: dict, message: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,3 +101,74 @@ def test_plot_log_draws_a_png_and_keeps_the_last_record_per_step(tmp_path: Path)
     cli(["plot-log", str(tmp_path), "-o", str(tmp_path / "curves.png")])
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def _fails_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2
+    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_invalid_yaml_is_one_line_with_its_place(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("task: stereo\ntrain: {steps: 1\n  bad: [\n")
+    err = _fails_with_one_line(["train", str(config)], capsys)
+    assert "is not valid YAML" in err and "line 3" in err
+
+
+def test_zero_steps_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path, {**MICRO, "train": {"out_dir": str(tmp_path / "run")}})
+    with pytest.raises(SystemExit) as done:
+        main(["train", str(config), "--steps", "0"])
+    assert done.value.code == 2 and "Traceback" not in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--out-dir", "{tmp}/blocker/run"], "blocker: exists and is not a directory"),
+    (["--out-dir", "/proc/crossview-run"], "cannot write to this output directory"),
+    (["--export", "{tmp}/weights"], "export path must end in .safetensors"),
+    (["--export", "{tmp}/blocker/w.safetensors"], "blocker: exists and is not a directory"),
+])
+def test_output_mistakes_fail_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              extra: list[str], message: str) -> None:
+    (tmp_path / "blocker").write_text("a file")
+    config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
+                                                        "out_dir": str(tmp_path / "run")}})
+    err = _fails_with_one_line(["train", str(config), *(a.format(tmp=tmp_path) for a in extra)],
+                               capsys)
+    assert message in err
+    assert not (tmp_path / "run").exists()  # nothing was trained
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"kind": "train", "lr": 1}\n', "log.jsonl:1 is not a log record"),
+    ('[1, 2]\n', "log.jsonl:1 is not a log record"),
+    ('{"kind": "train", "step": "x"}\n', "log.jsonl:1 is not a log record"),
+    (b"\x89PNG\r\n\x1a\n\xff", "is not a text file"),
+])
+def test_plot_log_refuses_what_is_not_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            content: str | bytes, message: str) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(content if isinstance(content, bytes) else content.encode())
+    err = _fails_with_one_line(["plot-log", str(log), "-o", str(tmp_path / "c.png")], capsys)
+    assert message in err
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_plot_log_output_mistakes_and_a_log_without_validation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"kind": "train", "step": 1, "loss": 2.0}\n')  # no lr, no validation yet
+    (tmp_path / "taken").mkdir()
+    err = _fails_with_one_line(["plot-log", str(log), "-o", str(tmp_path / "taken")], capsys)
+    assert "is a directory" in err
+    _fails_with_one_line(["plot-log", str(log), "-o", "/proc/crossview/c.png"], capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "taken"]
+    cli(["plot-log", str(log), "-o", str(tmp_path / "c.png")])
+    assert capsys.readouterr().err == ""  # no matplotlib warning about an empty legend
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

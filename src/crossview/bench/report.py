@@ -24,6 +24,8 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from crossview.data.io import atomic_output
+
 
 def time_call(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
               min_seconds: float = 0.0) -> dict[str, float]:
@@ -115,7 +117,6 @@ def write_json(path: str | Path, payload: dict[str, Any]) -> Path:
     """Write ``payload`` plus :func:`machine_info` to ``path`` atomically; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2))
-    os.replace(tmp, path)
+    with atomic_output(path) as tmp:
+        tmp.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2))
     return path

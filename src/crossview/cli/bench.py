@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from crossview.output import check_output_file
+
 app = typer.Typer(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
 
@@ -35,6 +37,8 @@ def camera(
     from crossview.bench.camera import METHODS, bench_camera
     from crossview.bench.report import print_table, write_json
     from crossview.errors import UserError
+
+    check_output_file(json_path, "--json")
 
     views = views or [2, 8]
     if threads > 0:
@@ -93,6 +97,8 @@ def data(
     from crossview.bench.report import print_table, write_json
     from crossview.errors import UserError
 
+    check_output_file(json_path, "--json")
+
     chosen = case or list(CASES)
     unknown = [c for c in chosen if c not in CASES]
     if unknown:
@@ -143,6 +149,8 @@ def match(
     from crossview.bench.report import print_table, write_json
     from crossview.errors import UserError
     from crossview.models.transformatcher import TransforMatcher
+
+    check_output_file(json_path, "--json")
 
     grids = grid or [6, 8, 9, 10, 12, 15, 20]
     if min(grids) <= 0 or repeats <= 0 or threads < 0 or min(memory_cap_gib, gflop_cap) <= 0:
@@ -207,6 +215,10 @@ def attention(
     from crossview.bench.report import print_table, write_json
     from crossview.errors import UserError
 
+    check_output_file(json_path, "--json")
+    if plot is not None:
+        check_output_file(plot, "--plot")
+
     repeats = (2 if quick else 5) if repeats is None else repeats
     if repeats <= 0:
         raise UserError(f"--repeats must be positive, got {repeats}")
@@ -259,6 +271,8 @@ def model(
     from crossview.bench.model import MODELS, PRECISIONS, SIZES, bench_model, default_cases
     from crossview.bench.report import print_table, write_json
     from crossview.errors import UserError
+
+    check_output_file(json_path, "--json")
 
     chosen = [m.upper() for m in models] if models else list(MODELS)
     chosen_precisions = precisions or list(PRECISIONS)
@@ -320,10 +334,16 @@ def train(
     from crossview.bench.train import BACKENDS, bench_train
     from crossview.errors import UserError
 
+    check_output_file(json_path, "--json")
+
     models = model or ["matchstereo-mini", "matchstereo-t"]
     backends = backend or list(BACKENDS)
     if batch < 1 or repeats < 1 or precision not in ("fp32", "bf16"):
         raise UserError("--batch and --repeats must be >= 1, --precision fp32 or bf16")
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        raise UserError(f"unknown --backend {', '.join(unknown)}; expected one of "
+                        f"{', '.join(BACKENDS)}")
     with Progress(transient=True) as progress:
         task = progress.add_task("train steps", total=len(models) * len(backends))
 

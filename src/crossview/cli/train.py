@@ -27,7 +27,8 @@ def train_command(
         "scale (model.overrides.decoder_layers); the extra layers start as the identity.")] = False,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Override train.out_dir.")] = None,
-    steps: Annotated[int | None, typer.Option("--steps", help="Override train.steps.")] = None,
+    steps: Annotated[int | None, typer.Option(
+        "--steps", min=1, help="Override train.steps.")] = None,
     export: Annotated[Path | None, typer.Option(
         "--export", help="Afterwards, write the model's weights to this .safetensors file and "
         "its registry description next to it (NAME.json, NAME = the file's stem).")] = None,
@@ -38,7 +39,9 @@ def train_command(
         "model without training further (e.g. a run stopped early).")] = False,
 ) -> None:
     """Train a model; checkpoints, log.jsonl and best.pt go to train.out_dir."""
-    from crossview.train.checkpoint import export_weights
+    from crossview.distributed import dist_info_from_env
+    from crossview.output import check_writable
+    from crossview.train.checkpoint import check_export_path, export_weights
     from crossview.train.trainer import Trainer
 
     cfg = load_config(config)
@@ -50,6 +53,10 @@ def train_command(
         raise UserError("--export-only needs --resume and --export")
     if grow and init_weights is None:
         raise UserError("--grow needs --init-weights")
+    if dist_info_from_env().is_main:  # the rank that writes; checked before any training
+        if export is not None:
+            check_export_path(export)
+        check_writable(cfg.train.out_dir)
     trainer = Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
     if export_only:
         for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,

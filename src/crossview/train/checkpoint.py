@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from crossview.errors import UserError
+from crossview.output import check_output_file
 
 _STEP_FILE = re.compile(r"^step-(\d{8})\.pt$")
 
@@ -110,6 +111,15 @@ def restore_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def check_export_path(path: str | Path) -> Path:
+    """``path`` if :func:`export_weights` can write there, else a :class:`UserError`."""
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        raise UserError(f"export path must end in .safetensors, got {path}")
+    check_output_file(path, "--export")
+    return path
+
+
 def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task: str,
                    description: str = "") -> tuple[Path, Path]:
     """Write ``model``'s weights as ``path`` (.safetensors) and the registry description
@@ -123,9 +133,7 @@ def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task:
 
     from safetensors.torch import save_file
 
-    path = Path(path)
-    if path.suffix != ".safetensors":
-        raise UserError(f"export path must end in .safetensors, got {path}")
+    path = check_export_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")

@@ -107,6 +107,11 @@ class Config:
                     "max_nonfinite"):
             if getattr(self.train, key) < 1:
                 raise UserError(f"config: train.{key} must be >= 1")
+        for key in ("train_size", "height", "width"):
+            if getattr(self.data, key) < 1:
+                raise UserError(f"config: data.{key} must be >= 1")
+        if self.data.val_size < 0:
+            raise UserError("config: data.val_size must be >= 0")
 
 
 def _convert(value: Any, annotation: Any, path: str) -> Any:
@@ -164,8 +169,13 @@ def load_config(path: str | Path) -> Config:
         raise UserError(f"config file not found: {path}")
     try:
         values = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise UserError(f"config file {path} is not valid YAML: {error}") from error
+    except UnicodeDecodeError:
+        raise UserError(f"config file {path} is not a text file") from None
+    except yaml.YAMLError as error:  # its str() spans several lines: keep the problem and place
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise UserError(f"config file {path} is not valid YAML: {problem}{where}") from None
     return config_from_dict(values)
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from crossview.data.io import atomic_output
 from crossview.errors import UserError
+from crossview.output import check_output_file
 
 
 def read_log(path: str | Path) -> dict[str, list[dict[str, Any]]]:
@@ -19,15 +20,22 @@ def read_log(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"log file not found: {path}")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a text file (expected a training log.jsonl)") from None
     by_kind: dict[str, dict[int, dict[str, Any]]] = {}
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             raise UserError(f"{path}:{number} is not JSON: {error}") from error
-        by_kind.setdefault(record.get("kind", "train"), {})[int(record["step"])] = record
+        if not isinstance(record, dict) or type(record.get("step")) is not int:
+            raise UserError(f"{path}:{number} is not a log record (a JSON object with an "
+                            "integer 'step')")
+        by_kind.setdefault(record.get("kind", "train"), {})[record["step"]] = record
     return {kind: [records[s] for s in sorted(records)] for kind, records in by_kind.items()}
 
 
@@ -39,37 +47,42 @@ def plot_log(path: str | Path, out: str | Path, title: str | None = None) -> Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    out = Path(out)
+    check_output_file(out, "output")
     log = read_log(path)
     train, val = log.get("train", []), log.get("val", [])
     if not train and not val:
         raise UserError(f"{path} holds no training records")
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-    steps = [r["step"] for r in train]
     for key in ("loss", "init", "self", "cross"):
-        if train and key in train[0]:
-            axes[0].plot(steps, [r[key] for r in train], label=key, lw=1.5 if key == "loss" else 1)
+        _plot(axes[0], train, key, key, lw=1.5 if key == "loss" else 1)
     axes[0].set_yscale("log")
     axes[0].set_xlabel("step")
     axes[0].set_title("training loss")
-    axes[0].legend()
-    if train:
-        axes[1].plot(steps, [r["lr"] for r in train])
+    _plot(axes[1], train, "lr", None)
     axes[1].set_xlabel("step")
     axes[1].set_title("learning rate")
-    vsteps = [r["step"] for r in val]
     for key, label in (("epe", "EPE (px)"), ("bad2", "bad-2 (%)")):
-        if val and key in val[0]:
-            axes[2].plot(vsteps, [r[key] for r in val], marker="o", label=label)
+        _plot(axes[2], val, key, label, marker="o")
     axes[2].set_xlabel("step")
     axes[2].set_yscale("log")
     axes[2].set_title("validation")
-    axes[2].legend()
+    for axis in (axes[0], axes[2]):
+        if axis.get_lines():  # an empty legend only warns
+            axis.legend()
     fig.suptitle(title or str(path))
     fig.tight_layout()
-    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.tmp-{os.getpid()}.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_output(out) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.replace(tmp, out)
     return out
+
+
+def _plot(axis: Any, records: list[dict[str, Any]], key: str, label: str | None,
+          **style: Any) -> None:
+    """Draw ``key`` against the step over the records that hold a number for it."""
+    points = [(r["step"], r[key]) for r in records
+              if isinstance(r.get(key), int | float) and not isinstance(r[key], bool)]
+    if points:
+        axis.plot(*zip(*points, strict=True), label=label, **style)

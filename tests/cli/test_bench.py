@@ -1,0 +1,60 @@
+"""``crossview bench``: output paths and option mistakes fail before anything is measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crossview.cli.app import main
+
+# the smallest cases of each benchmark: a wrong --json must fail before they run
+QUICK = {
+    "camera": ["--views", "1", "--patches", "2", "--heads", "1", "--head-dim", "8",
+               "--repeats", "1"],
+    "data": ["--case", "stereo", "--count", "1", "--size", "16x16"],
+    "train": ["--model", "nope", "--repeats", "1", "--size", "16x16"],
+}
+
+
+def _fails_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert done.value.code == 2
+    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert captured.out == ""  # nothing was measured or printed
+    return err
+
+
+@pytest.mark.parametrize("subject", sorted(QUICK))
+@pytest.mark.parametrize(("target", "message"), [
+    ("{tmp}", "is a directory; give a file name"),
+    ("{tmp}/blocker/out.json", "blocker: exists and is not a directory"),
+    ("/proc/crossview-bench/out.json", "cannot write to this output directory"),
+])
+def test_a_bad_json_path_fails_before_measuring(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                subject: str, target: str, message: str) -> None:
+    (tmp_path / "blocker").write_text("a file")
+    err = _fails_with_one_line(["bench", subject, *QUICK[subject], "--json",
+                                target.format(tmp=tmp_path)], capsys)
+    assert message in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker"]
+
+
+def test_unknown_train_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = _fails_with_one_line(["bench", "train", "--backend", "nosuch", "--json",
+                                str(tmp_path / "t.json")], capsys)
+    assert "unknown --backend nosuch" in err
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_json_is_written_whole_without_a_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "deeper" / "camera.json"
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "camera", *QUICK["camera"], "--json", str(target)])
+    assert done.value.code in (0, None)
+    assert json.loads(target.read_text())["benchmark"] == "camera"
+    assert [p.name for p in target.parent.iterdir()] == ["camera.json"]
