@@ -103,3 +103,14 @@ def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         assert code == 2 and err.startswith("error: ") and message in err, err
         assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_stereo_model_is_refused_and_leaves_no_output(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    f0, f1 = _frames(tmp_path)
+    code, out, err = _run(["flow", str(f0), str(f1), "-o", str(tmp_path / "out"), "--model",
+                           "matchstereo-mini"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: model 'matchstereo-mini' estimates stereo; crossview flow "
+                           "needs a flow model")
+    assert not (tmp_path / "out").exists()
