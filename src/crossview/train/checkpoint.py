@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from crossview.data.io import atomic_output
 from crossview.errors import UserError
 from crossview.output import check_output_file
 
@@ -136,16 +137,13 @@ def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task:
     path = check_export_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    save_file(tensors, str(tmp))
-    os.chmod(tmp, 0o644)  # package data: readable by everyone
-    os.replace(tmp, path)
+    with atomic_output(path) as tmp:
+        save_file(tensors, str(tmp))
     config = {k: list(v) if isinstance(v, tuple) else v
               for k, v in dataclasses.asdict(model.config).items()}
     meta = {"name": name, "task": task, "config": config, "weights": path.name,
             "description": description}
     meta_path = path.with_suffix(".json")
-    tmp = meta_path.with_name(f".{meta_path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(tmp, meta_path)
+    with atomic_output(meta_path) as tmp:
+        tmp.write_text(json.dumps(meta, indent=2) + "\n")
     return path, meta_path

@@ -29,6 +29,7 @@ from rich.progress import Progress
 from safetensors.torch import load_file, save_file
 
 from crossview.bench.report import write_json
+from crossview.data.io import atomic_output
 from crossview.data.synthetic.textures import image_names
 from crossview.data.synthetic.warps import SyntheticWarps, WarpConfig
 from crossview.metrics.keypoints import pck
@@ -211,10 +212,9 @@ def _save(run_dir: Path, model: TransforMatcher, optim: torch.optim.Optimizer, s
 def export_weights(model: TransforMatcher, path: Path, metadata: dict[str, str]) -> Path:
     """Write the trained parameters (no backbone) to a ``.safetensors`` file, atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    save_file({k: v.contiguous() for k, v in model.head_state_dict().items()}, str(tmp),
-              metadata=metadata)
-    tmp.replace(path)
+    with atomic_output(path) as tmp:
+        save_file({k: v.contiguous() for k, v in model.head_state_dict().items()}, str(tmp),
+                  metadata=metadata)
     return path
 
 
