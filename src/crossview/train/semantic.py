@@ -36,7 +36,11 @@ from crossview.metrics.keypoints import pck
 from crossview.models.transformatcher.correlation import upsample_correlation
 from crossview.models.transformatcher.inference import EVAL_TAU
 from crossview.models.transformatcher.loss import keypoint_loss
-from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
+from crossview.models.transformatcher.model import (
+    TransforMatcher,
+    raw_argmax_coords,
+    uses_placement,
+)
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
     kernel_soft_argmax,
@@ -147,16 +151,19 @@ def evaluate_warps(model: TransforMatcher, pairs: int = 48, seed: int = 0, keypo
 def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
           lr: float = 1e-3, max_steps: int = 100_000, minutes: float = 60.0,
           checkpoint_every: int = 25, seed: int = 0, init: Path | None = None,
-          attention: str = "additive", dense_weight: float = 0.0) -> TransforMatcher:
+          attention: str = "additive", dense_weight: float = 0.0,
+          placement: bool = False) -> TransforMatcher:
     """Train the refinement on training-split warps; resume from ``run_dir``'s newest
     checkpoint (at learning rate ``lr``, so a run can be continued at a lower rate), or start
     from the weights file ``init`` when there is none; stop after ``max_steps`` or ``minutes``
     of wall time; return the model. ``attention="standard"`` trains the same-size softmax
     attention variant (paper Table 3; quadratic in the matches, small grids only).
     ``dense_weight > 0`` adds that multiple of :func:`dense_loss` (every output cell supervised
-    by the exact correspondence; ours, not the paper's) to the keypoint loss of Eq. 12."""
+    by the exact correspondence; ours, not the paper's) to the keypoint loss of Eq. 12.
+    ``placement=True`` trains with the absolute-placement embedding (zero at the start, so
+    ``init`` may be weights trained without it)."""
     torch.manual_seed(seed)
-    model = TransforMatcher(grid=grid, attention=attention)
+    model = TransforMatcher(grid=grid, attention=attention, placement=placement)
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.Adam(params, lr=lr)
     step = 0
@@ -170,7 +177,7 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
         step = int(state["step"])
         _console.print(f"resumed from {last} at step {step}")
     elif init is not None:
-        model.load_head_state_dict(load_file(str(init)))
+        model.load_head_state_dict(load_file(str(init)), grow=placement)
         _console.print(f"started from {init}")
     data = warp_dataset("train", model.image_size, 10**9, seed, keypoints)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -239,15 +246,17 @@ def _train_command(
         "additive"),
     dense_weight: Annotated[float, typer.Option(
         help="weight of the dense loss on every output cell (ours; 0: Eq. 12 only)")] = 0.0,
+    placement: Annotated[bool, typer.Option(
+        help="add the absolute-placement embedding of the matches (ours)")] = False,
 ) -> None:
     """Train (resuming) and optionally export the weights."""
     model = train(run_dir, grid=grid, batch=batch, keypoints=keypoints, lr=lr,
                   max_steps=max_steps, minutes=minutes, init=init, attention=attention,
-                  dense_weight=dense_weight)
+                  dense_weight=dense_weight, placement=placement)
     if export is not None:
         step = load_checkpoint(latest_checkpoint(run_dir))["step"]
         export_weights(model, export, {"train_grid": str(grid), "steps": str(step),
-                                       "attention": attention,
+                                       "attention": attention, "placement": str(placement),
                                        "train_images": ",".join(image_names("train"))})
         _console.print(f"wrote {export}")
 
@@ -264,11 +273,11 @@ def _evaluate_command(
     json_out: Annotated[Path | None, typer.Option("--json")] = None,
 ) -> None:
     """PCK@0.05/0.1 on held-out warps: raw correlation arg-max vs the refined model."""
-    model = TransforMatcher(grid=grid, attention=attention)
-    if weights is not None:
-        model.load_head_state_dict(load_file(str(weights)))
-    elif checkpoint is not None:
-        model.load_head_state_dict(load_checkpoint(checkpoint)["model"])
+    state = (load_file(str(weights)) if weights is not None
+             else load_checkpoint(checkpoint)["model"] if checkpoint is not None else {})
+    model = TransforMatcher(grid=grid, attention=attention, placement=uses_placement(state))
+    if state:
+        model.load_head_state_dict(state)
     result = {"image_size": model.image_size, "pairs": pairs, "seed": seed, "attention": attention,
               "heldout_images": list(image_names("heldout")),
               **evaluate_warps(model, pairs=pairs, seed=seed)}

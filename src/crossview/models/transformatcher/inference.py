@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from crossview.errors import UserError
-from crossview.models.transformatcher.model import TransforMatcher
+from crossview.models.transformatcher.model import TransforMatcher, uses_placement
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
     normalised_to_pixels,
@@ -39,9 +39,11 @@ def load_transformatcher(weights: str | os.PathLike | None = None, *,
     if weights is None and backbone != "efficientnet-lite0":
         raise UserError("the bundled TransforMatcher weights are for the efficientnet-lite0 "
                         "backbone; pass weights=... for another backbone")
-    model = TransforMatcher(backbone=backbone, backbone_weights=backbone_weights)
+    state = read_state_dict(path)
+    model = TransforMatcher(backbone=backbone, backbone_weights=backbone_weights,
+                            placement=uses_placement(state))
     try:
-        model.load_head_state_dict(read_state_dict(path))
+        model.load_head_state_dict(state)
     except ValueError as error:
         raise UserError(f"{path}: not TransforMatcher weights ({error})") from None
     return model.eval()

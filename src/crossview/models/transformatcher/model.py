@@ -25,6 +25,7 @@ from crossview.models.transformatcher.correlation import (
     upsample_correlation,
 )
 from crossview.models.transformatcher.layers import MatchToMatchLayer
+from crossview.models.transformatcher.placement import FEATURES, placement_features
 from crossview.models.transformatcher.softargmax import (
     hard_argmax,
     kernel_soft_argmax,
@@ -36,14 +37,22 @@ INIT_BETA = 20.0  # initial soft-argmax inverse temperature (the correlation lie
 
 
 class MatchRefiner(nn.Module):
-    """Match-to-match refinement of a correlation ``[B, L, h, w, h, w]`` -> ``[B, h, w, h, w]``."""
+    """Match-to-match refinement of a correlation ``[B, L, h, w, h, w]`` -> ``[B, h, w, h, w]``.
+
+    ``placement=True`` adds a linear embedding of each match's absolute position in the two
+    images (:func:`~.placement.placement_features`, ours, not the paper's) to its token; it starts
+    at zero, so weights trained without it load into it and compute the same scores."""
 
     def __init__(self, channels: int, dim: int = 16, depth: int = 6, heads: int = 8,
                  head_dim: int = 4, mlp_dim: int = 64, attention: str = "additive",
-                 rope_base: float = 100.0) -> None:
+                 rope_base: float = 100.0, placement: bool = False) -> None:
         super().__init__()
         self.rope_base, self.inner = rope_base, heads * head_dim
         self.embed = nn.Linear(channels, dim)
+        self.place = nn.Linear(FEATURES, dim) if placement else None
+        if self.place is not None:
+            nn.init.zeros_(self.place.weight)
+            nn.init.zeros_(self.place.bias)
         self.layers = nn.ModuleList(MatchToMatchLayer(dim, heads, head_dim, mlp_dim, attention)
                                     for _ in range(depth))
         self.norm = nn.LayerNorm(dim)
@@ -60,6 +69,8 @@ class MatchRefiner(nn.Module):
         angles = rope4d_angles(positions, self.inner, self.rope_base)
         rotation = rope4d_rotation(angles)
         x = self.embed(corr.flatten(2).transpose(1, 2))  # [B, T, dim]
+        if self.place is not None:
+            x = x + self.place(placement_features(hs, ws, ht, wt, corr.device).to(x.dtype))
         for layer in self.layers:
             x = layer(x, rotation)
         score = self.head(self.norm(x)).squeeze(-1).reshape(b, hs, ws, ht, wt)
@@ -78,14 +89,15 @@ class TransforMatcher(nn.Module):
 
     def __init__(self, backbone: str = "efficientnet-lite0", backbone_weights: str | None = None,
                  grid: int = 15, upsample: int = 2, sigma: float = 10.0,
-                 attention: str = "additive", depth: int = 6, dim: int = 16) -> None:
+                 attention: str = "additive", depth: int = 6, dim: int = 16,
+                 placement: bool = False) -> None:
         super().__init__()
         self.grid, self.upsample, self.sigma = grid, upsample, sigma
         self.image_size = 16 * grid
         self.backbone = build_backbone(backbone, backbone_weights)
         self.backbone.requires_grad_(False)
         self.refiner = MatchRefiner(BACKBONE_LAYERS[backbone], dim=dim, depth=depth,
-                                    attention=attention)
+                                    attention=attention, placement=placement)
         self.log_beta = nn.Parameter(torch.tensor(math.log(INIT_BETA)))
 
     def train(self, mode: bool = True) -> TransforMatcher:
@@ -146,13 +158,24 @@ class TransforMatcher(nn.Module):
         return {k: v.detach().clone() for k, v in self.state_dict().items()
                 if not k.startswith("backbone.")}
 
-    def load_head_state_dict(self, state: dict[str, Tensor]) -> None:
-        """Load what :meth:`head_state_dict` saved (strict on those keys)."""
+    def load_head_state_dict(self, state: dict[str, Tensor], *, grow: bool = False) -> None:
+        """Load what :meth:`head_state_dict` saved (strict on those keys). ``grow=True``
+        accepts weights trained without the placement embedding into a model with it (which then
+        keeps its zero start)."""
         expected = set(self.head_state_dict())
+        if grow:
+            expected = {k for k in expected if not k.startswith("refiner.place.")} | (
+                expected & set(state))
         if set(state) != expected:
             raise ValueError(f"weight keys differ: missing {sorted(expected - set(state))[:3]}, "
                              f"unexpected {sorted(set(state) - expected)[:3]}")
         self.load_state_dict(state, strict=False)
+
+
+def uses_placement(state: dict[str, Tensor]) -> bool:
+    """Whether refinement weights ``state`` (:meth:`TransforMatcher.head_state_dict`) were trained
+    with the placement embedding."""
+    return "refiner.place.weight" in state
 
 
 def raw_argmax_coords(corr: Tensor, upsample: int = 2) -> Tensor:
