@@ -239,6 +239,7 @@ def _train_command(
     lr: Annotated[float, typer.Option()] = 1e-3,
     max_steps: Annotated[int, typer.Option()] = 100_000,
     minutes: Annotated[float, typer.Option()] = 60.0,
+    seed: Annotated[int, typer.Option(help="seed of the model's start and the warp stream")] = 0,
     export: Annotated[Path | None, typer.Option(help="write the weights here at the end")] = None,
     init: Annotated[Path | None, typer.Option(
         help="start from these weights (.safetensors) when the run has no checkpoint")] = None,
@@ -251,11 +252,12 @@ def _train_command(
 ) -> None:
     """Train (resuming) and optionally export the weights."""
     model = train(run_dir, grid=grid, batch=batch, keypoints=keypoints, lr=lr,
-                  max_steps=max_steps, minutes=minutes, init=init, attention=attention,
-                  dense_weight=dense_weight, placement=placement)
+                  max_steps=max_steps, minutes=minutes, seed=seed, init=init,
+                  attention=attention, dense_weight=dense_weight, placement=placement)
     if export is not None:
         step = load_checkpoint(latest_checkpoint(run_dir))["step"]
         export_weights(model, export, {"train_grid": str(grid), "steps": str(step),
+                                       "seed": str(seed),
                                        "attention": attention, "placement": str(placement),
                                        "train_images": ",".join(image_names("train"))})
         _console.print(f"wrote {export}")
