@@ -149,6 +149,20 @@ def test_a_failed_eval_leaves_no_json_directory(fake_models, kitti,
     assert not (root / "new").exists()
 
 
+def test_weights_recording_another_task_are_refused(fake_models, kitti, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from safetensors.torch import save_file
+
+    root, _ = kitti
+    weights = tmp_path / "flow.safetensors"  # fits the (parameter-free) stand-in model
+    save_file({}, weights, metadata={"task": "flow"})
+    code = _run(["eval", "--model", "test-stereo", "--dataset", f"kitti2015:{root}",
+                 "--weights", str(weights)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: {weights}: the file records task 'flow' but 'stereo' weights")
+
+
 def test_list_shows_kinds(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["eval", "--list"]) == 0
     out = capsys.readouterr().out

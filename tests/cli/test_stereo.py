@@ -15,6 +15,7 @@ from crossview.cli.app import main
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
+from crossview.train.checkpoint import export_weights
 
 # A small registered model keeps the runs short; one test uses the real default model.
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
@@ -133,6 +134,8 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     torch.save({"model": {}, "args": Path("x")}, pickled)
     text_weights = tmp_path / "notes.pth"
     text_weights.write_text("hello")
+    flow_weights = tmp_path / "flow.safetensors"  # same architecture, other task
+    export_weights(MatchStereo(SMALL, task="flow"), flow_weights, name="flow", task="flow")
     return {
         "missing": ([str(left), str(tmp_path / "nope.png")], "nope.png: no such file"),
         "corrupt": ([str(left), str(corrupt)], "corrupt.png: cannot read image"),
@@ -154,13 +157,15 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "text weights": ([str(left), str(right), "--weights", str(text_weights)],
                          "notes.pth: cannot read weights"),
         "precision": ([str(left), str(right), "--precision", "fp8"], "unknown precision"),
+        "flow weights": ([str(left), str(right), "--weights", str(flow_weights), *FAST],
+                         f"{flow_weights}: the file records task 'flow' but 'stereo' weights"),
     }
 
 
 @pytest.mark.parametrize("case", ["missing", "corrupt", "size mismatch", "too small",
                                   "unwritable", "format", "size option", "weights", "model",
                                   "truncated", "flow model", "pickled weights", "text weights",
-                                  "precision", "read-only"])
+                                  "precision", "read-only", "flow weights"])
 def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 case: str) -> None:
     args, message = _bad_inputs(tmp_path)[case]

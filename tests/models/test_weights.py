@@ -11,7 +11,14 @@ from safetensors.torch import save_file
 from torch import nn
 
 from crossview.errors import UserError
-from crossview.models.weights import SHOWN, check_state_dict, load_weights, read_state_dict
+from crossview.models.weights import (
+    SHOWN,
+    check_state_dict,
+    load_weights,
+    read_safetensors,
+    read_state_dict,
+    record_task,
+)
 
 
 def _net() -> nn.Module:
@@ -104,3 +111,42 @@ def test_a_refused_pickle_says_why_on_one_line(tmp_path: Path) -> None:
     message = str(error.value)
     assert "pickled Python objects other than tensors" in message
     assert "\n" not in message and "\x1b" not in message  # not torch's multi-line advice
+
+
+def _with_task(task: str) -> nn.Module:
+    net = _net()
+    net.task = task  # as MatchStereo, whose stereo and flow weights have the same keys
+    return net
+
+
+def test_a_file_recording_another_task_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "flow.safetensors"
+    save_file(_random_state(), path, metadata={"task": "flow"})
+    with pytest.raises(UserError) as error:
+        load_weights(_with_task("stereo"), path)
+    message = str(error.value)
+    assert str(path) in message and "'flow'" in message and "'stereo'" in message
+    assert "\n" not in message
+    state = read_state_dict(path)  # no expected task: read as it is
+    net = load_weights(_with_task("flow"), path)
+    assert all(torch.equal(v, state[k]) for k, v in net.state_dict().items())
+
+
+def test_files_without_a_recorded_task_load_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "old.safetensors"
+    save_file(_random_state(), path, metadata={"format": "pt"})
+    load_weights(_with_task("stereo"), path)
+    load_weights(_with_task("flow"), path)
+
+
+def test_record_task_keeps_tensors_and_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "w.safetensors"
+    state = _random_state()
+    save_file(state, path, metadata={"steps": "12"})
+    assert record_task(path, "flow", name="mini") == path
+    tensors, metadata = read_safetensors(path)
+    assert metadata == {"steps": "12", "name": "mini", "task": "flow"}
+    assert tensors.keys() == state.keys() and all(torch.equal(tensors[k], state[k]) for k in state)
+    assert [p.name for p in tmp_path.iterdir()] == ["w.safetensors"]  # no temporary left
+    with pytest.raises(UserError, match="records task 'flow' but 'stereo' weights"):
+        load_weights(_with_task("stereo"), path)

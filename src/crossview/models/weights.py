@@ -4,6 +4,12 @@ Nothing is ever unpickled beyond tensors and plain containers (``torch.load(...,
 weights_only=True)``). Keys and shapes are checked before loading, and a mismatch raises a
 :class:`~crossview.errors.UserError` naming the first offenders, so a wrong file is reported as
 what it is rather than as a torch traceback.
+
+MatchStereo and MatchFlow share one architecture, so keys and shapes cannot tell stereo weights
+from flow weights. ``.safetensors`` written by crossview therefore record their task in the
+file's metadata (key :data:`TASK_KEY`), and a file recording another task than the model's is
+refused. Files without that record (older exports, converted ``.pth``) load as before;
+:func:`record_task` stamps one into an existing file.
 """
 
 from __future__ import annotations
@@ -15,31 +21,37 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 from torch import nn
 
+from crossview.data.io import atomic_output
 from crossview.errors import UserError
 
 SHOWN = 5  # offenders named per kind of mismatch
+TASK_KEY = "task"  # .safetensors metadata: the task the weights were trained for
 
 
-def read_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
+def read_state_dict(path: str | os.PathLike[str], task: str | None = None
+                    ) -> dict[str, torch.Tensor]:
     """Read a state dict from ``path`` on the CPU.
 
-    ``.safetensors`` files are read directly. Anything else goes through
-    ``torch.load(weights_only=True)``: a bare state dict, or a checkpoint dict holding it under
-    ``"model"`` or ``"state_dict"`` (the published MatchStereo checkpoints use ``"model"``).
-    Raises :class:`UserError` for a missing, unreadable or non-state-dict file.
+    ``.safetensors`` files are read directly; with ``task``, one whose metadata records another
+    task is refused. Anything else goes through ``torch.load(weights_only=True)``: a bare state
+    dict, or a checkpoint dict holding it under ``"model"`` or ``"state_dict"`` (the published
+    MatchStereo checkpoints use ``"model"``).
+    Raises :class:`UserError` for a missing, unreadable, non-state-dict or other-task file.
     """
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such weights file")
-    try:
-        if path.suffix == ".safetensors":
-            return load_file(path, device="cpu")
-    except (SafetensorError, OSError, ValueError) as error:
-        raise UserError(f"{path}: cannot read weights ({str(error).splitlines()[0]})") from None
+    if path.suffix == ".safetensors":
+        tensors, metadata = read_safetensors(path)
+        recorded = metadata.get(TASK_KEY)
+        if task is not None and recorded is not None and recorded != task:
+            raise UserError(f"{path}: the file records task {recorded!r} but {task!r} weights "
+                            "are expected")
+        return tensors
     content = _load_tensors_only(path)
     if isinstance(content, Mapping):
         for key in ("model", "state_dict"):
@@ -51,6 +63,34 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
         raise UserError(f"{path}: not a state dict (expected name -> tensor, or a checkpoint "
                         "with one under 'model' or 'state_dict')")
     return dict(content)
+
+
+def read_safetensors(path: str | os.PathLike[str]
+                     ) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The tensors (on the CPU) and the metadata (``{}`` if none) of a ``.safetensors`` file;
+    :class:`UserError` naming ``path`` if it cannot be read."""
+    try:
+        with safe_open(path, framework="pt", device="cpu") as handle:
+            return ({key: handle.get_tensor(key) for key in handle.keys()},  # noqa: SIM118 (not iterable)
+                    handle.metadata() or {})
+    except (SafetensorError, OSError, ValueError) as error:
+        raise UserError(f"{path}: cannot read weights ({str(error).splitlines()[0]})") from None
+
+
+def record_task(path: str | os.PathLike[str], task: str, **metadata: str) -> Path:
+    """Stamp ``task`` (and any further ``metadata`` strings, such as ``name``) into the
+    metadata of the existing ``.safetensors`` file ``path``, keeping its tensors and its other
+    metadata; the file is rewritten atomically. Returns ``path``.
+
+    Example (weights exported before the task was recorded), from a shell::
+
+        python -c "import crossview.models.weights as w; w.record_task('x.safetensors', 'flow')"
+    """
+    path = Path(path)
+    tensors, existing = read_safetensors(path)
+    with atomic_output(path) as tmp:
+        save_file(tensors, str(tmp), metadata={**existing, **metadata, TASK_KEY: task})
+    return path
 
 
 def _load_tensors_only(path: Path) -> object:
@@ -92,8 +132,11 @@ def check_state_dict(model: nn.Module, state_dict: Mapping[str, torch.Tensor],
 
 
 def load_weights(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
-    """Read ``path`` (see :func:`read_state_dict`), check it, load it strictly; return ``model``."""
-    state_dict = read_state_dict(path)
+    """Read ``path`` (see :func:`read_state_dict`), check it, load it strictly; return ``model``.
+
+    A model with a ``task`` attribute (MatchStereo: ``"stereo"`` or ``"flow"``) refuses a
+    ``.safetensors`` file that records another task."""
+    state_dict = read_state_dict(path, task=getattr(model, "task", None))
     check_state_dict(model, state_dict, source=str(path))
     model.load_state_dict(state_dict, strict=True)
     return model

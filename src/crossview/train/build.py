@@ -114,7 +114,8 @@ def load_init_weights(model: torch.nn.Module, path: str | Path, *, grow: bool = 
     from crossview.models.weights import load_weights, read_state_dict
     if grow:
         from crossview.train.grow import grow_into
-        grow_into(model, read_state_dict(path), source=str(path))
+        grow_into(model, read_state_dict(path, task=getattr(model, "task", None)),
+                  source=str(path))
     else:
         load_weights(model, path)
 

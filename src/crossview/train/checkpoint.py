@@ -126,21 +126,26 @@ def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task:
     """Write ``model``'s weights as ``path`` (.safetensors) and the registry description
     ``path.with_suffix('.json')`` (name, task, MatchStereo configuration), both atomically.
 
-    Dropped into ``crossview/models/weights/``, the pair registers model ``name`` with these
-    weights as its default (see :mod:`crossview.models.registry`).
+    The .safetensors metadata records the task (so a loader can refuse stereo weights for a
+    flow model and vice versa, see :mod:`crossview.models.weights`), the name and the
+    configuration (JSON). Dropped into ``crossview/models/weights/``, the pair registers model
+    ``name`` with these weights as its default (see :mod:`crossview.models.registry`).
     """
     import dataclasses
     import json
 
     from safetensors.torch import save_file
 
+    from crossview.models.weights import TASK_KEY
+
     path = check_export_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
-    with atomic_output(path) as tmp:
-        save_file(tensors, str(tmp))
     config = {k: list(v) if isinstance(v, tuple) else v
               for k, v in dataclasses.asdict(model.config).items()}
+    with atomic_output(path) as tmp:
+        save_file(tensors, str(tmp), metadata={TASK_KEY: task, "name": name,
+                                               "config": json.dumps(config)})
     meta = {"name": name, "task": task, "config": config, "weights": path.name,
             "description": description}
     meta_path = path.with_suffix(".json")
