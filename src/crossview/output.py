@@ -4,7 +4,9 @@
 new files, creating missing parents only for the probe; :func:`check_output_file` does the same
 for a file's directory and refuses a path that is a directory. :func:`output_directory` creates
 a command's output directory and removes what it created if the command then fails before
-writing anything into it. A permission check (``os.access``) would not do: it says yes to root
+writing anything into it. :func:`staged_outputs` goes further for commands that write many
+files: they are written into a hidden staging directory and moved into place only when the
+whole command succeeded. A permission check (``os.access``) would not do: it says yes to root
 even on read-only file systems such as ``/proc``.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,3 +78,29 @@ def output_directory(directory: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         _remove_empty(created)
         raise
+
+
+@contextlib.contextmanager
+def staged_outputs(directory: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a hidden staging directory inside ``directory`` (created as by
+    :func:`output_directory`) for a command's output files.
+
+    If the block succeeds, every file in it is moved into ``directory`` (replacing files of the
+    same name) and the staging directory is removed. If the block raises, the staging directory
+    goes, and so do the directories this created: ``directory`` is left exactly as it was, so a
+    command that fails on its tenth input leaves neither the outputs of the first nine nor
+    half-replaced older results.
+    """
+    with output_directory(directory) as target:
+        staging = Path(tempfile.mkdtemp(prefix=".crossview-staging-", dir=target))
+        try:
+            yield staging
+            staged = sorted(staging.iterdir())
+            blocked = [target / p.name for p in staged if (target / p.name).is_dir()]
+            if blocked:
+                raise UserError(f"{blocked[0]}: is a directory; cannot write an output file "
+                                "of that name")
+            for path in staged:
+                os.replace(path, target / path.name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)

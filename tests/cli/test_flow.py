@@ -114,3 +114,17 @@ def test_a_stereo_model_is_refused_and_leaves_no_output(tmp_path: Path,
     assert err.strip() == ("error: model 'matchstereo-mini' estimates stereo; crossview flow "
                            "needs a flow model")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_pair_failing_at_inference_leaves_no_output(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The first pair runs, the second is too small for the model: nothing is written."""
+    for name, size in (("a", 192), ("b", 96)):
+        (tmp_path / name).mkdir()
+        _frames(tmp_path / name, size, size)
+    code, _, err = _run(["flow", str(tmp_path / "*" / "f0.png"), str(tmp_path / "*" / "f1.png"),
+                         "-o", str(tmp_path / "out"), *FAST], capsys)
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith(f"error: {tmp_path / 'b' / 'f0.png'} and ") and "too small" in err
+    assert not (tmp_path / "out").exists()

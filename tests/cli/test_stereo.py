@@ -179,6 +179,35 @@ def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.C
     assert not out_dir.exists()  # not even an empty directory
 
 
+def test_a_pair_failing_at_inference_leaves_no_output_of_earlier_pairs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pair 'a' runs, pair 'b' is too small for the model (found only when it runs): the
+    output directory keeps exactly what it held before, older results included."""
+    for scene, (h, w) in (("a", (192, 200)), ("b", (100, 120))):
+        left, right = _write_pair(tmp_path / "in", h, w, stem=scene)
+        (tmp_path / "left").mkdir(exist_ok=True)
+        (tmp_path / "right").mkdir(exist_ok=True)
+        left.rename(tmp_path / "left" / f"{scene}.png")
+        right.rename(tmp_path / "right" / f"{scene}.png")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / "a_disp.npy").write_bytes(b"an earlier result")
+    code, out, err = _run(["stereo", str(tmp_path / "left"), str(tmp_path / "right"), "-o",
+                           str(out_dir), "--format", "npy", *FAST], capsys)
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert code == 2 and out == ""
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: {tmp_path / 'left' / 'b.png'} and {tmp_path / 'right' / 'b.png'}: images of "
+        "100x120 px are too small"), err
+    assert [p.name for p in out_dir.iterdir()] == ["a_disp.npy"]
+    assert (out_dir / "a_disp.npy").read_bytes() == b"an earlier result"
+    (out_dir / "a_disp.npy").unlink()
+    out_dir.rmdir()
+    code, _, _ = _run(["stereo", str(tmp_path / "left"), str(tmp_path / "right"), "-o",
+                       str(out_dir / "deeper"), "--format", "npy", *FAST], capsys)
+    assert code == 2 and not out_dir.exists()
+
+
 def test_subprocess_exit_code_and_no_traceback(tmp_path: Path) -> None:
     left, _ = _write_pair(tmp_path)
     result = subprocess.run([sys.executable, "-m", "crossview", "stereo", str(left),

@@ -2,9 +2,10 @@
 
 Inputs are two files, two directories (paired by file name, else by sorted order) or two glob
 patterns (paired in sorted order). Every input image is decoded and checked before the model
-runs; the output directory is removed again if the command fails before writing into it; each
-pair's outputs are all computed before its first file is written, and every file is written
-under a temporary name and renamed.
+runs. All or nothing: the outputs of every pair go to a hidden staging directory inside the
+output directory and are moved into place only once the last pair is done, so a command that
+fails on any pair (or is interrupted) leaves the output directory as it was, and removes it if
+it created it (see :func:`crossview.output.staged_outputs`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from rich.progress import Progress
 from crossview.cli.bench import _parse_size
 from crossview.data import io
 from crossview.errors import UserError
-from crossview.output import output_directory
+from crossview.output import staged_outputs
 
 _stdout = Console(highlight=False)
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -170,7 +171,7 @@ def run_dense(task: str, first: str, second: str, options: DenseOptions,
     """Check everything, load the model, run every pair and write its outputs.
 
     ``outputs(name, (image0, image1), result, options)`` returns ``{file name: writer(path)}`` for
-    one pair; all of a pair's arrays are computed before the writers run.
+    one pair. Nothing reaches ``options.out_dir`` unless every pair succeeds.
     """
     from crossview import api
 
@@ -180,17 +181,21 @@ def run_dense(task: str, first: str, second: str, options: DenseOptions,
     check_format(options.fmt, "disparity" if task == "stereo" else "flow")
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
     names = output_names(pairs)
-    with output_directory(options.out_dir), Progress(
-            console=_stderr, transient=True, disable=len(pairs) < 2) as progress:
+    # a transient bar shows nothing off a terminal but would leave an empty line on stderr
+    with staged_outputs(options.out_dir) as staging, Progress(
+            console=_stderr, transient=True,
+            disable=len(pairs) < 2 or not _stderr.is_terminal) as progress:
         model = load_model_for(task, options)
         bar = progress.add_task(task, total=len(pairs))
         for name, (a, b) in zip(names, pairs, strict=True):
             images = io.read_image(a), io.read_image(b)
-            result = estimate(*images, model=model, device=options.device,
-                              precision=options.precision, lri=options.lri, size=size)
-            writers = outputs(name, images, result, options)
-            for file_name, write in writers.items():
-                write(options.out_dir / file_name)
+            try:
+                result = estimate(*images, model=model, device=options.device,
+                                  precision=options.precision, lri=options.lri, size=size)
+            except UserError as error:
+                raise UserError(f"{a} and {b}: {error} (no output written)") from None
+            for file_name, write in outputs(name, images, result, options).items():
+                write(staging / file_name)
             progress.advance(bar)
     _stdout.print(f"wrote {len(pairs)} pair(s) to {options.out_dir}")
 
