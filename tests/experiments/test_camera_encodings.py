@@ -69,3 +69,35 @@ def test_cli_rejects_bad_budget(capsys: pytest.CaptureFixture[str]) -> None:
         main(["experiment", "camera-encodings", "--steps", "0"])
     assert exit_info.value.code == 2
     assert "--steps" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["out under a file", "runs is a file", "read-only out",
+                                   "cache under a file"])
+def test_cli_checks_output_directories_before_running(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        where: str) -> None:
+    import crossview.experiments.camera_encodings as study
+
+    started: list[Path] = []
+    monkeypatch.setattr(study, "run_study", lambda config, out, *a, **k: started.append(out))
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    out, cache = tmp_path / "results", tmp_path / "cache"
+    if where == "runs is a file":
+        out.mkdir()
+        (out / "runs").write_text("x")
+    out = {"out under a file": blocker / "results", "read-only out": Path("/proc/crossview-x")
+           }.get(where, out)
+    cache = blocker / "cache" if where == "cache under a file" else cache
+    with pytest.raises(SystemExit) as exit_info:
+        main(["experiment", "camera-encodings", "--quick", "--jobs", "1", "--out", str(out),
+              "--cache-dir", str(cache)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and started == []
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    expected = {"out under a file": "file.txt: exists and is not a directory",
+                "runs is a file": "runs: exists and is not a directory",
+                "read-only out": "/proc/crossview-x: cannot write to this output directory",
+                "cache under a file": "file.txt: exists and is not a directory"}[where]
+    assert expected in err
+    assert not (tmp_path / "cache").exists() and blocker.read_text() == "x"

@@ -41,9 +41,12 @@ def camera_encodings(
         with_budget,
     )
     from crossview.models.multiview import CONDITIONINGS
+    from crossview.output import check_writable
 
     if (steps is not None and steps <= 0) or (seeds is not None and seeds <= 0) or jobs <= 0:
         raise UserError("--steps, --seeds and --jobs must be positive")
+    for directory in (out, out / "runs", cache_dir):  # before hours of rendering and training
+        check_writable(directory)
     config = with_budget(StudyConfig.quick() if quick else StudyConfig(), steps, seeds)
     if fresh:
         for stale in (out / "runs").glob("*.json"):
