@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -39,3 +41,14 @@ def test_fl_all_needs_absolute_and_relative() -> None:
 def test_shape_errors() -> None:
     with pytest.raises(ValueError, match=r"prediction\.shape"):
         flow_endpoint_error(PRED[..., :1], GT)
+
+
+def test_nan_prediction_propagates() -> None:
+    pred = PRED.copy()
+    pred[0, 1, 0] = np.nan
+    scores = [flow_endpoint_error(pred, GT), fl_all(pred, GT), flow_outliers(pred, GT, None, 3.0),
+              flow_accuracy(pred, GT, None, 1.0)]
+    assert all(score.count == 4 and math.isnan(score.value) for score in scores)
+    pred = PRED.copy()
+    pred[0, 4] = np.nan  # unknown ground truth: not evaluated
+    assert flow_outliers(pred, GT, None, 3.0) == flow_outliers(PRED, GT, None, 3.0)

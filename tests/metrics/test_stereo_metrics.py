@@ -46,6 +46,11 @@ def test_nan_prediction_propagates() -> None:
     pred = PRED.copy()
     pred[0, 0] = np.nan
     assert math.isnan(endpoint_error(pred, GT, VALID).value)
+    # a NaN error fails every "> t" comparison: counted, it would pass as a good pixel
+    for score in (bad_pixels(pred, GT, VALID, 1.0), d1(pred, GT, VALID)):
+        assert score.count == 6 and math.isnan(score.value)
+    at_unknown = np.where(np.isinf(GT), np.nan, PRED)  # not evaluated: no effect
+    assert bad_pixels(at_unknown, GT, VALID, 1.0) == bad_pixels(PRED, GT, VALID, 1.0)
 
 
 def test_shape_errors_name_the_arrays() -> None:

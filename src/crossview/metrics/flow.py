@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossview.metrics.score import Score
+from crossview.metrics.score import Score, percentage
 from crossview.metrics.stereo import D1_ABSOLUTE_PX, D1_RELATIVE
 
 UNKNOWN_FLOW = 1e9
@@ -48,7 +48,7 @@ def flow_accuracy(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.nd
     """N-px accuracy: percentage of evaluated pixels with ``||f - f_gt||_2 < threshold``
     (strictly less; RAFT's "1px", "3px", "5px")."""
     errors, _ = flow_errors(prediction, ground_truth, valid)
-    return Score(100.0 * float(np.count_nonzero(errors < threshold)), errors.size)
+    return percentage(errors < threshold, errors)
 
 
 def flow_outliers(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | None,
@@ -56,7 +56,7 @@ def flow_outliers(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.nd
     """Percentage of evaluated pixels with ``||f - f_gt||_2 > threshold`` (strictly; KITTI
     2012 "Out" uses 3 px)."""
     errors, _ = flow_errors(prediction, ground_truth, valid)
-    return Score(100.0 * float(np.count_nonzero(errors > threshold)), errors.size)
+    return percentage(errors > threshold, errors)
 
 
 def fl_all(prediction: np.ndarray, ground_truth: np.ndarray,
@@ -69,4 +69,4 @@ def fl_all(prediction: np.ndarray, ground_truth: np.ndarray,
     """
     errors, magnitude = flow_errors(prediction, ground_truth, valid)
     outliers = (errors > D1_ABSOLUTE_PX) & (errors > D1_RELATIVE * magnitude)
-    return Score(100.0 * float(np.count_nonzero(outliers)), errors.size)
+    return percentage(outliers, errors)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 Reduction = Literal["pooled", "image_mean"]
 REDUCTIONS: tuple[Reduction, ...] = ("pooled", "image_mean")
 
@@ -36,6 +38,18 @@ class Score:
 
     def __add__(self, other: Score) -> Score:
         return Score(self.total + other.total, self.count + other.count)
+
+
+def percentage(hits: np.ndarray, errors: np.ndarray) -> Score:
+    """``Score(100 * count(hits), errors.size)`` for a per-pixel test ``hits`` on ``errors``
+    (both 1-D over the evaluated pixels).
+
+    A NaN error (a NaN prediction) fails every comparison, so it would silently count as a good
+    pixel for "error > t" metrics; instead the total becomes NaN, as it does for a mean error.
+    """
+    if np.isnan(errors).any():
+        return Score(math.nan, int(errors.size))
+    return Score(100.0 * float(np.count_nonzero(hits)), int(errors.size))
 
 
 @dataclass(frozen=True)

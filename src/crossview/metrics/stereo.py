@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossview.metrics.score import Score
+from crossview.metrics.score import Score, percentage
 
 D1_ABSOLUTE_PX = 3.0
 D1_RELATIVE = 0.05
@@ -52,7 +52,7 @@ def bad_pixels(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarr
                threshold: float) -> Score:
     """bad-N: percentage of evaluated pixels with ``|d - d_gt| > threshold`` (strictly)."""
     errors, _ = disparity_errors(prediction, ground_truth, valid)
-    return Score(100.0 * float(np.count_nonzero(errors > threshold)), errors.size)
+    return percentage(errors > threshold, errors)
 
 
 def d1(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | None = None) -> Score:
@@ -63,4 +63,4 @@ def d1(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | Non
     """
     errors, truth = disparity_errors(prediction, ground_truth, valid)
     outliers = (errors > D1_ABSOLUTE_PX) & (errors > D1_RELATIVE * np.abs(truth))
-    return Score(100.0 * float(np.count_nonzero(outliers)), errors.size)
+    return percentage(outliers, errors)
