@@ -43,18 +43,23 @@ def test_flow(tmp_path: Path, pass_: str, write_image, write_mask, rng, mkparent
 
 
 def test_disparity_encoding_hand_computed() -> None:
-    encoded = np.array([[[10, 32, 0], [255, 63, 0]]], np.uint8)
-    np.testing.assert_allclose(decode_disparity(encoded), [[40.5, 1020 + 63 / 64]])
+    encoded = np.array([[[10, 32, 0], [255, 63, 0], [1, 0, 128], [255, 255, 255]]], np.uint8)
+    decoded = decode_disparity(encoded)
+    assert decoded.dtype == np.float32
+    # the blue channel holds the finest bits (1/2**14 px), exactly representable in float32
+    np.testing.assert_array_equal(decoded, [[40.5, 1020 + 63 / 64, 4 + 128 / 2**14,
+                                             1020 + 255 / 64 + 255 / 2**14]])
 
 
 def test_stereo(tmp_path: Path, write_image, write_mask, rng, mkparent) -> None:
     training = tmp_path / "training"
     left = write_image(training / "final_left" / "cave_2" / "frame_0001.png")
     right = write_image(training / "final_right" / "cave_2" / "frame_0001.png")
-    disparity = np.floor(rng.uniform(0, 200, (H, W)) * 64) / 64  # exactly representable
+    disparity = np.floor(rng.uniform(0, 200, (H, W)) * 2**14) / 2**14  # exactly representable
     encoded = np.zeros((H, W, 3), np.uint8)
     encoded[..., 0] = np.floor(disparity / 4)
-    encoded[..., 1] = np.floor(disparity * 64) % 256
+    encoded[..., 1] = np.floor(disparity * 2**6) % 256
+    encoded[..., 2] = np.floor(disparity * 2**14) % 256
     io.write_image(mkparent(training / "disparities" / "cave_2" / "frame_0001.png"), encoded)
     outofframe = np.zeros((H, W), np.uint8)
     outofframe[:, -2:] = 1

@@ -9,7 +9,7 @@ Flow (``root`` is the ``MPI-Sintel-complete`` folder, holding ``training/``)::
 Stereo (``root`` is the ``MPI-Sintel-stereo-training`` folder, holding ``training/``)::
 
     training/clean_left/alley_1/frame_0001.png, clean_right/ (or final_left/, final_right/)
-    training/disparities/alley_1/frame_0001.png     disparity = R * 4 + G / 2**6
+    training/disparities/alley_1/frame_0001.png     disparity = R * 4 + G / 2**6 + B / 2**14
     training/occlusions/alley_1/frame_0001.png      set where the pixel is hidden in the right view
     training/outofframe/alley_1/frame_0001.png      set where it leaves the right frame
 
@@ -44,9 +44,10 @@ def _mask(path: Path, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def decode_disparity(image: np.ndarray) -> np.ndarray:
-    """Sintel stereo disparity from its 8-bit RGB encoding: ``R * 4 + G / 64``, ``[H, W]``."""
-    rgb = image.astype(np.float32)
-    return rgb[..., 0] * 4 + rgb[..., 1] / 2**6
+    """Sintel stereo disparity from its 8-bit RGB encoding ``[H, W, 3]``: ``R * 4 + G / 2**6 +
+    B / 2**14`` (the release's SDK), as float32 ``[H, W]`` (exact: 24 significant bits)."""
+    rgb = image.astype(np.float64)
+    return (rgb[..., 0] * 4 + rgb[..., 1] / 2**6 + rgb[..., 2] / 2**14).astype(np.float32)
 
 
 def _training(root: Path) -> Path:
