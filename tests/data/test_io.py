@@ -80,6 +80,11 @@ def test_kitti_disparity_encoding(tmp_path: Path) -> None:
     valid = np.array([[False, True, True, False]])
     io.write_kitti_disparity(tmp_path / "d.png", disparity, valid)
     np.testing.assert_array_equal(io.read_png16(tmp_path / "d.png"), [[0, 384, 1, 0]])
+    # the largest storable value; just above it rounds to 65536, which must not wrap to 0
+    io.write_kitti_disparity(tmp_path / "d.png", np.array([[65535.49 / 256]]))
+    np.testing.assert_array_equal(io.read_png16(tmp_path / "d.png"), [[65535]])
+    with pytest.raises(ValueError, match="KITTI"):
+        io.write_kitti_disparity(tmp_path / "d.png", np.array([[65535.5 / 256]]))
 
 
 @SETTINGS

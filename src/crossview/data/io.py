@@ -270,17 +270,19 @@ def write_kitti_disparity(path: PathLike, disparity: np.ndarray,
                           valid: np.ndarray | None = None) -> None:
     """Write ``disparity [H, W]`` as a KITTI disparity PNG (``round(d * 256)``, 0 = invalid).
 
-    ``valid`` defaults to ``disparity > 0``. Valid values must lie in ``[0, 65535 / 256]``; a
-    valid value that rounds to 0 is stored as 1 (1/256 px) so it stays valid.
+    ``valid`` defaults to ``disparity > 0``. Valid values, rounded to 1/256 px, must lie in
+    ``[0, 65535 / 256]``; a valid value that rounds to 0 is stored as 1 (1/256 px) so it stays
+    valid.
     """
     _check_array("disparity", disparity, (2,), ())
     valid = disparity > 0 if valid is None else np.asarray(valid, bool)
     if valid.shape != disparity.shape:
         raise ValueError(f"valid must match disparity: {valid.shape=}, {disparity.shape=}")
-    scaled = np.where(valid, np.asarray(disparity, np.float64) * KITTI_DISPARITY_SCALE, 0.0)
-    if np.isnan(scaled).any() or scaled.min() < 0 or scaled.max() > 0xFFFF + 0.5:
-        raise ValueError("valid disparities must be finite and within [0, 255.99] to fit KITTI PNG")
-    raw = np.where(valid, np.maximum(np.rint(scaled), 1), 0).astype(np.uint16)
+    scaled = np.rint(np.where(valid, np.asarray(disparity, np.float64) * KITTI_DISPARITY_SCALE, 0))
+    if np.isnan(scaled).any() or scaled.min() < 0 or scaled.max() > 0xFFFF:
+        raise ValueError("valid disparities must be finite and within [0, 65535 / 256 = 255.996] "
+                         "to fit KITTI PNG")
+    raw = np.where(valid, np.maximum(scaled, 1), 0).astype(np.uint16)
     write_png16(path, raw)
 
 
