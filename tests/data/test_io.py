@@ -276,6 +276,13 @@ def test_npy_refuses_corrupt_and_pickled_files(tmp_path: Path) -> None:
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(UserError, match=r"cannot read \.npy"):
         io.read_npy(tmp_path / "obj.npy")
+    np.savez(tmp_path / "archive.npz", x=np.zeros(3))
+    (tmp_path / "archive.npz").rename(tmp_path / "archive.npy")
+    with pytest.raises(UserError, match=r"archive\.npy: cannot read \.npy"):
+        io.read_npy(tmp_path / "archive.npy")  # np.load alone returns an NpzFile
+    (tmp_path / "text.npy").write_text("1 2 3")
+    with pytest.raises(UserError, match=r"text\.npy: cannot read \.npy"):
+        io.read_npy(tmp_path / "text.npy")
 
 
 def test_atomic_output_gives_the_mode_of_a_plain_open(tmp_path: Path) -> None:

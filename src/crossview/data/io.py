@@ -45,6 +45,7 @@ FLO_UNKNOWN = 1e9  # Middlebury .flo: |u| or |v| above this marks unknown flow
 KITTI_FLOW_OFFSET = 2**15
 KITTI_FLOW_SCALE = 64.0
 KITTI_DISPARITY_SCALE = 256.0
+NPY_MAGIC = b"\x93NUMPY"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm", ".tif", ".tiff", ".webp")
 
 
@@ -322,12 +323,17 @@ def write_kitti_flow(path: PathLike, flow: np.ndarray, valid: np.ndarray | None 
 
 
 def read_npy(path: PathLike) -> np.ndarray:
-    """Read a ``.npy`` array (never unpickles objects)."""
-    _require_file(path)
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
-        raise UserError(f"{path}: cannot read .npy ({error})") from None
+    """Read a ``.npy`` array (never unpickles objects; a ``.npz`` archive is refused)."""
+    with _require_file(path).open("rb") as handle:
+        # np.load would hand back an open NpzFile for a zip archive, whatever the suffix
+        if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
+            raise UserError(f"{path}: cannot read .npy (no .npy header; .npz archives and "
+                            "other files are not arrays)")
+        handle.seek(0)
+        try:
+            return np.load(handle, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as error:
+            raise UserError(f"{path}: cannot read .npy ({error})") from None
 
 
 def write_npy(path: PathLike, array: np.ndarray) -> None:
