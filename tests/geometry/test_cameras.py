@@ -118,6 +118,16 @@ class TestNormalizePoses:
         original = (camera_centers(T) - camera_centers(T)[:, 1:2]).norm(dim=-1).amax(dim=-1)
         torch.testing.assert_close(scale, 1.0 / original)
 
+    def test_negative_reference_counts_from_the_end(self) -> None:
+        T = random_se3(2, 3, generator=torch.Generator().manual_seed(8), dtype=F64)
+        for negative, positive in ((-1, 2), (-3, 0)):
+            normalized, scale = normalize_poses(T, reference=negative)
+            expected, expected_scale = normalize_poses(T, reference=positive)
+            torch.testing.assert_close(normalized, expected, rtol=0, atol=0)
+            torch.testing.assert_close(scale, expected_scale, rtol=0, atol=0)
+        with pytest.raises(ValueError, match="reference=-4"):
+            normalize_poses(T, reference=-4)
+
     def test_relative_poses_are_preserved_up_to_scale(self) -> None:
         T = random_se3(3, generator=torch.Generator().manual_seed(7), dtype=F64)
         normalized, scale = normalize_poses(T)

@@ -134,7 +134,8 @@ def camera_centers(viewmats: Tensor) -> Tensor:
 
 
 def normalize_poses(viewmats: Tensor, reference: int = 0) -> tuple[Tensor, Tensor]:
-    """Re-express views ``[..., V, 4, 4]`` in the frame of view ``reference``, at unit scale.
+    """Re-express views ``[..., V, 4, 4]`` in the frame of view ``reference`` (an index into
+    ``V``, negative from the end), at unit scale.
 
     The reference camera becomes the identity and the world is scaled so that the farthest
     camera centre lies at distance 1 from the reference centre (for two views: unit baseline).
@@ -147,6 +148,7 @@ def normalize_poses(viewmats: Tensor, reference: int = 0) -> tuple[Tensor, Tenso
     views = viewmats.shape[-3]
     if not -views <= reference < views:
         raise ValueError(f"reference={reference} is out of range for {views} views")
+    reference %= views  # a negative index counts from the end (a slice to -1 + 1 = 0 is empty)
     reference_to_world = invert_se3(viewmats[..., reference : reference + 1, :, :])
     relative = viewmats @ reference_to_world
     distances = camera_centers(relative).norm(dim=-1).amax(dim=-1)
