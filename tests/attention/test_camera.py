@@ -249,6 +249,24 @@ class TestErrors:
             prope_attention(q, k, v, viewmats=viewmats, Ks=Ks, image_size=IMAGE,
                             patch_grid=(3, 3))
 
+    @pytest.mark.parametrize("encoding", ["prope", "gta", "cape", "rope"])
+    def test_batch_mismatch_names_the_tensor(self, encoding: str) -> None:
+        _, q, _, _, viewmats, _ = setup(14)
+        three = torch.cat([q, q[:1]])  # batch 3 against cameras of batch 2
+        positions = grid_positions(GRID, viewmats.shape[1]).expand(2, -1, -1)
+        with pytest.raises(ValueError, match=r"batch of 2, but q.shape=\(3, "):
+            prope_attention(three, three, three, viewmats=viewmats, positions=positions,
+                            encoding=encoding)
+        with pytest.raises(ValueError, match=r"batch of 2, but k.shape=\(3, "):
+            prope_attention(three, three, three, transforms=camera_transforms(
+                viewmats[:1], head_dim=16, encoding=encoding, patch_grid=GRID),
+                kv_transforms=camera_transforms(viewmats, head_dim=16, encoding=encoding,
+                                                positions=positions))
+        # a batch of 1 broadcasts
+        out = prope_attention(three, three, three, viewmats=viewmats[:1], patch_grid=GRID,
+                              encoding=encoding)
+        assert out.shape == three.shape
+
     def test_unknown_encoding_and_missing_arguments(self) -> None:
         _, q, k, v, viewmats, Ks = setup(13)
         with pytest.raises(ValueError, match="unknown camera encoding"):

@@ -133,7 +133,8 @@ def _token_positions(cameras: int, batch: int, patch_grid: tuple[int, int] | Non
     if positions.ndim not in (2, 3) or positions.shape[-1] != 2:
         raise ValueError(f"positions must be [T, 2] or [B, T, 2] (x, y), got {positions.shape=}")
     if positions.ndim == 3 and positions.shape[0] not in (1, batch):
-        raise ValueError(f"positions batch must be 1 or {batch}, got {positions.shape=}")
+        raise ValueError(f"positions batch must be 1 or the viewmats batch {batch}, got "
+                         f"{positions.shape=}")
     if positions.shape[-2] % cameras:
         raise ValueError(
             f"{positions.shape[-2]} tokens do not split evenly over {cameras} cameras"
@@ -216,6 +217,13 @@ def _check_fits(transforms: CameraTransforms, x: Tensor, name: str) -> None:
         raise ValueError(
             f"the {name} cameras and patch grid give {transforms.tokens} tokens of head_dim "
             f"{transforms.head_dim}, but {name}.shape={tuple(x.shape)}"
+        )
+    maps = (transforms.key_mats, *(transforms.rope or ()))
+    batches = {int(m.shape[0]) for m in maps if m is not None} - {1, x.shape[0]}
+    if batches:
+        raise ValueError(
+            f"the {name} cameras (or positions) are a batch of {batches.pop()}, but "
+            f"{name}.shape={tuple(x.shape)} (the batch must match or be 1)"
         )
 
 
