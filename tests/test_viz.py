@@ -44,6 +44,9 @@ def test_flow_layouts_agree_and_overflow_darkens() -> None:
     assert tuple(far[0, 0]) == (191, 0, 0)
     with pytest.raises(ValueError, match="flow"):
         flow_to_colour(np.zeros((3, 4, 5)))
+    for bad in (0.0, -1.0, float("nan")):  # 0 divided the flow into NaN: a garbage picture
+        with pytest.raises(ValueError, match="max_flow"):
+            flow_to_colour(np.ones((2, 2, 2)), max_flow=bad)
 
 
 def test_disparity_colour_bar() -> None:

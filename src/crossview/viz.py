@@ -7,6 +7,8 @@ Every function takes numpy arrays or tensors and returns ``[H, W', 3]`` uint8 RG
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from matplotlib import colormaps
@@ -49,6 +51,8 @@ def flow_to_colour(flow: ArrayLike, max_flow: float | None = None) -> np.ndarray
         flow = flow.transpose(1, 2, 0)
     if flow.ndim != 3 or flow.shape[2] != 2:
         raise ValueError(f"flow must be [H, W, 2] or [2, H, W], got {flow.shape=}")
+    if max_flow is not None and not (math.isfinite(max_flow) and max_flow > 0):
+        raise ValueError(f"max_flow must be a positive number of pixels, got {max_flow=}")
     u, v = np.nan_to_num(flow[..., 0]), np.nan_to_num(flow[..., 1])
     radius = np.hypot(u, v)
     scale = max_flow if max_flow is not None else max(float(radius.max()), 1e-9)
