@@ -36,6 +36,16 @@ def test_scenes_have_per_view_zoom_in_range() -> None:
     assert float((data["K"][..., :2, 2] - 8.0).abs().max()) < 0.05 * 16 + 1e-5
 
 
+def test_failed_save_leaves_no_file(tmp_path: Path) -> None:
+    from crossview.experiments.camera_encodings import _save_atomic
+
+    with pytest.raises(Exception, match=r"(?i)pickle"):
+        _save_atomic(tmp_path / "runs" / "data.pt", {"f": lambda: 0}, as_json=False)
+    with pytest.raises(TypeError):
+        _save_atomic(tmp_path / "runs" / "run.json", {"x": object()}, as_json=True)
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
 def test_quick_study_writes_runs_and_summary_and_resumes(tmp_path: Path) -> None:
     config = StudyConfig.quick()
     done: list[str] = []

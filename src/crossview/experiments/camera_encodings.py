@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -31,6 +30,7 @@ import numpy as np
 import torch
 from skimage.metrics import structural_similarity
 
+from crossview.data.io import atomic_output
 from crossview.experiments.camera_scenes import make_scenes
 from crossview.models.multiview import CONDITIONINGS, MultiViewConfig, MultiViewTransformer
 
@@ -82,13 +82,13 @@ def _data_key(config: StudyConfig) -> str:
 
 
 def _save_atomic(path: Path, payload: Any, *, as_json: bool) -> None:
+    """Write ``payload`` as JSON or with ``torch.save``; nothing is left behind on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    if as_json:
-        tmp.write_text(json.dumps(payload, indent=2))
-    else:
-        torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_output(path) as tmp:
+        if as_json:
+            tmp.write_text(json.dumps(payload, indent=2))
+        else:
+            torch.save(payload, tmp)
 
 
 def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch.Tensor]]:
@@ -305,9 +305,8 @@ def _write_table(path: Path, summary: dict[str, Any]) -> None:
         lines.append(f"| {_LABELS[conditioning]} | {len(entry['seeds'])} | " + " | ".join(cells)
                      + " |")
     lines += ["", f"Command: `{summary['command']}`", ""]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines))
-    os.replace(tmp, path)
+    with atomic_output(path) as tmp:
+        tmp.write_text("\n".join(lines))
 
 
 def _write_plot(path: Path, summary: dict[str, Any]) -> None:
@@ -333,10 +332,11 @@ def _write_plot(path: Path, summary: dict[str, Any]) -> None:
         ax.set_ylabel("PSNR (dB)")
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def with_budget(config: StudyConfig, steps: int | None, seeds: int | None) -> StudyConfig:
