@@ -63,3 +63,5 @@ def test_shape_errors_name_the_arrays() -> None:
         pck(np.zeros((3, 2)), np.zeros((4, 2)), None, 1.0)
     with pytest.raises(ValueError, match="valid"):
         pck(np.zeros((3, 2)), np.zeros((3, 2)), np.ones(2, bool), 1.0)
+    with pytest.raises(ValueError, match=r"box\.shape=\(3,\)"):
+        pck_reference_size("bbox", bbox=np.zeros(3))

@@ -46,7 +46,10 @@ def pck_reference_size(kind: str, *, image_size: tuple[int, int] | None = None,
     if kind == "bbox":
         if bbox is None:
             raise ValueError("the 'bbox' threshold needs bbox")
-        x0, y0, x1, y1 = np.asarray(bbox, np.float64)
+        box = np.asarray(bbox, np.float64)
+        if box.shape != (4,):
+            raise ValueError(f"bbox must be [4] (x0, y0, x1, y1), got {box.shape=}")
+        x0, y0, x1, y1 = box
         return float(max(x1 - x0, y1 - y0))
     if kind == "bbox-kp":
         if keypoints is None:

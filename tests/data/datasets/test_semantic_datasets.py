@@ -91,6 +91,21 @@ def test_pfpascal_bad_class_and_missing_split(tmp_path: Path, write_image) -> No
         PFPascal(tmp_path / "PF-PASCAL", "test")
 
 
+def test_malformed_boxes_are_user_errors(tmp_path: Path, write_image) -> None:
+    root = tmp_path / "PF-PASCAL"
+    _pascal_tree(root, write_image)
+    path = root / "Annotations" / "cat" / "2010_000002.mat"
+    scipy.io.savemat(str(path), {"kps": np.zeros((4, 2)), "bbox": np.zeros((1, 3))})
+    with pytest.raises(UserError, match=r"2010_000002\.mat: a bounding box is 4 finite"):
+        PFPascal(root, "test")[0]
+    tree = _spair_tree(tmp_path / "SPair-71k", write_image)
+    annotation = tmp_path / "SPair-71k" / "PairAnnotation" / "test" / f"{tree['pair']}.json"
+    for box in ([2, 2, 9], [2, 2, 9, None], "2 2 9 10"):
+        annotation.write_text(json.dumps({**tree["ann"], "trg_bndbox": box}))
+        with pytest.raises(UserError, match="trg_bndbox: a bounding box is 4 finite"):
+            SPair71k(tmp_path / "SPair-71k", "test")[0]
+
+
 def test_pfwillow_reads_test_pairs(tmp_path: Path, write_image) -> None:
     root = tmp_path / "PF-WILLOW"
     write_image(root / "car(G)" / "car_g_0001.png", (20, 30))

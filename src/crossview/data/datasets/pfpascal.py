@@ -22,7 +22,7 @@ import scipy.io
 
 from crossview.data import io
 from crossview.data.datasets.base import Sample
-from crossview.data.datasets.semantic import SemanticDataset, keypoint_pair
+from crossview.data.datasets.semantic import SemanticDataset, bounding_box, keypoint_pair
 from crossview.errors import UserError
 
 CATEGORIES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair",
@@ -39,8 +39,7 @@ def _read_annotation(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
         kps = np.asarray(mat["kps"], np.float64).reshape(-1, 2)
     except (ValueError, KeyError, OSError) as error:
         raise UserError(f"{path}: not a PF-PASCAL annotation ({error!r})") from None
-    bbox = np.asarray(mat["bbox"], np.float32).reshape(4) if "bbox" in mat else None
-    return kps, bbox
+    return kps, bounding_box(mat["bbox"], str(path)) if "bbox" in mat else None
 
 
 class PFPascal(SemanticDataset):

@@ -41,6 +41,19 @@ def keypoint_pair(src: Any, tgt: Any, where: str) -> tuple[np.ndarray, np.ndarra
             np.where(valid[:, None], tgt, zero).astype(np.float32), valid)
 
 
+def bounding_box(value: Any, where: str) -> np.ndarray:
+    """An annotated object box ``(x0, y0, x1, y1)`` as float32 ``[4]``; anything else (another
+    count, non-numbers, non-finite values) is a :class:`UserError` naming ``where``."""
+    try:
+        box = np.asarray(value, np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        box = np.empty(0)
+    if box.shape != (4,) or not np.isfinite(box).all():
+        raise UserError(f"{where}: a bounding box is 4 finite numbers (x0, y0, x1, y1), got "
+                        f"{value!r}")
+    return box.astype(np.float32)
+
+
 class SemanticDataset(BenchmarkDataset):
     """A :class:`BenchmarkDataset` whose samples are keypoint-annotated image pairs."""
 

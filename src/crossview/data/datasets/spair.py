@@ -16,11 +16,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from crossview.data import io
 from crossview.data.datasets.base import Sample
-from crossview.data.datasets.semantic import SemanticDataset, keypoint_pair
+from crossview.data.datasets.semantic import SemanticDataset, bounding_box, keypoint_pair
 from crossview.errors import UserError
 
 SPLITS = {"train": "trn", "trn": "trn", "val": "val", "test": "test"}
@@ -56,7 +54,8 @@ class SPair71k(SemanticDataset):
             images = [io.read_image(self.root / "JPEGImages" / category / ann[key])
                       for key in ("src_imname", "trg_imname")]
             kp0, kp1, valid = keypoint_pair(ann["src_kps"], ann["trg_kps"], str(path))
-            boxes = [np.asarray(ann[key], np.float32) for key in ("src_bndbox", "trg_bndbox")]
+            boxes = [bounding_box(ann[key], f"{path}: {key}") for key in ("src_bndbox",
+                                                                            "trg_bndbox")]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise UserError(f"{path}: not a SPair-71k pair annotation ({error!r})") from None
         return {"name": entry, "category": category, "image0": images[0], "image1": images[1],
