@@ -75,3 +75,6 @@ def test_wrong_layout(tmp_path: Path, write_image, rng, mkparent) -> None:
         KITTIFlow(tmp_path / "nope")
     with pytest.raises(UserError, match="2012 or 2015"):
         KITTIFlow(tmp_path, year=2013)
+    with pytest.raises(UserError, match="2012 or 2015, got 'abc'"):  # a text dataset option
+        KITTIStereo(tmp_path, year="abc")
+    assert len(KITTIStereo(tmp_path, year="2012")) == 1

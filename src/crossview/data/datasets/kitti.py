@@ -34,7 +34,9 @@ FOLDERS = {
 class _KITTI(BenchmarkDataset):
     ground_truth = ""
 
-    def __init__(self, root: str | Path, year: int) -> None:
+    def __init__(self, root: str | Path, year: int | str) -> None:
+        # ``year`` may come as text from a ``KIND,year=...`` dataset option
+        year = int(year) if str(year).strip().isdigit() else year
         if year not in FOLDERS:
             raise UserError(f"KITTI year must be 2012 or 2015, got {year!r}")
         self.folders = {**FOLDERS[year], "flow_occ": "flow_occ", "flow_noc": "flow_noc"}
@@ -58,8 +60,8 @@ class KITTIStereo(_KITTI):
     task = "stereo"
     ground_truth = "disp_occ"
 
-    def __init__(self, root: str | Path, *, year: int = 2015) -> None:
-        super().__init__(root, int(year))
+    def __init__(self, root: str | Path, *, year: int | str = 2015) -> None:
+        super().__init__(root, year)
 
     def load(self, entry: str) -> Sample:
         disparity, valid = io.read_kitti_disparity(self._path("disp_occ", entry))
@@ -79,8 +81,8 @@ class KITTIFlow(_KITTI):
     task = "flow"
     ground_truth = "flow_occ"
 
-    def __init__(self, root: str | Path, *, year: int = 2015) -> None:
-        super().__init__(root, int(year))
+    def __init__(self, root: str | Path, *, year: int | str = 2015) -> None:
+        super().__init__(root, year)
 
     def load(self, entry: str) -> Sample:
         flow, valid = io.read_kitti_flow(self._path("flow_occ", entry))
