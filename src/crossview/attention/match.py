@@ -59,8 +59,9 @@ def _validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.
 
 
 def check_finite_rel_pos(rel_pos: torch.Tensor) -> None:
-    """Raise ``ValueError`` if ``rel_pos`` holds NaN or infinity (skipped while tracing; the fused
-    op checks inside its kernel call, so fake tensors never reach this)."""
+    """Raise ``ValueError`` if ``rel_pos [B, Hq, Wq, heads or 1, 2]`` holds NaN or infinity
+    (skipped while tracing; the fused op checks inside its kernel call, so fake tensors never
+    reach this)."""
     if torch.compiler.is_compiling():
         return
     if not bool(torch.isfinite(rel_pos).all()):

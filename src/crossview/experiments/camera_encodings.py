@@ -92,7 +92,12 @@ def _save_atomic(path: Path, payload: Any, *, as_json: bool) -> None:
 
 
 def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch.Tensor]]:
-    """Training and test scenes, rendered once and cached in ``cache_dir``."""
+    """Training and test scenes, rendered once and cached in ``cache_dir``.
+
+    ``{"train": ..., "test": ...}`` of :func:`~crossview.experiments.camera_scenes.make_scenes`
+    dicts: ``images [N, V, 3, H, W]`` (0..255), ``K [N, V, 3, 3]``, ``viewmats [N, V, 4, 4]``;
+    the test scenes also ``images_zoomed`` and ``K_zoomed``.
+    """
     path = cache_dir / f"scenes-{_data_key(config)}.pt"
     if path.exists():
         return torch.load(path, weights_only=True)

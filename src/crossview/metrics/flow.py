@@ -20,7 +20,11 @@ UNKNOWN_FLOW = 1e9
 
 def flow_errors(prediction: np.ndarray, ground_truth: np.ndarray,
                 valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(end-point error, ||f_gt||)`` at the evaluated pixels, as 1-D float64 arrays."""
+    """Return ``(end-point error, ||f_gt||)``, each float64 ``[N]`` over the ``N`` evaluated
+    pixels.
+
+    ``prediction``, ``ground_truth``: flow ``[H, W, 2]``; ``valid``: bool ``[H, W]`` or None.
+    """
     prediction = np.asarray(prediction, np.float64)
     ground_truth = np.asarray(ground_truth, np.float64)
     if prediction.shape != ground_truth.shape or prediction.ndim != 3 or prediction.shape[2] != 2:
@@ -38,7 +42,8 @@ def flow_errors(prediction: np.ndarray, ground_truth: np.ndarray,
 
 def flow_endpoint_error(prediction: np.ndarray, ground_truth: np.ndarray,
                         valid: np.ndarray | None = None) -> Score:
-    """Flow EPE: mean of ``||f - f_gt||_2`` over the evaluated pixels."""
+    """Flow EPE: mean of ``||f - f_gt||_2`` over the evaluated pixels (flows ``[H, W, 2]``,
+    ``valid`` bool ``[H, W]``)."""
     errors, _ = flow_errors(prediction, ground_truth, valid)
     return Score(float(errors.sum()), errors.size)
 
@@ -46,7 +51,7 @@ def flow_endpoint_error(prediction: np.ndarray, ground_truth: np.ndarray,
 def flow_accuracy(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | None,
                   threshold: float) -> Score:
     """N-px accuracy: percentage of evaluated pixels with ``||f - f_gt||_2 < threshold``
-    (strictly less; RAFT's "1px", "3px", "5px")."""
+    (strictly less; RAFT's "1px", "3px", "5px"); flows ``[H, W, 2]``, ``valid`` ``[H, W]``."""
     errors, _ = flow_errors(prediction, ground_truth, valid)
     return percentage(errors < threshold, errors)
 
@@ -54,14 +59,15 @@ def flow_accuracy(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.nd
 def flow_outliers(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | None,
                   threshold: float) -> Score:
     """Percentage of evaluated pixels with ``||f - f_gt||_2 > threshold`` (strictly; KITTI
-    2012 "Out" uses 3 px)."""
+    2012 "Out" uses 3 px); flows ``[H, W, 2]``, ``valid`` bool ``[H, W]``."""
     errors, _ = flow_errors(prediction, ground_truth, valid)
     return percentage(errors > threshold, errors)
 
 
 def fl_all(prediction: np.ndarray, ground_truth: np.ndarray,
            valid: np.ndarray | None = None) -> Score:
-    """KITTI 2015 Fl: percentage of evaluated pixels whose flow is an outlier.
+    """KITTI 2015 Fl: percentage of evaluated pixels whose flow is an outlier (flows
+    ``[H, W, 2]``, ``valid`` bool ``[H, W]``).
 
     A pixel is an outlier when ``||f - f_gt||_2 > 3`` px **and** ``> 0.05 * ||f_gt||_2`` (both
     strict). "Fl-all" evaluates all pixels with ground truth (``flow_occ``), "Fl-noc" only the

@@ -87,7 +87,9 @@ def pck(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | No
 
 def sample_pck(prediction: np.ndarray, sample: Mapping[str, Any], alpha: float,
                kind: str) -> Score:
-    """PCK@``alpha`` with threshold ``kind`` for one semantic sample dict."""
+    """PCK@``alpha`` with threshold ``kind`` for one semantic sample dict: ``prediction`` are
+    the transferred keypoints ``[N, 2]`` (x, y) in the target image, compared with
+    ``sample["keypoints1"] [N, 2]`` where ``sample["valid_keypoints"] [N]``."""
     valid = sample.get("valid_keypoints")
     if kind == "bbox" and sample.get("bbox1") is None:
         raise UserError("this dataset has no target bounding boxes for a 'bbox' PCK")

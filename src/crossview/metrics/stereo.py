@@ -25,7 +25,10 @@ D1_RELATIVE = 0.05
 
 def disparity_errors(prediction: np.ndarray, ground_truth: np.ndarray,
                      valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(|prediction - gt|, gt)`` at the evaluated pixels, as 1-D float64 arrays."""
+    """Return ``(|prediction - gt|, gt)``, each float64 ``[N]`` over the ``N`` evaluated pixels.
+
+    ``prediction``, ``ground_truth``: disparity ``[H, W]``; ``valid``: bool ``[H, W]`` or None.
+    """
     prediction = np.asarray(prediction, np.float64)
     ground_truth = np.asarray(ground_truth, np.float64)
     if prediction.shape != ground_truth.shape or prediction.ndim != 2:
@@ -43,20 +46,23 @@ def disparity_errors(prediction: np.ndarray, ground_truth: np.ndarray,
 
 def endpoint_error(prediction: np.ndarray, ground_truth: np.ndarray,
                    valid: np.ndarray | None = None) -> Score:
-    """EPE (Middlebury "avgerr"): mean of ``|d - d_gt|`` over the evaluated pixels."""
+    """EPE (Middlebury "avgerr"): mean of ``|d - d_gt|`` over the evaluated pixels (disparities
+    ``[H, W]``, ``valid`` bool ``[H, W]``)."""
     errors, _ = disparity_errors(prediction, ground_truth, valid)
     return Score(float(errors.sum()), errors.size)
 
 
 def bad_pixels(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | None,
                threshold: float) -> Score:
-    """bad-N: percentage of evaluated pixels with ``|d - d_gt| > threshold`` (strictly)."""
+    """bad-N: percentage of evaluated pixels with ``|d - d_gt| > threshold`` (strictly);
+    disparities ``[H, W]``, ``valid`` bool ``[H, W]``."""
     errors, _ = disparity_errors(prediction, ground_truth, valid)
     return percentage(errors > threshold, errors)
 
 
 def d1(prediction: np.ndarray, ground_truth: np.ndarray, valid: np.ndarray | None = None) -> Score:
-    """KITTI D1: percentage of evaluated pixels whose error is an outlier.
+    """KITTI D1: percentage of evaluated pixels whose error is an outlier (disparities
+    ``[H, W]``, ``valid`` bool ``[H, W]``).
 
     A pixel is an outlier when ``|d - d_gt| > 3`` px **and** ``|d - d_gt| > 0.05 * |d_gt|``
     (both strict), as in the KITTI 2015 devkit.
