@@ -13,7 +13,13 @@ from crossview.errors import UserError
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.weights import load_weights, read_safetensors
 from crossview.train.build import load_init_weights
-from crossview.train.checkpoint import export_weights
+from crossview.train.checkpoint import (
+    export_weights,
+    prune_checkpoints,
+    save_checkpoint,
+    step_checkpoints,
+    usable_checkpoint,
+)
 
 TINY = MatchStereoConfig(dims=(8, 8, 8, 8), encoder_depths=(1, 1, 1, 1),
                          decoder_layers=(1, 1, 1, 1), radii=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -40,3 +46,51 @@ def test_growing_from_weights_of_the_other_task_is_refused(tmp_path: Path) -> No
     deeper = MatchStereo(dataclasses.replace(TINY, decoder_layers=(2, 2, 2, 2)), task="flow")
     with pytest.raises(UserError, match=f"{path}: the file records task 'stereo' but 'flow'"):
         load_init_weights(deeper, path, grow=True)
+
+
+def _steps(run: Path, *contents: bytes | dict | list) -> list[Path]:
+    paths = []
+    for step, content in enumerate(contents, start=1):
+        path = run / f"step-{step:08d}.pt"
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            save_checkpoint(path, content)
+        paths.append(path)
+    return paths
+
+
+def test_the_newest_usable_checkpoint_is_used_and_newer_ones_set_aside(tmp_path: Path) -> None:
+    good = {"model": {"w": torch.ones(2)}, "step": 2}
+    first, second, third, fourth = _steps(tmp_path, {**good, "step": 1}, good, b"junk",
+                                          {"model": {}})
+    path, state, notes = usable_checkpoint(tmp_path, ["model", "step"])
+    assert path == second and state["step"] == 2
+    assert notes == [f"{fourth}: not a crossview training checkpoint (no 'step'); renamed to "
+                     f"{fourth.name}.unreadable",
+                     f"{third}: cannot read checkpoint (not a PyTorch checkpoint); renamed to "
+                     f"{third.name}.unreadable"]
+    assert step_checkpoints(tmp_path) == [first, second]  # pruning now keeps intact files
+    prune_checkpoints(tmp_path, keep_last=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        second.name, f"{third.name}.unreadable", f"{fourth.name}.unreadable"]
+
+
+def test_without_set_aside_nothing_is_renamed(tmp_path: Path) -> None:
+    first, second = _steps(tmp_path, {"step": 1}, b"")
+    path, _, notes = usable_checkpoint(tmp_path, ["step"], set_aside=False)
+    assert path == first and notes == [f"{second}: cannot read checkpoint (not a PyTorch "
+                                       "checkpoint)"]
+    assert step_checkpoints(tmp_path) == [first, second]
+
+
+def test_no_usable_checkpoint_names_the_newest(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no checkpoint"):
+        usable_checkpoint(tmp_path, ["step"])
+    _, newest = _steps(tmp_path, b"x", [1])
+    with pytest.raises(UserError) as error:
+        usable_checkpoint(tmp_path, ["step"])
+    assert str(error.value) == (f"{newest}: not a crossview checkpoint (it holds a list, not a "
+                                f"dict) nor the 1 older one; no usable checkpoint left in "
+                                f"{tmp_path}")
+    assert len(step_checkpoints(tmp_path)) == 2

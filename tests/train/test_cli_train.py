@@ -172,3 +172,57 @@ def test_plot_log_output_mistakes_and_a_log_without_validation(
     cli(["plot-log", str(log), "-o", str(tmp_path / "c.png")])
     assert capsys.readouterr().err == ""  # no matplotlib warning about an empty legend
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _run_with_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
+    """A MICRO config and the intact step-0 checkpoint of its run (no training needed)."""
+    from crossview.train.config import load_config
+    from crossview.train.trainer import Trainer
+
+    config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
+                                                        "out_dir": str(tmp_path / "run")}})
+    return config, Trainer(load_config(config), progress=False).save()
+
+
+def test_resume_sets_an_unreadable_newest_checkpoint_aside(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config, intact = _run_with_checkpoint(tmp_path)
+    newest = intact.with_name("step-00000002.pt")
+    newest.write_bytes(intact.read_bytes()[:4000])  # a copy cut short
+    out = tmp_path / "w.safetensors"
+    cli(["train", str(config), "--resume", "--export-only", "--export", str(out)])
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"warning: --resume: {newest}: cannot read checkpoint (truncated or corrupt: "), err
+    assert err.endswith("); renamed to step-00000002.pt.unreadable; resuming from "
+                        "step-00000000.pt (step 0)\n"), err
+    assert sorted(p.name for p in intact.parent.glob("step-*")) == [
+        "step-00000000.pt", "step-00000002.pt.unreadable"]
+    exported = load_weights(MatchStereo(MatchStereoConfig(**{
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in json.loads(out.with_suffix(".json").read_text())["config"].items()})), out)
+    for key, value in load_checkpoint(intact)["model"].items():
+        torch.testing.assert_close(exported.state_dict()[key], value, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("truncated", "cannot read checkpoint (truncated or corrupt: "),
+    ("text", "cannot read checkpoint (not a PyTorch checkpoint)"),
+    ("objects", "cannot read checkpoint (it holds pickled Python objects other than tensors"),
+    ("weights", "not a crossview training checkpoint (no 'optimizer', 'scheduler', 'scaler')"),
+])
+def test_resume_without_a_usable_checkpoint_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, message: str) -> None:
+    config, intact = _run_with_checkpoint(tmp_path)
+    if kind == "truncated":
+        intact.write_bytes(intact.read_bytes()[:-3000])
+    elif kind == "text":
+        intact.write_text("not a checkpoint\n")
+    elif kind == "objects":
+        torch.save({"model": {}, "args": Path("x")}, intact)
+    else:
+        torch.save({"model": load_checkpoint(intact)["model"]}, intact)
+    err = _fails_with_one_line(["train", str(config), "--resume"], capsys)
+    assert err.startswith(f"error: --resume: {intact}: {message}"), err
+    assert err.endswith(f"; no usable checkpoint left in {intact.parent}")
+    assert [p.name for p in intact.parent.glob("step-*")] == [intact.name]  # left as it was

@@ -18,7 +18,10 @@ from crossview.train.config import load_config
 def train_command(
     config: Annotated[Path, typer.Argument(help="YAML training configuration (see configs/).")],
     resume: Annotated[bool, typer.Option(
-        "--resume", help="Continue from the newest checkpoint of train.out_dir.")] = False,
+        "--resume", help="Continue from the newest checkpoint of train.out_dir. A newer "
+        "step-*.pt that cannot be read (truncated, corrupt, not a training checkpoint) is "
+        "renamed to NAME.unreadable, with one warning line saying why and which checkpoint "
+        "is used instead; if none can be read: an error naming the newest.")] = False,
     init_weights: Annotated[Path | None, typer.Option(
         "--init-weights", help="Fine-tune: start from these weights (.pth, state dict or "
         ".safetensors); ignored with --resume.")] = None,

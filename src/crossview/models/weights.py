@@ -52,7 +52,7 @@ def read_state_dict(path: str | os.PathLike[str], task: str | None = None
             raise UserError(f"{path}: the file records task {recorded!r} but {task!r} weights "
                             "are expected")
         return tensors
-    content = _load_tensors_only(path)
+    content = load_tensors_only(path)
     if isinstance(content, Mapping):
         for key in ("model", "state_dict"):
             if isinstance(content.get(key), Mapping):
@@ -93,23 +93,30 @@ def record_task(path: str | os.PathLike[str], task: str, **metadata: str) -> Pat
     return path
 
 
-def _load_tensors_only(path: Path) -> object:
-    """``torch.load(weights_only=True)``; every failure is a :class:`UserError` naming ``path``."""
+def load_tensors_only(path: str | os.PathLike[str], what: str = "weights") -> object:
+    """``torch.load(path, weights_only=True)`` on the CPU; every failure is one
+    :class:`UserError` line ``"{path}: cannot read {what} (why)"``."""
+    weights = what == "weights"  # the hints below are about weight files
+    foreign = "not a PyTorch checkpoint" + (" or a .safetensors file" if weights else "")
     try:
         with warnings.catch_warnings():  # a refused file needs no advice about pickle protocols
             warnings.filterwarnings("ignore", message="Detected pickle protocol")
             return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
-        if str(error).startswith("Weights only load failed"):
-            raise UserError(f"{path}: cannot read weights (it holds pickled Python objects "
-                            "other than tensors, which crossview does not unpickle; give "
-                            ".safetensors or a plain state dict)") from None
-        detail = "not a PyTorch checkpoint or a .safetensors file"
-    except (RuntimeError, OSError) as error:  # torch's zip reader explains itself
-        detail = (str(error).splitlines() or [type(error).__name__])[0]
+        if "Unsupported global" in str(error):  # else a stray byte was taken for an opcode
+            advice = "; give .safetensors or a plain state dict" if weights else ""
+            raise UserError(f"{path}: cannot read {what} (it holds pickled Python objects "
+                            f"other than tensors, which crossview does not unpickle{advice})"
+                            ) from None
+        detail = foreign
+    except PermissionError:
+        detail = "permission denied"
+    except (RuntimeError, OSError) as error:  # torch's zip reader on a cut or damaged file
+        first = (str(error).splitlines() or [type(error).__name__])[0].split(". ")[0]
+        detail = f"truncated or corrupt: {first}"
     except Exception:  # the unpickler fails in many ways (KeyError, EOFError, ...) on other files
-        detail = "not a PyTorch checkpoint or a .safetensors file"
-    raise UserError(f"{path}: cannot read weights ({detail})")
+        detail = foreign
+    raise UserError(f"{path}: cannot read {what} ({detail})")
 
 
 def check_state_dict(model: nn.Module, state_dict: Mapping[str, torch.Tensor],

@@ -13,6 +13,7 @@ import os
 import random
 import re
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +46,59 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> Path:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint` (never unpickles arbitrary objects)."""
+    """Read a checkpoint written by :func:`save_checkpoint` (never unpickles arbitrary objects).
+
+    A missing, truncated, corrupt or foreign file is one :class:`UserError` line naming it."""
+    from crossview.models.weights import load_tensors_only
+
     path = Path(path)
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
+    state = load_tensors_only(path, "checkpoint")
+    if not isinstance(state, dict):
+        raise UserError(f"{path}: not a crossview checkpoint (it holds a "
+                        f"{type(state).__name__}, not a dict)")
+    return state
+
+
+def usable_checkpoint(run_dir: str | Path, keys: Iterable[str], *, set_aside: bool = True
+                      ) -> tuple[Path, dict[str, Any], list[str]]:
+    """The newest step checkpoint of ``run_dir`` that can be read and holds ``keys``: its path,
+    its state, and one line per newer step file that could not be used (truncated, corrupt or
+    foreign), saying why.
+
+    With ``set_aside`` those files are renamed to ``NAME.unreadable``: kept for inspection, but
+    no longer taken for the newest checkpoint nor counted by :func:`prune_checkpoints` (which
+    would otherwise keep them and delete intact ones). Raises :class:`UserError` naming the
+    newest file and why it is unusable when no step checkpoint is usable.
+    """
+    keys = list(keys)
+    skipped: list[tuple[Path, str]] = []
+    for path in reversed(step_checkpoints(run_dir)):
+        try:
+            state = load_checkpoint(path)
+            missing = [key for key in keys if key not in state]
+            if missing:
+                raise UserError(f"{path}: not a crossview training checkpoint (no "
+                                f"{', '.join(map(repr, missing[:3]))})")
+        except UserError as error:
+            skipped.append((path, str(error)))
+            continue
+        return path, state, [_set_aside(bad, why) if set_aside else why for bad, why in skipped]
+    if not skipped:
+        raise UserError(f"no checkpoint (step-*.pt) in {run_dir}")
+    more = len(skipped) - 1
+    older = f" nor the {more} older one{'s' if more > 1 else ''}" if more else ""
+    raise UserError(f"{skipped[0][1]}{older}; no usable checkpoint left in {run_dir}")
+
+
+def _set_aside(path: Path, why: str) -> str:
+    aside = path.with_name(f"{path.name}.unreadable")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises several types for a corrupt or foreign file
-        raise UserError(f"cannot read checkpoint {path}: {error}") from error
+        os.replace(path, aside)
+    except OSError as error:
+        return f"{why}; could not rename it ({error.strerror})"
+    return f"{why}; renamed to {aside.name}"
 
 
 def step_checkpoints(run_dir: str | Path) -> list[Path]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
@@ -44,6 +45,7 @@ from crossview.train.config import Config, config_to_dict
 from crossview.train.losses import training_loss
 
 StepCallback = Callable[[int, dict[str, float]], bool | None]
+_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # Configuration fields that change what a run computes: a resume must not change them.
 _FROZEN_ON_RESUME = ("task", "model", "data", "loss", "optim")
@@ -127,7 +129,9 @@ class Trainer:
         model: the network (default: built from ``cfg.model`` by the model registry).
         train_set / val_set: map-style datasets of training samples (default: built from
             ``cfg.data``).
-        resume: continue from the newest checkpoint of ``cfg.train.out_dir``.
+        resume: continue from the newest usable checkpoint of ``cfg.train.out_dir``; newer
+            unreadable ones are renamed ``NAME.unreadable`` with a warning line each (see
+            :func:`crossview.train.checkpoint.usable_checkpoint`).
         init_weights: a weights file loaded into the model before step 0 (fine-tuning);
             ignored when resuming.
         grow: ``init_weights`` come from a network with fewer decoder layers per scale; the
@@ -205,10 +209,15 @@ class Trainer:
         }
 
     def _resume(self) -> None:
-        latest = ckpt.latest_checkpoint(self.run_dir)
-        if latest is None:
-            raise UserError(f"--resume: no checkpoint (step-*.pt) in {self.run_dir}")
-        state = ckpt.load_checkpoint(latest)
+        try:
+            latest, state, skipped = ckpt.usable_checkpoint(
+                self.run_dir, self.state_dict(), set_aside=self.dist.is_main)
+        except UserError as error:
+            raise UserError(f"--resume: {error}") from None
+        if self.dist.is_main:
+            for why in skipped:
+                _stderr.print(f"warning: --resume: {why}; resuming from {latest.name} (step "
+                              f"{int(state['step'])})", markup=False)
         saved = state["config"]
         now = config_to_dict(self.cfg)
         for key in _FROZEN_ON_RESUME:
