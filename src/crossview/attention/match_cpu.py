@@ -4,7 +4,9 @@ The sources in ``csrc/`` are compiled with ``torch.utils.cpp_extension.load`` (n
 torch extensions cache (``$TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``). The build
 uses ``-march=native``, so its name carries a fingerprint of this CPU: a cached binary is never
 loaded on another CPU model. A failed build is remembered for the process; the reason is what
-:func:`crossview.attention.choose_backend` reports.
+:func:`crossview.attention.choose_backend` reports. A build lock left by a killed compile is
+removed after a while instead of blocking every later process (see
+:mod:`crossview.attention.build_lock`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
+from crossview.attention.build_lock import wait_for_build_lock
 from crossview.attention.match_backend import BUILD_PROBLEM
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "match_attention.cpp"
@@ -42,10 +45,13 @@ def _build() -> ModuleType | str:
         return f"{BUILD_PROBLEM}: no C++ compiler ({compiler!r} is not on PATH)"
     if shutil.which("ninja") is None:
         return f"{BUILD_PROBLEM}: ninja is not installed"
-    from torch.utils.cpp_extension import load
+    from torch.utils.cpp_extension import _get_build_directory, load
 
+    name = f"crossview_match_attention_{cpu_fingerprint()}"
     try:
-        return load(name=f"crossview_match_attention_{cpu_fingerprint()}", sources=[str(SOURCE)],
+        build_dir = _get_build_directory(name, verbose=False)  # torch's own choice, created
+        wait_for_build_lock(build_dir)
+        return load(name=name, sources=[str(SOURCE)], build_directory=build_dir,
                     extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"], verbose=False)
     except Exception as error:  # a compiler or linker failure, reported rather than raised
         detail = str(error).strip().splitlines()

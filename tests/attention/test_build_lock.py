@@ -1,0 +1,86 @@
+"""The guard against a stale torch extension build lock (crossview.attention.build_lock), alone
+and where the fused kernels are loaded (with torch's ``load`` replaced: nothing is compiled)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from crossview.attention import match_cpu
+from crossview.attention.build_lock import STALE_AFTER_SECONDS, wait_for_build_lock
+
+
+def _lock(folder: Path, age: float) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / "lock"
+    lock.touch()
+    then = time.time() - age
+    os.utime(lock, (then, then))
+    return lock
+
+
+def test_no_lock_returns_at_once_and_says_nothing(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    wait_for_build_lock(tmp_path)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_stale_lock_is_removed_with_one_warning(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    lock = _lock(tmp_path, 2 * STALE_AFTER_SECONDS)
+    wait_for_build_lock(tmp_path)
+    err = capsys.readouterr().err
+    assert not lock.exists()
+    assert err.count("\n") == 1 and err.startswith(f"warning: removed {lock}, "), err
+
+
+def test_a_fresh_lock_is_waited_for_and_said_once(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    lock = _lock(tmp_path, 0)
+    builder = threading.Timer(0.3, lock.unlink)  # the other build finishes
+    builder.start()
+    wait_for_build_lock(tmp_path, poll=0.01)
+    builder.join()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("note: waiting for another process"), err
+    assert str(lock) in err
+
+
+def test_a_lock_that_grows_stale_while_waiting_is_removed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lock = _lock(tmp_path, 0)  # the build holding it is killed: nobody removes it
+    wait_for_build_lock(tmp_path, stale_after=0.2, poll=0.01)
+    assert not lock.exists()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("note: waiting")
+    assert lines[1].startswith(f"warning: removed {lock}")
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "c++")) is None
+                    or shutil.which("ninja") is None, reason="no C++ compiler or ninja")
+def test_the_kernel_loader_clears_a_stale_lock_before_loading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import torch.utils.cpp_extension as cpp_extension
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    build_dir = tmp_path / f"crossview_match_attention_{match_cpu.cpu_fingerprint()}"
+    lock = _lock(build_dir, 2 * STALE_AFTER_SECONDS)
+    calls = []
+    module = ModuleType("fake_kernels")
+
+    def fake_load(**kwargs: object) -> ModuleType:
+        calls.append((kwargs.get("build_directory"), lock.exists()))
+        return module
+
+    monkeypatch.setattr(cpp_extension, "load", fake_load)
+    assert match_cpu._build.__wrapped__() is module  # the uncached build, with the fake load
+    assert calls == [(str(build_dir), False)]  # in torch's build directory, lock gone first
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"warning: removed {lock}"), err
