@@ -34,6 +34,18 @@ class TestBackwardWarp:
                     torch.testing.assert_close(warped[b, :, y, x], ref)
                     assert inside[b, y, x].item() == (0 <= px <= 6 and 0 <= py <= 4)
 
+    @pytest.mark.parametrize("size", [(1, 1), (1, 4), (3, 1)])
+    def test_single_row_or_column_matches_naive_formula(self, size: tuple[int, int]) -> None:
+        g = torch.Generator().manual_seed(1)
+        image = torch.rand(1, 2, *size, generator=g, dtype=torch.float64)
+        flow = torch.randn(1, 2, *size, generator=g, dtype=torch.float64)
+        flow[0, :, 0, 0] = torch.tensor([0.0, 0.5])  # half a pixel outside a 1-row map
+        warped, _ = backward_warp(image, flow)
+        for y in range(size[0]):
+            for x in range(size[1]):
+                px, py = x + flow[0, 0, y, x].item(), y + flow[0, 1, y, x].item()
+                torch.testing.assert_close(warped[0, :, y, x], naive_bilinear(image[0], px, py))
+
     def test_integer_shift_is_exact(self) -> None:
         image = torch.arange(60.0).view(1, 3, 4, 5)
         flow = torch.zeros(1, 2, 4, 5)

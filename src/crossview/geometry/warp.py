@@ -44,9 +44,13 @@ def backward_warp(image: torch.Tensor, flow: torch.Tensor) -> tuple[torch.Tensor
     xs = torch.arange(w, device=flow.device, dtype=flow.dtype).view(1, 1, w)
     px = xs + flow[:, 0]
     py = ys + flow[:, 1]
-    grid = torch.stack([px * (2.0 / max(w - 1, 1)) - 1.0, py * (2.0 / max(h - 1, 1)) - 1.0], -1)
+    aligned = min(h, w) > 1
+    if aligned:
+        grid = torch.stack([px * (2.0 / (w - 1)) - 1.0, py * (2.0 / (h - 1)) - 1.0], -1)
+    else:  # align_corners=True maps a size-1 axis onto its one pixel whatever the position
+        grid = torch.stack([(2.0 * px + 1.0) / w - 1.0, (2.0 * py + 1.0) / h - 1.0], -1)
     warped = F.grid_sample(image, grid.to(image.dtype), mode="bilinear", padding_mode="zeros",
-                           align_corners=True)
+                           align_corners=aligned)
     inside = (px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
     return warped, inside
 
