@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.io
 
+from crossview.data.datasets import open_dataset
 from crossview.data.datasets.pfpascal import PFPascal
 from crossview.data.datasets.pfwillow import PFWillow
 from crossview.data.datasets.spair import SPair71k
@@ -30,7 +31,7 @@ def _spair_tree(root: Path, write_image) -> dict:
 
 def test_spair71k_reads_the_release_layout(tmp_path: Path, write_image) -> None:
     tree = _spair_tree(tmp_path / "SPair-71k", write_image)
-    data = SPair71k(tmp_path / "SPair-71k", "test")
+    data = SPair71k(tmp_path / "SPair-71k", split="test")
     assert len(data) == 1
     sample = data[0]
     assert sample["name"] == tree["pair"] and sample["category"] == "aeroplane"
@@ -43,13 +44,13 @@ def test_spair71k_reads_the_release_layout(tmp_path: Path, write_image) -> None:
 
 def test_spair71k_errors_name_the_layout(tmp_path: Path, write_image) -> None:
     with pytest.raises(UserError, match="Layout/large"):
-        SPair71k(tmp_path, "test")
+        SPair71k(tmp_path, split="test")
     _spair_tree(tmp_path / "SPair-71k", write_image)
     with pytest.raises(UserError, match="split"):
-        SPair71k(tmp_path / "SPair-71k", "dev")
+        SPair71k(tmp_path / "SPair-71k", split="dev")
     (tmp_path / "SPair-71k" / "PairAnnotation" / "test").rename(tmp_path / "moved")
     with pytest.raises(UserError, match="pair annotation not found"):
-        SPair71k(tmp_path / "SPair-71k", "test")[0]
+        SPair71k(tmp_path / "SPair-71k", split="test")[0]
 
 
 def _pascal_tree(root: Path, write_image) -> None:
@@ -71,7 +72,7 @@ def _pascal_tree(root: Path, write_image) -> None:
 
 def test_pfpascal_pairs_keypoints_annotated_in_both_images(tmp_path: Path, write_image) -> None:
     _pascal_tree(tmp_path / "PF-PASCAL", write_image)
-    sample = PFPascal(tmp_path / "PF-PASCAL", "test")[0]
+    sample = PFPascal(tmp_path / "PF-PASCAL", split="test")[0]
     assert sample["category"] == "cat"
     assert sample["image1"].shape == (14, 10, 3)
     np.testing.assert_array_equal(sample["valid_keypoints"], [True, False, True, False])
@@ -84,11 +85,24 @@ def test_pfpascal_pairs_keypoints_annotated_in_both_images(tmp_path: Path, write
 def test_pfpascal_bad_class_and_missing_split(tmp_path: Path, write_image) -> None:
     _pascal_tree(tmp_path / "PF-PASCAL", write_image)
     with pytest.raises(UserError, match=r"trn_pairs\.csv"):
-        PFPascal(tmp_path / "PF-PASCAL", "trn")
+        PFPascal(tmp_path / "PF-PASCAL", split="trn")
     (tmp_path / "PF-PASCAL" / "test_pairs.csv").write_text(
         "source_image,target_image,class\na.jpg,b.jpg,25\n")
     with pytest.raises(UserError, match=r"1\.\.20"):
-        PFPascal(tmp_path / "PF-PASCAL", "test")
+        PFPascal(tmp_path / "PF-PASCAL", split="test")
+
+
+def test_semantic_kinds_take_their_options_from_a_dataset_spec(tmp_path: Path,
+                                                                write_image) -> None:
+    # the registry passes keyword-only parameters: positional ones were refused as unknown
+    _spair_tree(tmp_path / "SPair-71k", write_image)
+    data, kind = open_dataset(f"spair71k,split=test,layout=large:{tmp_path / 'SPair-71k'}")
+    assert kind.name == "spair71k" and len(data) == 1 and data.split == "test"
+    with pytest.raises(UserError, match="split must be one of"):
+        open_dataset(f"spair71k,split=dev:{tmp_path / 'SPair-71k'}")
+    _pascal_tree(tmp_path / "PF-PASCAL", write_image)
+    data, _ = open_dataset(f"pfpascal,split=test:{tmp_path / 'PF-PASCAL'}")
+    assert data[0]["category"] == "cat"
 
 
 def test_malformed_boxes_are_user_errors(tmp_path: Path, write_image) -> None:
@@ -97,13 +111,13 @@ def test_malformed_boxes_are_user_errors(tmp_path: Path, write_image) -> None:
     path = root / "Annotations" / "cat" / "2010_000002.mat"
     scipy.io.savemat(str(path), {"kps": np.zeros((4, 2)), "bbox": np.zeros((1, 3))})
     with pytest.raises(UserError, match=r"2010_000002\.mat: a bounding box is 4 finite"):
-        PFPascal(root, "test")[0]
+        PFPascal(root, split="test")[0]
     tree = _spair_tree(tmp_path / "SPair-71k", write_image)
     annotation = tmp_path / "SPair-71k" / "PairAnnotation" / "test" / f"{tree['pair']}.json"
     for box in ([2, 2, 9], [2, 2, 9, None], "2 2 9 10"):
         annotation.write_text(json.dumps({**tree["ann"], "trg_bndbox": box}))
         with pytest.raises(UserError, match="trg_bndbox: a bounding box is 4 finite"):
-            SPair71k(tmp_path / "SPair-71k", "test")[0]
+            SPair71k(tmp_path / "SPair-71k", split="test")[0]
 
 
 def test_pfwillow_reads_test_pairs(tmp_path: Path, write_image) -> None:

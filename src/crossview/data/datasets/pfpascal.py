@@ -48,7 +48,7 @@ class PFPascal(SemanticDataset):
     LAYOUT = ("PF-PASCAL/ with JPEGImages/, Annotations/<category>/<image>.mat and "
               "<split>_pairs.csv")
 
-    def __init__(self, root: str | Path, split: str = "test") -> None:
+    def __init__(self, root: str | Path, *, split: str = "test") -> None:
         super().__init__(root)
         if split not in SPLITS:
             raise UserError(f"PF-PASCAL split must be one of trn, val, test, got {split!r}")

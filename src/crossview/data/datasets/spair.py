@@ -31,7 +31,7 @@ class SPair71k(SemanticDataset):
     LAYOUT = ("SPair-71k/ with JPEGImages/<category>/, Layout/large/<split>.txt and "
               "PairAnnotation/<split>/<pair>.json")
 
-    def __init__(self, root: str | Path, split: str = "test", layout: str = "large") -> None:
+    def __init__(self, root: str | Path, *, split: str = "test", layout: str = "large") -> None:
         super().__init__(root)
         if split not in SPLITS:
             raise UserError(f"SPair-71k split must be one of trn, val, test, got {split!r}")
