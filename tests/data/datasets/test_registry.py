@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -66,3 +67,12 @@ def test_register_rejects_duplicates_and_serves_pathless_kinds(monkeypatch) -> N
     assert len(dataset) == 3 and found is kind
     with pytest.raises(UserError, match="takes no path"):
         open_dataset("test-pathless:/x")
+
+
+def test_every_option_of_every_kind_is_reachable_from_a_spec() -> None:
+    # open_dataset passes options by keyword-only parameters: any other parameter after the
+    # path could never be set from --dataset KIND,OPTION=VALUE:PATH
+    for kind in list_datasets():
+        parameters = list(inspect.signature(kind.factory).parameters.values())
+        options = parameters[1:] if kind.needs_path else parameters
+        assert all(p.kind == p.KEYWORD_ONLY for p in options), (kind.name, options)
