@@ -66,7 +66,9 @@ def normalize_intrinsics(K: Tensor, image_size: tuple[int, int]) -> Tensor:
 
 
 def invert_intrinsics(K: Tensor) -> Tensor:
-    """Analytic inverse of upper-triangular intrinsics ``[..., 3, 3]`` (skew allowed)."""
+    """Analytic inverse of intrinsics ``[..., 3, 3]`` of the form ``[[fx, s, cx], [0, fy, cy],
+    [0, 0, 1]]`` (skew allowed). Only those five entries are read: the lower triangle and
+    ``K[..., 2, 2]`` are taken to be 0 and 1, not checked."""
     check_intrinsics(K)
     fx, s, cx = K[..., 0, 0], K[..., 0, 1], K[..., 0, 2]
     fy, cy = K[..., 1, 1], K[..., 1, 2]
