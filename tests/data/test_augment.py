@@ -88,6 +88,14 @@ def test_spatial_transform_scales_labels_and_jitters_image1_rows() -> None:
     # (grid sampling at pixel centres: equal up to float32 rounding)
     torch.testing.assert_close(same["image0"], sample["image0"][:, 1:6, 2:8], atol=1e-3, rtol=0)
     torch.testing.assert_close(same["image1"], sample["image1"][:, 3:8, 2:8], atol=1e-3, rtol=0)
+    # the labels of image1's pixels move with it; the reference view's stay
+    jittered = spatial_transform({**sample, "disparity1": torch.arange(80.0).view(8, 10),
+                                  "disparity": torch.arange(80.0).view(8, 10)},
+                                 SpatialParams(size=(8, 10), top=1, left=2, y_jitter=2), (5, 6))
+    torch.testing.assert_close(jittered["disparity1"], torch.arange(80.0).view(8, 10)[3:8, 2:8],
+                               atol=1e-3, rtol=0)
+    torch.testing.assert_close(jittered["disparity"], torch.arange(80.0).view(8, 10)[1:6, 2:8],
+                               atol=1e-3, rtol=0)
     flipped = spatial_transform(sample, SpatialParams(size=(8, 10), top=0, left=0, flip_x=True),
                                 (8, 10))
     torch.testing.assert_close(flipped["image0"], sample["image0"].flip(-1), atol=1e-3, rtol=0)

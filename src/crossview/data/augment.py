@@ -18,7 +18,9 @@ Steps (defaults are the published values):
   the images and multiplied by the scale along their axis (``focal_length`` by the x scale); a
   resampled mask is true only where all the pixels bilinear resampling reads were true;
 - stereo only: a small vertical shift of the second image (up to ``max_y_jitter`` px, RAFT-Stereo's
-  ``yjitter``), which makes the pair slightly unrectified; labels follow the reference view;
+  ``yjitter``), which makes the pair slightly unrectified; each view's labels stay registered
+  with its image (``disparity`` with ``image0``, ``disparity1`` with ``image1``) and remain the
+  horizontal disparities of the unshifted pair;
 - flow only: random horizontal (0.5) and vertical (0.1) flips of both images and labels.
 """
 
@@ -31,6 +33,9 @@ import torch
 import torch.nn.functional as F
 
 Sample = dict[str, torch.Tensor]
+
+# the entries that describe the pixels of image1 (the y jitter moves them with it)
+SECOND_VIEW = ("image1", "disparity1", "valid1", "valid_noc1", "flow_backward")
 
 # ITU-R BT.601 luma, the weights torchvision's colour jitter uses for grey
 _LUMA = (0.299, 0.587, 0.114)
@@ -190,7 +195,8 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
     """Resize every entry to ``params.size`` (label values scaled), flip, then crop ``crop``
     (computed as one bilinear sampling of the crop).
 
-    ``image1`` is cropped ``params.y_jitter`` rows lower (clamped to the image). Flips mirror
+    ``image1`` and the labels of its pixels (:data:`SECOND_VIEW`) are cropped
+    ``params.y_jitter`` rows lower (clamped to the image). Flips mirror
     images and labels and negate the flipped flow component. Scalars pass unchanged (except
     ``focal_length``, scaled with x). Non-occlusion masks (``valid_noc``, ``valid_noc1``) lose
     the pixels whose match now falls outside the crop.
@@ -209,7 +215,7 @@ def spatial_transform(sample: Sample, params: SpatialParams, crop: tuple[int, in
             raise ValueError(f"sample[{key!r}] is not an [..., H, W] map of the images' size "
                              f"{(h, w)}: {tuple(value.shape)}")
         top = params.top
-        if key == "image1":
+        if key in SECOND_VIEW:  # image1 and its own labels stay registered
             top = int(np.clip(top + params.y_jitter, 0, nh - ch))
         if top not in grids:
             grids[top] = _crop_grid((h, w), (nh, nw), crop, top, params.left, params.flip_x,
