@@ -36,6 +36,18 @@ def test_scenes_have_per_view_zoom_in_range() -> None:
     assert float((data["K"][..., :2, 2] - 8.0).abs().max()) < 0.05 * 16 + 1e-5
 
 
+def test_cached_scenes_follow_the_config(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from crossview.experiments.camera_encodings import load_data
+
+    config = replace(StudyConfig.quick(), train_scenes=1, test_scenes=1, image_size=(16, 16))
+    first = load_data(config, tmp_path)
+    assert first["test"]["images"].shape[1] == config.more_context + config.targets
+    more = replace(config, more_context=5)  # the test scenes need 7 views now, not 6
+    assert load_data(more, tmp_path)["test"]["images"].shape[1] == 7
+
+
 def test_failed_save_leaves_no_file(tmp_path: Path) -> None:
     from crossview.experiments.camera_encodings import _save_atomic
 

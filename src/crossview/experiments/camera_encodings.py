@@ -76,7 +76,9 @@ class StudyConfig:
 
 
 def _data_key(config: StudyConfig) -> str:
+    """The cache name of the scenes ``config`` renders: every field :func:`load_data` uses."""
     return (f"{config.image_size[0]}x{config.image_size[1]}-v{config.views}-"
+            f"t{config.more_context + config.targets}-"
             f"n{config.train_scenes}-{config.test_scenes}-z{config.train_zoom}-{config.test_zoom}-"
             f"s{config.data_seed}").replace(" ", "").replace("(", "").replace(")", "")
 
