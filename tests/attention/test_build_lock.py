@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -59,6 +60,27 @@ def test_a_lock_that_grows_stale_while_waiting_is_removed(
     assert not lock.exists()
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and lines[0].startswith("note: waiting")
+    assert lines[1].startswith(f"warning: removed {lock}")
+
+
+def test_a_lock_held_by_a_live_build_is_kept_however_old(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lock = _lock(tmp_path, 100 * STALE_AFTER_SECONDS)  # a compile on a starved machine
+    builder = subprocess.Popen(["sleep", "60"], cwd=tmp_path)  # works in the build directory
+    seen = []
+
+    def finish() -> None:
+        seen.append(lock.exists())
+        builder.terminate()
+        builder.wait()
+
+    timer = threading.Timer(0.5, finish)
+    timer.start()
+    wait_for_build_lock(tmp_path, poll=0.01)
+    timer.join()
+    assert seen == [True]  # still there while the build ran
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("note: waiting"), lines
     assert lines[1].startswith(f"warning: removed {lock}")
 
 

@@ -5,8 +5,12 @@ file, ``BUILD_DIR/lock`` (torch's ``FileBaton``): the process that creates it co
 other one sleeps until the file disappears. A compile that is killed (Ctrl-C at the wrong
 moment, the OOM killer, ``kill -9``) leaves the file behind, and every later process then waits
 forever without a word. :func:`wait_for_build_lock` runs before ``load``: it says once that it
-waits for another build, and removes a lock older than :data:`STALE_AFTER_SECONDS` with one
-warning line naming it.
+waits for another build, and removes a stale lock with one warning line naming it.
+
+A lock is stale when it is older than :data:`STALE_AFTER_SECONDS` and no process works in the
+build directory (ninja and the compiler run there; seen through ``/proc/*/cwd`` on Linux). Age
+alone cannot tell: on a loaded machine a live compile can take far longer than usual. Without
+``/proc`` a lock is taken as stale after :data:`UNVERIFIED_STALE_AFTER_SECONDS`.
 """
 
 from __future__ import annotations
@@ -17,30 +21,54 @@ import sys
 import time
 from pathlib import Path
 
-# Compiling the fused MatchAttention kernels takes about a minute on one core, a few minutes on
-# a loaded machine; a lock ten minutes old is taken as left over from a killed build.
-STALE_AFTER_SECONDS = 600.0
+# torch creates the lock, writes build.ninja, then starts ninja; a younger lock may be between.
+STALE_AFTER_SECONDS = 60.0
+UNVERIFIED_STALE_AFTER_SECONDS = 3600.0
 
 
 def wait_for_build_lock(build_dir: str | os.PathLike[str], *,
                         stale_after: float = STALE_AFTER_SECONDS, poll: float = 0.5) -> None:
-    """Return once ``build_dir/lock`` does not exist, removing it if it is (or becomes) older
-    than ``stale_after`` seconds. Messages go to stderr, one line each: a note when it starts
-    waiting, a warning naming the lock when it removes one."""
+    """Return once ``build_dir/lock`` does not exist, removing it when it is (or becomes)
+    stale (see the module docstring). Messages go to stderr, one line each: a note when it
+    starts waiting, a warning naming the lock when it removes one."""
     lock = Path(build_dir) / "lock"
     told = False
     while (age := _age(lock)) is not None:
-        if age >= stale_after:
+        if _stale(age, _someone_works_in(Path(build_dir)), stale_after):
             with contextlib.suppress(FileNotFoundError):
                 lock.unlink()
-            _say(f"warning: removed {lock}, a torch extension build lock {age:.0f} s old left by "
-                 f"a killed build (locks older than {stale_after:.0f} s are taken as stale)")
+            _say(f"warning: removed {lock}, a torch extension build lock {age:.0f} s old that no "
+                 "running build holds (left by a killed build)")
             return
         if not told:
             _say(f"note: waiting for another process to finish compiling the fused kernels "
-                 f"(lock {lock}, {age:.0f} s old; taken as stale after {stale_after:.0f} s)")
+                 f"(lock {lock}, {age:.0f} s old)")
             told = True
         time.sleep(poll)
+
+
+def _stale(age: float, busy: bool | None, stale_after: float) -> bool:
+    if busy is None:  # no /proc: only the age can tell
+        return age >= UNVERIFIED_STALE_AFTER_SECONDS
+    return not busy and age >= stale_after
+
+
+def _someone_works_in(directory: Path) -> bool | None:
+    """Whether a process has its working directory in ``directory`` (None: cannot tell)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    target = os.path.realpath(directory)
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:  # gone, a zombie, or another user's
+            continue
+        if cwd == target or cwd.startswith(target + os.sep):
+            return True
+    return False
 
 
 def _age(lock: Path) -> float | None:
