@@ -211,11 +211,6 @@ def _box(layer: Layer, g: np.ndarray, size: tuple[int, int]) -> tuple[int, int, 
     return y0, y1, x0, x1
 
 
-def _present(ids: np.ndarray) -> np.ndarray:
-    """The non-negative layer indices that occur in ``ids``."""
-    return np.flatnonzero(np.bincount(ids.ravel() + 1)[1:])
-
-
 def sample_texture(texture: np.ndarray | torch.Tensor, cols: np.ndarray,
                    rows: np.ndarray) -> np.ndarray:
     """Bilinear samples ``[N, 3]`` of a texture at ``(cols, rows)`` ``[N]``.
