@@ -70,6 +70,8 @@ def test_train_command_runs_the_real_model_and_resumes(tmp_path: Path) -> None:
     ({"model": {"name": "nope"}}, "unknown model 'nope'"),
     ({"data": {"height": -5}}, "data.height must be >= 1"),
     ({"data": {"val_size": -1}}, "data.val_size must be >= 0"),
+    ({"data": {"height": 64, "width": 96}}, "data.height x data.width is 64x96"),
+    ({"data": {"height": 200, "width": 256}}, "multiples of 32 and at least 192x192"),
 ])
 def test_config_mistakes_are_one_line_and_exit_2(tmp_path: Path, values: dict, message: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -107,6 +107,20 @@ def build_model(cfg: Config) -> torch.nn.Module:
     return MatchStereo(config, task=cfg.task)
 
 
+def check_crop(model: torch.nn.Module, cfg: Config) -> None:
+    """:class:`UserError` if the training crop ``data.height x data.width`` cannot go through
+    ``model`` (MatchStereo trains on unpadded crops: multiples of 32, at least
+    ``config.min_shape(task)``). Models without that description are not checked."""
+    min_shape = getattr(getattr(model, "config", None), "min_shape", None)
+    if min_shape is None:
+        return
+    (h, w), (least_h, least_w) = (cfg.data.height, cfg.data.width), min_shape(cfg.task)
+    if h % 32 or w % 32 or h < least_h or w < least_w:
+        raise UserError(f"config: data.height x data.width is {h}x{w}, but {cfg.model.name!r} "
+                        f"trains on crops whose sides are multiples of 32 and at least "
+                        f"{least_h}x{least_w} for {cfg.task}")
+
+
 def load_init_weights(model: torch.nn.Module, path: str | Path, *, grow: bool = False) -> None:
     """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``
     (strictly, with the model engineer's loader); with ``grow``, the weights of a network with

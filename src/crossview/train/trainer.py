@@ -158,8 +158,9 @@ class Trainer:
                             f"the number of processes ({self.dist.world_size})")
         torch.manual_seed(cfg.train.seed)
         if model is None or train_set is None:
-            from crossview.train.build import build_datasets, build_model
+            from crossview.train.build import build_datasets, build_model, check_crop
             model = model if model is not None else build_model(cfg)
+            check_crop(model, cfg)
             if train_set is None:
                 train_set, val_set = build_datasets(cfg)
         self.model = model.to(self.device)
