@@ -14,13 +14,10 @@ import math
 import torch
 from torch import Tensor
 
+from crossview.models.transformatcher.softargmax import cell_centres
+
 FREQUENCIES = 4
 FEATURES = 4 * (1 + 2 * FREQUENCIES)  # per axis: the coordinate, then a sine and a cosine each
-
-
-def cell_centres(cells: int, device: torch.device | None = None) -> Tensor:
-    """Normalised centres ``(2 j + 1) / cells - 1`` ``[cells]`` of the cells of one axis."""
-    return (2 * torch.arange(cells, device=device, dtype=torch.float32) + 1) / cells - 1
 
 
 def placement_features(h_src: int, w_src: int, h_tgt: int, w_tgt: int,

@@ -19,12 +19,17 @@ import torch
 from torch import Tensor
 
 
+def cell_centres(cells: int, device: torch.device | None = None,
+                 dtype: torch.dtype = torch.float32) -> Tensor:
+    """Normalised centres ``(2 j + 1) / cells - 1`` ``[cells]`` of the cells of one axis."""
+    return (2 * torch.arange(cells, device=device, dtype=dtype) + 1) / cells - 1
+
+
 def grid_centres(h: int, w: int, device: torch.device | None = None,
                  dtype: torch.dtype = torch.float32) -> Tensor:
     """Normalised ``(x, y)`` centres of an ``h x w`` grid, ``[h, w, 2]``."""
-    ys = (2 * torch.arange(h, device=device, dtype=dtype) + 1) / h - 1
-    xs = (2 * torch.arange(w, device=device, dtype=dtype) + 1) / w - 1
-    gy, gx = torch.meshgrid(ys, xs, indexing="ij")
+    gy, gx = torch.meshgrid(cell_centres(h, device, dtype), cell_centres(w, device, dtype),
+                            indexing="ij")
     return torch.stack((gx, gy), dim=-1)
 
 
