@@ -34,7 +34,8 @@ def trained(task: str) -> MatchStereo:
 @pytest.mark.parametrize("task", ["stereo", "flow"])
 def test_grown_network_computes_the_trained_fields(task: str) -> None:
     small = trained(task)
-    big = MatchStereo(dataclasses.replace(SMALL, decoder_layers=(3, 2, 2, 2)), task=task).eval()
+    big = MatchStereo(dataclasses.replace(SMALL, decoder_layers=(3, 2, 2, 2),
+                                          encoder_depths=(2, 1, 3, 1)), task=task).eval()
     grow_into(big, small.state_dict())
     img0, img1 = torch.rand(2, 1, 3, 192, 192).mul(255).unbind(0)
     with torch.no_grad():
@@ -51,11 +52,17 @@ def test_grown_network_computes_the_trained_fields(task: str) -> None:
     assert not state["match_attentions.3.layers.1.match_attention_cross.proj.weight"].any()
     assert state["match_attentions.0.layers.1.match_attention_self.q.weight"].abs().sum() > 0
     assert trained_depths(state) == {0: 3, 1: 2, 2: 2, 3: 2}
+    assert trained_depths(state, "encoder") == {0: 2, 1: 1, 2: 3, 3: 1}
+    assert not state["encoder.stages.2.2.token_mixer.pwconv2.weight"].any()
+    assert not state["encoder.stages.0.1.mlp.fc2.weight"].any()
+    assert state["encoder.stages.2.1.mlp.fc1.weight"].abs().sum() > 0
     # and they learn: the zeroed outputs receive a gradient from the first step
     big(img0, img1)["field"].square().sum().backward()
     new_layer = big.match_attentions[0].layers[2]
+    new_block = big.encoder.stages[2][2]
     for linear in (new_layer.mlp.fc2, new_layer.match_attention_self.proj,
-                   new_layer.match_attention_cross.proj):
+                   new_layer.match_attention_cross.proj, new_block.mlp.fc2,
+                   new_block.token_mixer.pwconv2):
         assert linear.weight.grad.abs().sum() > 0
 
 
@@ -68,6 +75,9 @@ def test_weights_that_do_not_fit_name_the_key() -> None:
     shallower = MatchStereo(dataclasses.replace(SMALL, decoder_layers=(1, 1, 1, 1)))
     with pytest.raises(UserError, match=r"unexpected key match_attentions\.1\.layers\.1\."):
         grow_into(shallower, small)
+    fewer_blocks = MatchStereo(dataclasses.replace(SMALL, encoder_depths=(1, 1, 1, 0)))
+    with pytest.raises(UserError, match=r"unexpected key encoder\.stages\.3\.0\."):
+        grow_into(fewer_blocks, small)
     del small[next(key for key in small if key.startswith("encoder."))]
     with pytest.raises(UserError, match="missing key"):
         grow_into(MatchStereo(SMALL), small)

@@ -27,7 +27,8 @@ def train_command(
         ".safetensors); ignored with --resume.")] = None,
     grow: Annotated[bool, typer.Option(
         "--grow", help="--init-weights come from a network with fewer decoder layers per "
-        "scale (model.overrides.decoder_layers); the extra layers start as the identity.")] = False,
+        "scale or encoder blocks per stage (model.overrides.decoder_layers, encoder_depths); "
+        "the extra ones start as the identity.")] = False,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Override train.out_dir.")] = None,
     steps: Annotated[int | None, typer.Option(

@@ -124,7 +124,7 @@ def check_crop(model: torch.nn.Module, cfg: Config) -> None:
 def load_init_weights(model: torch.nn.Module, path: str | Path, *, grow: bool = False) -> None:
     """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``
     (strictly, with the model engineer's loader); with ``grow``, the weights of a network with
-    fewer decoder layers, the extra ones starting as the identity."""
+    fewer decoder layers or encoder blocks, the extra ones starting as the identity."""
     from crossview.models.weights import load_weights, read_state_dict
     if grow:
         from crossview.train.grow import grow_into

@@ -1,13 +1,19 @@
 """Start a deeper MatchStereo / MatchFlow from a trained shallower one, computing the same.
 
-More decoder layers per scale add capacity where a small network stops improving. Given the
-weights of a network that differs from ``model`` only by fewer MatchAttention layers per
-decoder scale, :func:`grow_into` copies every trained parameter and makes each extra layer (the
-trained ones come first in every scale) the identity: its three residual outputs (the self- and
-cross-MatchAttention projections and the ConvGLU's last linear map) are zeroed, so ``model``
-returns exactly the trained network's fields (function-preserving growth, as in Net2Net, Chen et
-al., ICLR 2016) and training continues from there. ``crossview train CONFIG --init-weights W
---grow`` does this with the config's ``model.overrides.decoder_layers``.
+More blocks add capacity where a small network stops improving. Given the weights of a network
+that differs from ``model`` only by fewer MatchAttention layers per decoder scale and/or fewer
+ConvFormer blocks per encoder stage, :func:`grow_into` copies every trained parameter and makes
+each extra block (the trained ones come first in every scale or stage) the identity:
+
+- a decoder MatchAttentionLayer's three residual outputs (the self- and cross-MatchAttention
+  projections and the ConvGLU's last linear map) are zeroed;
+- an encoder MetaFormerBlock's two residual outputs (the separable convolution's last linear
+  map and the MLP's last linear map) are zeroed.
+
+So ``model`` returns exactly the trained network's fields (function-preserving growth, as in
+Net2Net, Chen et al., ICLR 2016) and training continues from there. ``crossview train CONFIG
+--init-weights W --grow`` does this with the config's ``model.overrides.decoder_layers`` and
+``encoder_depths``.
 """
 
 from __future__ import annotations
@@ -20,20 +26,39 @@ from torch import nn
 
 from crossview.errors import UserError
 
-# The residual branches of a MatchAttentionLayer: with these zero the layer is the identity.
-RESIDUAL_OUTPUTS = ("match_attention_self.proj.weight", "match_attention_cross.proj.weight",
-                    "mlp.fc2.weight", "mlp.fc2.bias")
-_LAYER_KEY = re.compile(r"match_attentions\.(\d+)\.layers\.(\d+)\.(.+)")
+# Residual blocks that may be appended, by state-dict key pattern (group 1: scale or stage,
+# group 2: block index, group 3: the parameter inside the block), and the parameters that make
+# such a block the identity when zero.
+GROWABLE_BLOCKS = {
+    "decoder": (re.compile(r"match_attentions\.(\d+)\.layers\.(\d+)\.(.+)"),
+                ("match_attention_self.proj.weight", "match_attention_cross.proj.weight",
+                 "mlp.fc2.weight", "mlp.fc2.bias")),
+    "encoder": (re.compile(r"encoder\.stages\.(\d+)\.(\d+)\.(.+)"),
+                ("token_mixer.pwconv2.weight", "mlp.fc2.weight")),
+}
 
 
-def trained_depths(state: Mapping[str, torch.Tensor]) -> dict[int, int]:
-    """Decoder layers per scale in a MatchStereo state dict: ``{scale: layer count}``."""
+def trained_depths(state: Mapping[str, torch.Tensor],
+                   part: str = "decoder") -> dict[int, int]:
+    """Blocks per scale (``part="decoder"``) or per encoder stage (``"encoder"``) in a
+    MatchStereo state dict: ``{scale or stage: block count}``."""
+    pattern, _ = GROWABLE_BLOCKS[part]
     depths: dict[int, int] = {}
     for key in state:
-        if match := _LAYER_KEY.fullmatch(key):
-            scale, layer = int(match[1]), int(match[2])
-            depths[scale] = max(depths.get(scale, 0), layer + 1)
+        if match := pattern.fullmatch(key):
+            group, block = int(match[1]), int(match[2])
+            depths[group] = max(depths.get(group, 0), block + 1)
     return depths
+
+
+def _new_block_value(key: str, value: torch.Tensor,
+                     old: Mapping[str, dict[int, int]]) -> torch.Tensor | None:
+    """The starting value of ``key`` if it belongs to an appended block, else None."""
+    for part, (pattern, residual_outputs) in GROWABLE_BLOCKS.items():
+        match = pattern.fullmatch(key)
+        if match is not None and int(match[2]) >= old[part].get(int(match[1]), 0):
+            return torch.zeros_like(value) if match[3] in residual_outputs else value
+    return None
 
 
 def grow_into(model: nn.Module, state: Mapping[str, torch.Tensor],
@@ -41,19 +66,19 @@ def grow_into(model: nn.Module, state: Mapping[str, torch.Tensor],
     """Load ``state`` (a shallower network's weights) into the deeper ``model`` in place.
 
     Raises :class:`UserError` naming the first offending key unless ``state`` holds exactly
-    ``model``'s parameters (same shapes) minus whole decoder layers at the end of each scale.
+    ``model``'s parameters (same shapes) minus whole blocks at the end of decoder scales or
+    encoder stages.
     """
-    old = trained_depths(state)
+    old = {part: trained_depths(state, part) for part in GROWABLE_BLOCKS}
     target = model.state_dict()
     unexpected = sorted(set(state) - set(target))
     if unexpected:
         raise UserError(f"{source}: cannot grow into this model, unexpected key {unexpected[0]}")
     grown = {}
     for key, value in target.items():
-        match = _LAYER_KEY.fullmatch(key)
-        is_new = match is not None and int(match[2]) >= old.get(int(match[1]), 0)
-        if is_new:
-            grown[key] = torch.zeros_like(value) if match[3] in RESIDUAL_OUTPUTS else value
+        new_value = _new_block_value(key, value, old)
+        if new_value is not None:
+            grown[key] = new_value
         elif key not in state:
             raise UserError(f"{source}: cannot grow into this model, missing key {key}")
         elif state[key].shape != value.shape:
