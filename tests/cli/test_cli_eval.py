@@ -226,3 +226,20 @@ def test_other_tasks_need_a_registered_predictor(monkeypatch: pytest.MonkeyPatch
     cli_eval.register_predictor("toy", lambda model, device, precision: lambda sample: 5.0)
     assert _run(argv) == 0
     assert json.loads(out.read_text())["mean"] == {"err": 2.0}
+
+
+def test_a_stray_sceneflow_frame_is_one_error_line(fake_models, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``.png`` in a SceneFlow frames folder that is not ``NNNN.png`` stops ``crossview eval``
+    with one line naming it (it used to be skipped, changing the number of scored pairs)."""
+    left = tmp_path / "frames_cleanpass" / "a_rain_of_stones_x2" / "left"
+    left.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for name in ("0006.png", "0007.png", "0006_copy.png"):
+        io.write_image(left / name, rng.integers(0, 256, (H, W, 3), dtype=np.uint8))
+    code = _run(["eval", "--model", "test-flow", "--dataset", f"monkaa-flow:{tmp_path}"])
+    err = capsys.readouterr().err  # the stand-in model also warns that it has no weights
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert code == 2 and "Traceback" not in err, err
+    assert len(errors) == 1 and err.endswith(errors[0] + "\n"), err
+    assert errors[0].startswith(f"error: {left / '0006_copy.png'}: the name is not NNNN.png")

@@ -94,3 +94,32 @@ def test_wrong_layout_and_options_say_what_was_expected(tmp_path: Path, release)
         SceneFlowStereo(tmp_path, subset="monkaa", pass_="dirty")
     with pytest.raises(UserError, match="subset"):
         SceneFlowFlow(tmp_path, subset="chairs")
+
+
+@pytest.mark.parametrize("stray", ["0006_copy.png", "0006 (1).png", "frame.png", "._0006.png"])
+@pytest.mark.parametrize("reader", [SceneFlowStereo, SceneFlowFlow])
+def test_stray_frame_file_is_named(tmp_path: Path, release, reader, stray: str) -> None:
+    """A ``.png`` in a frames folder that is not ``NNNN.png`` is one error naming it (the flow
+    reader used to skip it and the stereo reader to list it as a sample), as in Sintel."""
+    release("monkaa")
+    assert len(reader(tmp_path, subset="monkaa")) in (1, 2)
+    path = tmp_path / "frames_cleanpass" / SEQUENCES["monkaa"] / "left" / stray
+    path.write_bytes(b"")
+    with pytest.raises(UserError, match=r"the name is not NNNN\.png") as caught:
+        reader(tmp_path, subset="monkaa")
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("reader", [SceneFlowStereo, SceneFlowFlow])
+def test_other_files_beside_the_frames_are_not_frames(tmp_path: Path, release, reader) -> None:
+    """Only ``.png`` files in a camera folder are frames: other files and folders there, and any
+    file elsewhere in the release, leave the samples as they are."""
+    release("monkaa")
+    expected = reader(tmp_path, subset="monkaa").entries
+    left = tmp_path / "frames_cleanpass" / SEQUENCES["monkaa"] / "left"
+    for name in ("Thumbs.db", "notes.txt", "0006.webp"):
+        (left / name).write_bytes(b"")
+    (left / "extra.png").mkdir()
+    (left.parent / "readme.png").write_bytes(b"")
+    (tmp_path / "disparity" / SEQUENCES["monkaa"] / "left" / "copy.pfm").write_bytes(b"")
+    assert reader(tmp_path, subset="monkaa").entries == expected

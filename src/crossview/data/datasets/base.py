@@ -25,6 +25,7 @@ Ground truth at pixels that are not ``valid`` is set to 0, so the arrays are alw
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,18 @@ def require_dir(path: str | Path, layout: str) -> Path:
 def first_existing(paths: Iterable[Path]) -> Path | None:
     """The first of ``paths`` that exists, or None."""
     return next((path for path in paths if path.exists()), None)
+
+
+def frame_number(path: Path, pattern: re.Pattern[str], expected: str, folder: str) -> int:
+    """The frame number in ``path``'s name: group 1 of ``pattern`` matched against the whole
+    stem. A name it cannot number is a :class:`UserError` naming the file and the ``expected``
+    form (skipping it would silently change the number of evaluated samples); ``folder`` says
+    where such files belong."""
+    match = pattern.fullmatch(path.stem)
+    if match is None:
+        raise UserError(f"{path}: the name is not {expected} (a stray file in the {folder}? "
+                        "move it away)")
+    return int(match.group(1))
 
 
 def finite_or_zero(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

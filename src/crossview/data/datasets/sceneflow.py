@@ -15,10 +15,11 @@ views; the flow PFMs have three channels of which the first two are (u, v).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from crossview.data import io
-from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero
+from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero, frame_number
 from crossview.errors import UserError
 
 SEQUENCE_GLOBS = {
@@ -31,6 +32,16 @@ _LAYOUT = (
     "disparity/{seq}/left/*.pfm and optical_flow/{seq}/into_future/left/"
     "OpticalFlowIntoFuture_*_L.pfm"
 )
+
+
+FRAME = re.compile(r"(\d+)")
+
+
+def _frames(camera: Path) -> dict[int, Path]:
+    """The frames ``NNNN.png`` of one camera folder by number. Another ``.png`` file there is a
+    :class:`UserError` naming it; other files and folders are not frames and are left alone."""
+    return {frame_number(path, FRAME, "NNNN.png", "SceneFlow frames folder"): path
+            for path in camera.glob("*.png") if path.is_file()}
 
 
 def _check_options(subset: str, split: str, pass_: str, camera: str = "left") -> None:
@@ -66,7 +77,7 @@ class SceneFlowStereo(_SceneFlow):
                  pass_: str = "clean") -> None:
         super().__init__(root, subset, split, pass_)
         self.set_entries([image for sequence in self.sequences
-                          for image in sorted((sequence / "left").glob("*.png"))])
+                          for image in sorted(_frames(sequence / "left").values())])
 
     def load(self, entry: Path) -> Sample:
         relative = entry.relative_to(self.frames)
@@ -96,7 +107,7 @@ class SceneFlowFlow(_SceneFlow):
         self.camera = camera
         entries = []
         for sequence in self.sequences:
-            frames = {int(p.stem): p for p in (sequence / camera).glob("*.png") if p.stem.isdigit()}
+            frames = _frames(sequence / camera)
             entries += [(frames[t], frames[t + 1]) for t in sorted(frames) if t + 1 in frames]
         self.set_entries(entries)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from crossview.data import io
-from crossview.data.datasets.base import BenchmarkDataset, Sample
+from crossview.data.datasets.base import BenchmarkDataset, Sample, frame_number
 from crossview.errors import UserError
 
 PASSES = ("clean", "final")
@@ -52,16 +52,6 @@ def decode_disparity(image: np.ndarray) -> np.ndarray:
     return (rgb[..., 0] * 4 + rgb[..., 1] / 2**6 + rgb[..., 2] / 2**14).astype(np.float32)
 
 
-def _frame_number(flow: Path) -> int:
-    """N of ``frame_N.flo``; any other name among the flow files is a :class:`UserError` naming
-    it (skipping it would silently change the number of evaluated pairs)."""
-    match = FRAME.fullmatch(flow.stem)
-    if match is None:
-        raise UserError(f"{flow}: the name is not frame_NNNN.flo (a stray file in the Sintel flow "
-                        "folder? move it away)")
-    return int(match.group(1))
-
-
 def _training(root: Path) -> Path:
     return root / "training" if (root / "training").is_dir() else root
 
@@ -82,7 +72,7 @@ class SintelFlow(BenchmarkDataset):
         entries = []
         for flow in sorted(self.training.glob("flow/*/frame_*.flo")):
             first = self.images / flow.parent.name / flow.with_suffix(".png").name
-            number = _frame_number(flow)
+            number = frame_number(flow, FRAME, "frame_NNNN.flo", "Sintel flow folder")
             second = first.with_name(f"frame_{number + 1:04d}.png")
             if first.is_file() and second.is_file():
                 entries.append((flow, first, second))
