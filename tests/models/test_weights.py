@@ -18,6 +18,7 @@ from crossview.models.weights import (
     read_safetensors,
     read_state_dict,
     record_task,
+    write_safetensors,
 )
 
 
@@ -150,3 +151,54 @@ def test_record_task_keeps_tensors_and_metadata(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["w.safetensors"]  # no temporary left
     with pytest.raises(UserError, match="records task 'flow' but 'stereo' weights"):
         load_weights(_with_task("stereo"), path)
+
+
+def test_write_safetensors_round_trip(tmp_path: Path) -> None:
+    """Tensors come back equal (a non-contiguous or grad-tracking one included), the metadata
+    is ``metadata`` plus ``task``, which wins over a ``task`` entry in ``metadata``."""
+    state = _random_state()
+    state["t"] = torch.randn(4, 3, requires_grad=True).t()  # non-contiguous, tracks gradients
+    path = tmp_path / "w.safetensors"
+    assert write_safetensors(path, state, "flow", {"steps": "3", "task": "stereo"}) == path
+    tensors, metadata = read_safetensors(path)
+    assert metadata == {"steps": "3", "task": "flow"}
+    assert tensors.keys() == state.keys()
+    assert all(torch.equal(tensors[k], v.detach()) for k, v in state.items())
+    assert [p.name for p in tmp_path.iterdir()] == ["w.safetensors"]
+
+
+def test_a_failed_write_leaves_the_old_file(tmp_path: Path) -> None:
+    """Atomic: safetensors refuses tensors sharing memory; the file there before is unchanged
+    and no temporary file is left in the directory."""
+    path = tmp_path / "w.safetensors"
+    write_safetensors(path, {"a": torch.ones(2)}, "stereo")
+    before = path.read_bytes()
+    shared = torch.zeros(3)
+    with pytest.raises(RuntimeError):
+        write_safetensors(path, {"a": shared, "b": shared}, "flow")
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["w.safetensors"]
+
+
+def test_exports_and_record_task_write_through_one_function(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """:func:`record_task` and the training export both write with :func:`write_safetensors`
+    (one place for the atomic write and the task record)."""
+    import crossview.models.weights as weights
+    from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+    from crossview.train.checkpoint import export_weights
+
+    calls = []
+
+    def spy(path: Path, tensors: dict, task: str, metadata: dict | None = None) -> Path:
+        calls.append((Path(path).name, task))
+        return write_safetensors(path, tensors, task, metadata)
+
+    monkeypatch.setattr(weights, "write_safetensors", spy)
+    save_file(_random_state(), tmp_path / "old.safetensors")
+    record_task(tmp_path / "old.safetensors", "flow")
+    tiny = MatchStereoConfig(dims=(8, 8, 8, 8), encoder_depths=(1, 1, 1, 1),
+                             decoder_layers=(1, 1, 1, 1), radii=(1, 1, 1, 1), heads=2,
+                             encoder_head=0)
+    export_weights(MatchStereo(tiny), tmp_path / "new.safetensors", name="n", task="stereo")
+    assert calls == [("old.safetensors", "flow"), ("new.safetensors", "stereo")]

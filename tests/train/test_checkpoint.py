@@ -30,6 +30,7 @@ def test_exported_weights_record_task_name_and_config(tmp_path: Path) -> None:
     path = tmp_path / "mini-flow.safetensors"
     export_weights(model, path, name="mini-flow", task="flow")
     tensors, metadata = read_safetensors(path)
+    assert metadata.keys() == {"task", "name", "config"}
     assert metadata["task"] == "flow" and metadata["name"] == "mini-flow"
     config = {k: tuple(v) if isinstance(v, list) else v
               for k, v in json.loads(metadata["config"]).items()}

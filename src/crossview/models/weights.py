@@ -77,6 +77,20 @@ def read_safetensors(path: str | os.PathLike[str]
         raise UserError(f"{path}: cannot read weights ({str(error).splitlines()[0]})") from None
 
 
+def write_safetensors(path: str | os.PathLike[str], tensors: Mapping[str, torch.Tensor],
+                      task: str, metadata: Mapping[str, str] | None = None) -> Path:
+    """Write ``tensors`` (detached, on the CPU, contiguous) as the ``.safetensors`` file
+    ``path`` with ``metadata`` plus ``task`` under :data:`TASK_KEY` (which wins over a ``task``
+    in ``metadata``). Atomic: the file is written under a temporary name in the same directory
+    and renamed onto ``path``, so ``path`` is either the old file or the complete new one.
+    Returns ``path``; the directory must exist (else :class:`UserError`)."""
+    path = Path(path)
+    tensors = {key: value.detach().to("cpu").contiguous() for key, value in tensors.items()}
+    with atomic_output(path) as tmp:
+        save_file(tensors, str(tmp), metadata={**(metadata or {}), TASK_KEY: task})
+    return path
+
+
 def record_task(path: str | os.PathLike[str], task: str, **metadata: str) -> Path:
     """Stamp ``task`` (and any further ``metadata`` strings, such as ``name``) into the
     metadata of the existing ``.safetensors`` file ``path``, keeping its tensors and its other
@@ -86,11 +100,8 @@ def record_task(path: str | os.PathLike[str], task: str, **metadata: str) -> Pat
 
         python -c "import crossview.models.weights as w; w.record_task('x.safetensors', 'flow')"
     """
-    path = Path(path)
     tensors, existing = read_safetensors(path)
-    with atomic_output(path) as tmp:
-        save_file(tensors, str(tmp), metadata={**existing, **metadata, TASK_KEY: task})
-    return path
+    return write_safetensors(path, tensors, task, {**existing, **metadata})
 
 
 def load_tensors_only(path: str | os.PathLike[str], what: str = "weights") -> object:

@@ -180,18 +180,14 @@ def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task:
     import dataclasses
     import json
 
-    from safetensors.torch import save_file
-
-    from crossview.models.weights import TASK_KEY
+    from crossview.models.weights import write_safetensors
 
     path = check_export_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
     config = {k: list(v) if isinstance(v, tuple) else v
               for k, v in dataclasses.asdict(model.config).items()}
-    with atomic_output(path) as tmp:
-        save_file(tensors, str(tmp), metadata={TASK_KEY: task, "name": name,
-                                               "config": json.dumps(config)})
+    write_safetensors(path, model.state_dict(), task,
+                      {"name": name, "config": json.dumps(config)})
     meta = {"name": name, "task": task, "config": config, "weights": path.name,
             "description": description}
     meta_path = path.with_suffix(".json")
