@@ -80,10 +80,13 @@ def warp_batch(dataset: SyntheticWarps, indices: list[int]) -> dict[str, torch.T
             "valid": torch.stack([torch.as_tensor(s["valid"]) for s in samples])}
 
 
-def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int) -> SyntheticWarps:
-    """Square warps of ``size`` pixels with ``keypoints`` pairs per sample."""
+def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int,
+                 shift: float = 0.0) -> SyntheticWarps:
+    """Square warps of ``size`` pixels with ``keypoints`` pairs per sample (``shift``: see
+    :class:`WarpConfig`; the held-out evaluation always uses 0)."""
     return SyntheticWarps(length, seed=seed, split=split,
-                          config=WarpConfig(size=(size, size), num_keypoints=keypoints))
+                          config=WarpConfig(size=(size, size), num_keypoints=keypoints,
+                                            shift=shift))
 
 
 def _cell_centres(flow: torch.Tensor, cells: int, frame_shift: float) -> torch.Tensor:
@@ -166,7 +169,8 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
           lr: float = 1e-3, max_steps: int = 100_000, minutes: float = 60.0,
           checkpoint_every: int = 25, seed: int = 0, init: Path | None = None,
           attention: str = "additive", dense_weight: float = 0.0,
-          placement: bool = False, backbone_lr: float = 0.0) -> TransforMatcher:
+          placement: bool = False, backbone_lr: float = 0.0,
+          shift: float = 0.0) -> TransforMatcher:
     """Train the refinement on training-split warps; resume from ``run_dir``'s newest
     checkpoint (at learning rate ``lr``, so a run can be continued at a lower rate), or start
     from the weights file ``init`` when there is none; stop after ``max_steps`` or ``minutes``
@@ -175,7 +179,11 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
     ``dense_weight > 0`` adds that multiple of :func:`dense_loss` (every output cell supervised
     by the exact correspondence; ours, not the paper's) to the keypoint loss of Eq. 12.
     ``placement=True`` trains with the absolute-placement embedding (zero at the start, so
-    ``init`` may be weights trained without it).
+    ``init`` may be weights trained without it). ``shift > 0`` trains on warps whose ``image0``
+    view is also translated by up to that fraction of the size per axis
+    (:attr:`WarpConfig.shift`): more content crosses the image sides, so more keypoints near the
+    sides have large displacements (a resumed run needs the same ``shift``, as it needs the
+    same ``seed``).
 
     ``backbone_lr = 0`` keeps the backbone frozen (its ImageNet weights, or the tuned ones of an
     ``init`` file that has them). ``backbone_lr > 0`` fine-tunes the backbone layers that feed
@@ -187,6 +195,8 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
     tuned) it was started with."""
     if backbone_lr < 0:
         raise UserError(f"the backbone learning rate must be >= 0 (0: frozen), got {backbone_lr}")
+    if not 0 <= shift < 1:
+        raise UserError(f"--shift must be in [0, 1) (a fraction of the image size), got {shift}")
     torch.manual_seed(seed)
     model = TransforMatcher(grid=grid, attention=attention, placement=placement)
     groups = [{"params": [p for p in model.parameters() if p.requires_grad], "lr": lr}]
@@ -207,7 +217,7 @@ def train(run_dir: Path, *, grid: int = 10, batch: int = 2, keypoints: int = 64,
     elif init is not None:
         model.load_trained_state_dict(read_state_dict(init, task=TASK), grow=placement)
         _console.print(f"started from {init}")
-    data = warp_dataset("train", model.image_size, 10**9, seed, keypoints)
+    data = warp_dataset("train", model.image_size, 10**9, seed, keypoints, shift)
     run_dir.mkdir(parents=True, exist_ok=True)
     log = (run_dir / "log.jsonl").open("a")
     started = time.monotonic()
@@ -296,18 +306,22 @@ def _train_command(
     backbone_lr: Annotated[float, typer.Option(
         help="Adam rate of the backbone layers that feed the correlation (paper: 1e-5); "
              "0: frozen backbone")] = 0.0,
+    shift: Annotated[float, typer.Option(
+        help="translate the source view of the training warps by up to this fraction of the "
+             "size per axis, so content crosses the sides (ours; 0: none)")] = 0.0,
 ) -> None:
     """Train (resuming) and optionally export the weights."""
     model = train(run_dir, grid=grid, batch=batch, keypoints=keypoints, lr=lr,
                   max_steps=max_steps, minutes=minutes, seed=seed, init=init,
                   attention=attention, dense_weight=dense_weight, placement=placement,
-                  backbone_lr=backbone_lr)
+                  backbone_lr=backbone_lr, shift=shift)
     if export is not None:
         step = load_checkpoint(latest_checkpoint(run_dir))["step"]
         export_weights(model, export, {"train_grid": str(grid), "steps": str(step),
                                        "seed": str(seed),
                                        "attention": attention, "placement": str(placement),
                                        "backbone_lr": f"{backbone_lr:g}",
+                                       "shift": f"{shift:g}",
                                        "train_images": ",".join(image_names("train"))})
         _console.print(f"wrote {export}")
 

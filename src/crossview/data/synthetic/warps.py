@@ -93,6 +93,11 @@ class WarpConfig:
         crop: range of the photograph crop side as a fraction of its shorter side.
         photometric: jitter the colours of both images independently.
         num_keypoints: keypoint pairs per sample (0: none).
+        shift: largest translation of ``image0``'s view per axis, as a fraction of the size:
+            ``H0`` is followed by a uniform random offset in ``+-shift * (W - 1, H - 1)`` crop
+            units, so content crosses the image sides and keypoints near them get larger
+            displacements. 0 (the default) draws no offset and no random number, so the
+            default stream is unchanged.
     """
 
     size: tuple[int, int] = (240, 240)
@@ -102,6 +107,7 @@ class WarpConfig:
     crop: tuple[float, float] = (0.4, 0.9)
     photometric: bool = True
     num_keypoints: int = 0
+    shift: float = 0.0
 
     def __post_init__(self) -> None:
         if min(self.size) < 2:
@@ -110,6 +116,9 @@ class WarpConfig:
             raise ValueError(f"tps_grid must be >= 2, got {self.tps_grid=}")
         if not 0 < self.crop[0] <= self.crop[1] <= 1:
             raise ValueError(f"crop must be a range in (0, 1], got {self.crop=}")
+        if not 0 <= self.shift < 1:
+            raise ValueError(f"shift must be in [0, 1) (a fraction of the size), got "
+                             f"{self.shift=}")
 
 
 def _random_homography(rng: np.random.Generator, size: tuple[int, int],
@@ -165,6 +174,9 @@ def random_warp_pair(rng: np.random.Generator, config: WarpConfig | None = None,
     controls = np.stack(np.meshgrid(g * (w - 1), g * (h - 1)), -1).reshape(-1, 2)
     tps = ThinPlateSpline.fit(controls, rng.normal(0.0, config.tps, controls.shape)
                               * np.array([w - 1, h - 1]))
+    if config.shift > 0:  # drawn after the geometry: same photograph, crop, H0, H1 and TPS
+        dx, dy = rng.uniform(-config.shift, config.shift, 2) * np.array([w - 1, h - 1])
+        h0 = np.array([[1.0, 0.0, dx], [0.0, 1.0, dy], [0.0, 0.0, 1.0]]) @ h0
     xs, ys = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
     qx, qy = apply_homography(h0, *tps(xs, ys))  # image0 pixel -> crop coordinates
     p1x, p1y = apply_homography(np.linalg.inv(h1), qx, qy)
