@@ -11,7 +11,7 @@ import os
 import socket
 import subprocess
 
-TIMEOUT = 120
+from hang_guard import HANG_GUARD_SECONDS
 
 
 def free_port() -> int:
@@ -32,9 +32,10 @@ def start_ranks(argv: list[str], ranks: list[int], world: int) -> list[subproces
 
 
 def finish_ranks(procs: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
-    """``(exit code, stdout, stderr)`` of each process; kills them all after ``TIMEOUT`` s."""
+    """``(exit code, stdout, stderr)`` of each process; kills them all after
+    :data:`~hang_guard.HANG_GUARD_SECONDS`."""
     try:
-        outputs = [p.communicate(timeout=TIMEOUT) for p in procs]
+        outputs = [p.communicate(timeout=HANG_GUARD_SECONDS) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:

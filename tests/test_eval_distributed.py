@@ -19,7 +19,8 @@ from crossview.errors import UserError
 from crossview.eval import evaluate
 from crossview.metrics import get_metrics
 from eval_dist_worker import METRICS, noisy_predictor, toy_stereo
-from ranks import TIMEOUT, finish_ranks, start_ranks
+from hang_guard import HANG_GUARD_SECONDS
+from ranks import finish_ranks, start_ranks
 
 WORKER = Path(__file__).with_name("eval_dist_worker.py")
 DATASET = "synthetic-stereo,length=5,size=128x160"  # 5 samples: not divisible by 2 ranks
@@ -76,12 +77,12 @@ def test_torchrun_eval_equals_one_process(tmp_path: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     args = ["--model", "matchstereo-mini", "--dataset", DATASET, "--json"]
     one = subprocess.run(_cli(*args, str(tmp_path / "one.json")), capture_output=True,
-                         text=True, env=env, timeout=TIMEOUT)
+                         text=True, env=env, timeout=HANG_GUARD_SECONDS)
     assert one.returncode == 0, one.stderr
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                           "--nproc-per-node", "2", "-m", "crossview", "eval", *args,
                           str(tmp_path / "out" / "two.json")],
-                         capture_output=True, text=True, env=env, timeout=TIMEOUT)
+                         capture_output=True, text=True, env=env, timeout=HANG_GUARD_SECONDS)
     assert two.returncode == 0, two.stderr
     # rank 0 alone printed: the same tables, once
     assert two.stdout.replace("out/two.json", "one.json") == one.stdout

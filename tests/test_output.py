@@ -13,6 +13,7 @@ import pytest
 
 from crossview.errors import UserError
 from crossview.output import staged_outputs
+from hang_guard import HANG_GUARD_SECONDS
 
 
 def _listing(root: Path) -> dict[str, bytes | None]:
@@ -70,12 +71,13 @@ def test_a_later_run_removes_the_staging_left_by_a_killed_run(
     out = tmp_path / "out"
     with subprocess.Popen([sys.executable, "-c", _KILLED_MID_BLOCK, str(out)],
                           stdout=subprocess.PIPE, text=True) as killed:
-        name, _ = killed.communicate(timeout=60)
+        name, _ = killed.communicate(timeout=HANG_GUARD_SECONDS)
     assert killed.returncode == -signal.SIGKILL
     left = out / name.strip()
     assert (left / "a.txt").read_text() == "half done"  # what kill -9 leaves behind
     host = socket.gethostname()
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as alive:
+    with subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({HANG_GUARD_SECONDS})"]
+                          ) as alive:  # killed below; it must outlive a slow block
         try:
             kept = [out / f".crossview-staging-{host}-{alive.pid}-abcd1234",  # owner running
                     out / f".crossview-staging-otherhost-{killed.pid}-abcd1234",  # not ours

@@ -15,6 +15,7 @@ from crossview.errors import UserError
 from crossview.train.checkpoint import latest_checkpoint, load_checkpoint, step_checkpoints
 from crossview.train.config import config_from_dict
 from crossview.train.trainer import Trainer, batch_indices, collate
+from hang_guard import HANG_GUARD_SECONDS
 
 HERE = Path(__file__).parent
 
@@ -91,7 +92,7 @@ class TestTrainer:
     def test_kill_9_then_resume_is_identical(self, tmp_path: Path) -> None:
         script = textwrap.dedent(f"""
             import os, signal, sys
-            sys.path.insert(0, {str(HERE)!r})
+            sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent)!r}]  # test_trainer, hang_guard
             from test_trainer import make_cfg, run
             from pathlib import Path
             cfg = make_cfg(Path({str(tmp_path / "killed")!r}), ckpt_every=1)
@@ -107,7 +108,7 @@ class TestTrainer:
                     val_set=StandInStereo(4), progress=False, on_step=die).run()
         """)
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                timeout=120)
+                                timeout=HANG_GUARD_SECONDS)
         assert result.returncode == -9, result.stderr
         assert latest_checkpoint(tmp_path / "killed").name == "step-00000003.pt"
         resumed, _ = run(make_cfg(tmp_path / "killed", ckpt_every=1), resume=True)
