@@ -13,7 +13,6 @@ WEIGHTS...``
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -22,10 +21,8 @@ import torch
 
 from crossview.models.transformatcher.inference import load_transformatcher
 
-_spec = importlib.util.spec_from_file_location(
-    "transformatcher_borders", Path(__file__).with_name("transformatcher_borders.py"))
-borders = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(borders)
+sys.path.insert(0, str(Path(__file__).parent))
+import transformatcher_borders as borders  # the script next to this one
 
 
 def measure(file: str, pairs: int) -> dict:
