@@ -78,6 +78,9 @@ def test_weights_that_do_not_fit_name_the_key() -> None:
     fewer_blocks = MatchStereo(dataclasses.replace(SMALL, encoder_depths=(1, 1, 1, 0)))
     with pytest.raises(UserError, match=r"unexpected key encoder\.stages\.3\.0\."):
         grow_into(fewer_blocks, small)
+    stripped = {k: v for k, v in small.items() if not k.startswith("encoder.stages.1.")}
+    with pytest.raises(UserError, match="no trained block of encoder stage 1"):
+        grow_into(MatchStereo(SMALL), stripped)
     del small[next(key for key in small if key.startswith("encoder."))]
     with pytest.raises(UserError, match="missing key"):
         grow_into(MatchStereo(SMALL), small)
@@ -95,7 +98,8 @@ def test_train_grow_starts_from_the_shallower_weights(tmp_path: Path) -> None:
     config.write_text(yaml.safe_dump({
         "task": "stereo",
         "model": {"name": "matchstereo-t",
-                  "overrides": {**overrides, "decoder_layers": [2, 2, 1, 1]}},
+                  "overrides": {**overrides, "decoder_layers": [2, 2, 1, 1],
+                                "encoder_depths": [1, 2, 1, 1]}},
         "data": {"train_size": 2, "val_size": 0, "height": 128, "width": 192},
         "optim": {"lr": 1e-12},
         "train": {"steps": 1, "batch_size": 1, "ckpt_every": 1, "log_every": 1,
@@ -108,6 +112,7 @@ def test_train_grow_starts_from_the_shallower_weights(tmp_path: Path) -> None:
     torch.testing.assert_close(state["match_attentions.1.layers.1.mlp.fc2.weight"],
                                small.state_dict()["match_attentions.1.layers.1.mlp.fc2.weight"])
     assert state["match_attentions.0.layers.1.mlp.fc2.weight"].abs().max() < 1e-6
+    assert state["encoder.stages.1.1.token_mixer.pwconv2.weight"].abs().max() < 1e-6
 
 
 def test_grow_without_init_weights_is_one_line_and_exit_2(

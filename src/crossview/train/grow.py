@@ -67,10 +67,16 @@ def grow_into(model: nn.Module, state: Mapping[str, torch.Tensor],
 
     Raises :class:`UserError` naming the first offending key unless ``state`` holds exactly
     ``model``'s parameters (same shapes) minus whole blocks at the end of decoder scales or
-    encoder stages.
+    encoder stages, keeping at least one trained block wherever ``model`` has blocks.
     """
     old = {part: trained_depths(state, part) for part in GROWABLE_BLOCKS}
     target = model.state_dict()
+    for part in GROWABLE_BLOCKS:
+        for group in trained_depths(target, part):
+            if group not in old[part]:
+                kind = "scale" if part == "decoder" else "stage"
+                raise UserError(f"{source}: cannot grow into this model, no trained block of "
+                                f"{part} {kind} {group} (--grow only appends blocks)")
     unexpected = sorted(set(state) - set(target))
     if unexpected:
         raise UserError(f"{source}: cannot grow into this model, unexpected key {unexpected[0]}")

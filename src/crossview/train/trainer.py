@@ -135,7 +135,8 @@ class Trainer:
         init_weights: a weights file loaded into the model before step 0 (fine-tuning);
             ignored when resuming.
         grow: ``init_weights`` come from a network with fewer decoder layers per scale or
-            encoder blocks per stage; the extra ones start as the identity (:func:`crossview.train.grow.grow_into`).
+            encoder blocks per stage; the extra ones start as the identity
+            (:func:`crossview.train.grow.grow_into`).
         progress: show a progress bar (rank 0).
         on_step: called on every rank after every step with ``(step, logs)``; returning True
             stops the run like SIGINT/SIGTERM do (checkpoint, then return).
