@@ -7,6 +7,7 @@ import pytest
 
 from crossview import __version__
 from crossview.cli.app import main
+from hang_guard import HANG_GUARD_SECONDS
 
 
 def test_version_prints_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,7 +26,7 @@ def test_help_lists_bench_group(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_unknown_command_is_a_usage_error_with_exit_code_2() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "crossview", "no-such-command"], capture_output=True, text=True
-    )
+        [sys.executable, "-m", "crossview", "no-such-command"], capture_output=True, text=True,
+        timeout=HANG_GUARD_SECONDS)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

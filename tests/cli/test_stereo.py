@@ -16,6 +16,7 @@ from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
 from crossview.train.checkpoint import export_weights
+from hang_guard import HANG_GUARD_SECONDS
 
 # A small registered model keeps the runs short; one test uses the real default model.
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
@@ -212,6 +213,6 @@ def test_subprocess_exit_code_and_no_traceback(tmp_path: Path) -> None:
     left, _ = _write_pair(tmp_path)
     result = subprocess.run([sys.executable, "-m", "crossview", "stereo", str(left),
                              str(tmp_path / "missing.png"), "-o", str(tmp_path / "out")],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, timeout=HANG_GUARD_SECONDS)
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error: ") and "Traceback" not in result.stderr
