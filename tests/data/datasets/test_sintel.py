@@ -100,3 +100,21 @@ def test_stray_flow_file_is_named(tmp_path: Path, stray: str, write_image, rng,
     with pytest.raises(UserError, match=r"the name is not frame_NNNN\.flo") as caught:
         SintelFlow(tmp_path)
     assert str(training / "flow" / "alley_1" / stray) in str(caught.value)
+
+
+@pytest.mark.parametrize("stray", ["frame_abc.png", "frame_0001 (1).png"])
+def test_stray_disparity_file_is_named(tmp_path: Path, stray: str, write_image,
+                                       mkparent) -> None:
+    """The same for training/disparities: a stray there was silently skipped, or loaded as a
+    sample when a left image of the same name existed."""
+    training = tmp_path / "training"
+    for name in ("frame_0001.png", stray):
+        for side in ("clean_left", "clean_right"):
+            write_image(training / side / "cave_2" / name)
+        io.write_image(mkparent(training / "disparities" / "cave_2" / name),
+                       np.zeros((H, W, 3), np.uint8))
+    with pytest.raises(UserError, match=r"the name is not frame_NNNN\.png") as caught:
+        SintelStereo(tmp_path)
+    assert str(training / "disparities" / "cave_2" / stray) in str(caught.value)
+    (training / "disparities" / "cave_2" / stray).unlink()
+    assert len(SintelStereo(tmp_path)) == 1

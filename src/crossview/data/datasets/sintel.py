@@ -106,9 +106,11 @@ class SintelStereo(BenchmarkDataset):
         super().__init__(root)
         self.training = _training(self.root)
         self.pass_ = pass_
+        disparities = sorted(self.training.glob("disparities/*/frame_*.png"))
+        for path in disparities:
+            frame_number(path, FRAME, "frame_NNNN.png", "Sintel disparities folder")
         self.set_entries([
-            path.relative_to(self.training / "disparities")
-            for path in sorted(self.training.glob("disparities/*/frame_*.png"))
+            path.relative_to(self.training / "disparities") for path in disparities
             if (self.training / f"{pass_}_left" / path.relative_to(
                 self.training / "disparities")).is_file()
         ])
