@@ -28,11 +28,9 @@ import torch.nn.functional as F
 import typer
 from rich.console import Console
 from rich.progress import Progress
-from safetensors.torch import save_file
 
 from crossview.bench.report import write_json
 from crossview.cli.runner import run_app
-from crossview.data.io import atomic_output
 from crossview.data.synthetic.textures import image_names
 from crossview.data.synthetic.warps import SyntheticWarps, WarpConfig
 from crossview.errors import UserError
@@ -52,7 +50,7 @@ from crossview.models.transformatcher.softargmax import (
     normalised_to_pixels,
     pixels_to_normalised,
 )
-from crossview.models.weights import TASK_KEY, read_state_dict
+from crossview.models.weights import read_state_dict, write_safetensors
 from crossview.train.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
@@ -272,11 +270,9 @@ def export_weights(model: TransforMatcher, path: Path, metadata: dict[str, str])
     (its name) and ``backbone_tuned`` (``"True"`` when the file holds the backbone) on top of
     ``metadata``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(path) as tmp:
-        save_file({k: v.contiguous() for k, v in model.trained_state_dict().items()}, str(tmp),
-                  metadata={**metadata, TASK_KEY: TASK, "backbone": model.backbone_name,
-                            "backbone_tuned": str(model.backbone_tuned)})
-    return path
+    return write_safetensors(path, model.trained_state_dict(), TASK,
+                             {**metadata, "backbone": model.backbone_name,
+                              "backbone_tuned": str(model.backbone_tuned)})
 
 
 app = typer.Typer(help="Train / evaluate TransforMatcher on synthetic warps.",
