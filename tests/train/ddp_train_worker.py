@@ -1,0 +1,41 @@
+"""One rank of a data-parallel :class:`~crossview.train.trainer.Trainer` run on the stand-in.
+
+The test launches it once per rank with torchrun's environment variables set
+(``python ddp_train_worker.py OUT_DIR``); each rank trains and saves its parameters as
+``rankR.pt`` in ``OUT_DIR``. :func:`ddp_config` is importable so that the test runs the
+one-process reference with the same settings.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import torch
+from train_standin import StandInModel, StandInStereo
+
+from crossview.train.config import Config, config_from_dict
+from crossview.train.trainer import Trainer
+
+GLOBAL_BATCH = 4
+
+
+def ddp_config(out_dir: Path) -> Config:
+    """3 steps of the global batch, a checkpoint and a validation at step 3."""
+    return config_from_dict({"train": {"steps": 3, "batch_size": GLOBAL_BATCH,
+                                       "out_dir": str(out_dir), "ckpt_every": 3,
+                                       "val_every": 3},
+                             "optim": {"lr": 1e-2, "pct_start": 0.3}})
+
+
+def main(out_dir: Path) -> None:
+    torch.manual_seed(0)
+    trainer = Trainer(ddp_config(out_dir), model=StandInModel(), train_set=StandInStereo(),
+                      val_set=StandInStereo(3), progress=False)
+    trainer.run()
+    torch.save(trainer.model.state_dict(), out_dir / f"rank{os.environ['RANK']}.pt")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
