@@ -2,7 +2,7 @@
 
 The test launches it once per rank with torchrun's environment variables set
 (``python ddp_train_worker.py OUT_DIR``); each rank trains and saves its parameters as
-``rankR.pt`` in ``OUT_DIR``. :func:`ddp_config` is importable so that the test runs the
+``rankR.pt`` in ``OUT_DIR``. :func:`standin_trainer` is importable so that the test runs the
 one-process reference with the same settings.
 """
 
@@ -15,24 +15,25 @@ from pathlib import Path
 import torch
 from train_standin import StandInModel, StandInStereo
 
-from crossview.train.config import Config, config_from_dict
+from crossview.train.config import config_from_dict
 from crossview.train.trainer import Trainer
 
 GLOBAL_BATCH = 4
 
 
-def ddp_config(out_dir: Path) -> Config:
-    """3 steps of the global batch, a checkpoint and a validation at step 3."""
-    return config_from_dict({"train": {"steps": 3, "batch_size": GLOBAL_BATCH,
-                                       "out_dir": str(out_dir), "ckpt_every": 3,
-                                       "val_every": 3},
-                             "optim": {"lr": 1e-2, "pct_start": 0.3}})
+def standin_trainer(out_dir: Path) -> Trainer:
+    """A trainer of the stand-in (seed 0) for 3 steps of the global batch, with a checkpoint and
+    a validation at step 3, writing to ``out_dir``; under torchrun's variables, one rank of it."""
+    cfg = config_from_dict({"train": {"steps": 3, "batch_size": GLOBAL_BATCH,
+                                      "out_dir": str(out_dir), "ckpt_every": 3, "val_every": 3},
+                            "optim": {"lr": 1e-2, "pct_start": 0.3}})
+    torch.manual_seed(0)
+    return Trainer(cfg, model=StandInModel(), train_set=StandInStereo(),
+                   val_set=StandInStereo(3), progress=False)
 
 
 def main(out_dir: Path) -> None:
-    torch.manual_seed(0)
-    trainer = Trainer(ddp_config(out_dir), model=StandInModel(), train_set=StandInStereo(),
-                      val_set=StandInStereo(3), progress=False)
+    trainer = standin_trainer(out_dir)
     trainer.run()
     torch.save(trainer.model.state_dict(), out_dir / f"rank{os.environ['RANK']}.pt")
 

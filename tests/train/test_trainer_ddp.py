@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import torch
-from ddp_train_worker import ddp_config
-from train_standin import StandInModel, StandInStereo
+from ddp_train_worker import standin_trainer
+from train_standin import StandInModel
 
-from crossview.train.trainer import Trainer
 from ranks import finish_ranks, start_ranks
 
 WORKER = str(Path(__file__).with_name("ddp_train_worker.py"))
@@ -21,9 +20,7 @@ def test_two_processes_equal_one_with_the_same_global_batch(tmp_path: Path) -> N
     for code, _, err in finish_ranks(start_ranks([sys.executable, WORKER, str(out_dir)],
                                                  [0, 1], 2)):
         assert code == 0, err
-    torch.manual_seed(0)
-    single = Trainer(ddp_config(tmp_path / "one"), model=StandInModel(),
-                     train_set=StandInStereo(), val_set=StandInStereo(3), progress=False)
+    single = standin_trainer(tmp_path / "one")
     single.run()
     rank0 = torch.load(out_dir / "rank0.pt", weights_only=True)
     rank1 = torch.load(out_dir / "rank1.pt", weights_only=True)
