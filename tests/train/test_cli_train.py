@@ -228,3 +228,30 @@ def test_resume_without_a_usable_checkpoint_is_one_line(
     assert err.startswith(f"error: --resume: {intact}: {message}"), err
     assert err.endswith(f"; no usable checkpoint left in {intact.parent}")
     assert [p.name for p in intact.parent.glob("step-*")] == [intact.name]  # left as it was
+
+
+def test_a_run_stopped_early_writes_no_export_and_says_how_to_go_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import signal
+
+    from crossview.train.trainer import Trainer
+
+    config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"], "steps": 3}})
+    run_step = Trainer.train_step
+
+    def step_then_interrupt(self: Trainer) -> dict[str, float]:
+        logs = run_step(self)
+        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does during step 1
+        return logs
+
+    monkeypatch.setattr(Trainer, "train_step", step_then_interrupt)
+    out = tmp_path / "w.safetensors"
+    cli(["train", str(config), "--out-dir", str(tmp_path / "run"), "--export", str(out)])
+    said = " ".join(capsys.readouterr().out.split())
+    assert not out.exists() and not out.with_suffix(".json").exists()
+    assert sorted(p.name for p in (tmp_path / "run").glob("step-*")) == ["step-00000001.pt"]
+    again = f"crossview train {config} --resume --out-dir {tmp_path / 'run'}"
+    assert (f"stopped early at step 1: continue with `{again}`; {out} was not written "
+            f"(export this state with `{again} --export-only --export {out}`)") in said, said

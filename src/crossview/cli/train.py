@@ -34,8 +34,10 @@ def train_command(
     steps: Annotated[int | None, typer.Option(
         "--steps", min=1, help="Override train.steps.")] = None,
     export: Annotated[Path | None, typer.Option(
-        "--export", help="Afterwards, write the model's weights to this .safetensors file and "
-        "its registry description next to it (NAME.json, NAME = the file's stem).")] = None,
+        "--export", help="When train.steps are reached, write the model's weights to this "
+        ".safetensors file and its registry description next to it (NAME.json, NAME = the "
+        "file's stem). A run stopped early (Ctrl-C, SIGTERM) writes no export: it says how "
+        "to continue (--resume) or export the stopped state (--resume --export-only).")] = None,
     description: Annotated[str, typer.Option(
         help="Description stored with --export.")] = "",
     export_only: Annotated[bool, typer.Option(
@@ -68,7 +70,8 @@ def train_command(
             Console().print(f"wrote {written} (step {trainer.step})")
         return
     summary = trainer.run()
-    if summary["is_main"] and export is not None:
+    finished = summary["step"] >= cfg.train.steps
+    if summary["is_main"] and export is not None and finished:
         for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,
                                       description=description):
             Console().print(f"wrote {written}")
@@ -78,3 +81,11 @@ def train_command(
                         f"loss {summary['train'].get('loss', float('nan')):.4g}"
                         + (f"; validation {val}" if val else "")
                         + f"; checkpoints in {cfg.train.out_dir}")
+        if not finished:
+            again = (f"crossview train {config} --resume"
+                     + (f" --out-dir {out_dir}" if out_dir is not None else "")
+                     + (f" --steps {steps}" if steps is not None else ""))
+            Console().print(f"stopped early at step {summary['step']}: continue with `{again}`"
+                            + (f"; {export} was not written (export this state with "
+                               f"`{again} --export-only --export {export}`)"
+                               if export is not None else ""), soft_wrap=True, markup=False)
