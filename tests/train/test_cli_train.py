@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.weights import load_weights
 from crossview.train.checkpoint import load_checkpoint
 from crossview.train.logplot import read_log
+from crossview.train.trainer import Trainer
 
 MICRO = {
     "task": "stereo",
@@ -179,7 +182,6 @@ def test_plot_log_output_mistakes_and_a_log_without_validation(
 def _run_with_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
     """A MICRO config and the intact step-0 checkpoint of its run (no training needed)."""
     from crossview.train.config import load_config
-    from crossview.train.trainer import Trainer
 
     config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
                                                         "out_dir": str(tmp_path / "run")}})
@@ -233,11 +235,6 @@ def test_resume_without_a_usable_checkpoint_is_one_line(
 def test_a_run_stopped_early_writes_no_export_and_says_how_to_go_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import os
-    import signal
-
-    from crossview.train.trainer import Trainer
-
     config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"], "steps": 3}})
     run_step = Trainer.train_step
 
