@@ -64,3 +64,17 @@ def test_flow_vertical_component_counts() -> None:
 def test_rejects_bad_shapes() -> None:
     with pytest.raises(ValueError, match=r"field\.shape"):
         warp_other_view(torch.zeros(2, 4, 4, 3))
+
+
+
+def test_an_error_exactly_at_the_threshold_stays_outside_the_mask() -> None:
+    # Left pixel 0 points 3 px right, onto right pixel 3, whose field points back 5 px: the error is
+    # exactly 2, the decoder's threshold. The published grid formula reads pixel 3 exactly; the
+    # other order of operations reads 3.0000000000000004, blends 4e-16 of pixel 4's 1000 and
+    # lets the pixel into the mask (an integer-valued 1/32 field hits such ties often).
+    field = torch.zeros(2, 2, 6, 2, dtype=torch.float64)
+    field[0, 0, 0, 0] = 3.0
+    field[1, 0, 3, 0], field[1, 0, 4, 0] = -5.0, 1000.0
+    error, inside = consistency_error(field)
+    assert inside[0, 0, 0] and error[0, 0, 0].item() == 2.0
+    assert not noc_mask(field, 2.0)[0, 0, 0]

@@ -1,16 +1,17 @@
 """MatchStereo-T against the golden vectors of the published implementation (random weights).
 
-Every field (initial, each layer's self and cross field, the upsampled ones, the full-resolution
-field and the self relative positions) must lie within ``1e-3 + 1e-4 * |ref|`` px.
+Exactness is proven in float64: the published code, run in float64, produced
+``matchstereo_tiny_vectors_f64.safetensors``, and every field (initial, each layer's self and
+cross field, the upsampled ones, the full-resolution field and the self relative positions) must
+agree with it to 1e-9 px, with nothing resolved by hand. Float64 noise (~1e-12 px) is far from
+the two discontinuities of the network (``floor(centre)`` in cross-attention and the
+non-occlusion threshold), so this holds on any CPU and any vector kernel.
 
-One discontinuity needs care: cross-attention feeds its BilinearSoftmax weights to the
-projection, and those weights sit on the expanded window anchored at ``floor(centre)``, so a
-centre within float32 noise (~1e-5) of an integer can land on the other side of it and change
-the layer's output by ~0.1 px. Such exact ties are decided by summation order, not by the
-architecture. The test resolves them explicitly: where our cross-attention centre has a
-different floor than the reference's *and* the two agree within the tolerance, the reference
-value is used for that centre (a shift below the tolerance). The number of resolved ties is
-reported and must stay small; every other pixel is compared untouched.
+The float32 vectors cannot be an exactness reference: float32 noise (~1e-5 px) crosses those two
+discontinuities at a few pixels, and where it does a field moves by up to ~0.9 px downstream.
+The published code itself, re-run in float32 on another CPU, misses its own float32 vectors at
+0.14-0.75 % of pixels. The float32 test therefore states what is true on every CPU: almost all
+values within ``1e-3 + 1e-4 |ref|`` px and a tiny median error.
 """
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ from crossview.models.matchstereo.model import MatchStereo
 
 GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden"
 WEIGHTS = GOLDEN / "matchstereo_tiny_random_weights.safetensors"
-VECTORS = GOLDEN / "matchstereo_tiny_vectors.safetensors"
-MAX_TIES = 8
+VECTORS_F32 = GOLDEN / "matchstereo_tiny_vectors.safetensors"
+VECTORS_F64 = GOLDEN / "matchstereo_tiny_vectors_f64.safetensors"
+CALLS = ["stereo", "flow", "init"]
+F64_TOLERANCE = 1e-9
+# Measured on this project's machines: the worst key keeps 98.5-99.8 % of its values within the
+# tolerance (flow's full-resolution field is the worst), the median error is 3e-5 px or less.
+F32_MIN_FRACTION_WITHIN = 0.97
+F32_MAX_MEDIAN_ERROR = 1e-4
 
-pytestmark = pytest.mark.skipif(not VECTORS.exists(), reason="golden vectors not available")
-
-
-def _within(actual: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-    return (actual - ref).abs() <= 1e-3 + 1e-4 * ref.abs()
+pytestmark = pytest.mark.skipif(not (VECTORS_F32.exists() and VECTORS_F64.exists()),
+                                reason="golden vectors not available")
 
 
 def golden_names(kinds: list[str]) -> list[str]:
@@ -44,78 +48,56 @@ def golden_names(kinds: list[str]) -> list[str]:
     return names
 
 
-@pytest.fixture(scope="module")
-def golden() -> dict[str, torch.Tensor]:
-    return load_file(VECTORS)
-
-
-@pytest.fixture(scope="module")
-def model() -> MatchStereo:
-    net = MatchStereo().eval()
-    net.load_state_dict(load_file(WEIGHTS), strict=True)
-    return net
-
-
-def _tie_resolver(model: MatchStereo, golden: dict[str, torch.Tensor], call: str,
-                  counter: list[int]) -> list[torch.utils.hooks.RemovableHandle]:
-    """Pre-hooks on every cross-attention that resolve floor ties toward the reference."""
-    crosses = [(scale_index, layer.match_attention_cross, layer)
-               for scale_index, scale in enumerate(model.match_attentions)
-               for layer in scale.layers]
-    kinds = []
-    for scale_index, scale in enumerate(model.match_attentions):
-        kinds += (["up"] if scale_index else []) + ["self", "cross"] * len(scale.layers)
-    self_names = [n for n, k in zip(golden_names(kinds), kinds, strict=True) if k == "self"]
-    handles = []
-    for (scale_index, module, _), name in zip(crosses, self_names, strict=True):
-        ref = golden[f"{call}.field_all.{name}"]
-        radius = model.config.radii[scale_index]
-
-        def hook(_module, args, ref=ref, radius=radius):
-            x, field = args
-            h, w = field.shape[1:3]
-            pos = torch.stack(torch.meshgrid(torch.arange(w), torch.arange(h), indexing="xy"), -1)
-            low = torch.tensor([radius, radius], dtype=field.dtype)
-            high = torch.tensor([w - 1 - radius - 1e-3, h - 1 - radius - 1e-3])
-
-            def anchor(f: torch.Tensor) -> torch.Tensor:
-                return torch.floor(torch.minimum(torch.maximum(pos + f, low), high))
-
-            tie = (anchor(field) != anchor(ref)) & _within(field, ref)
-            counter[0] += int(tie.any(-1).sum())
-            return x, torch.where(tie, ref, field)
-
-        handles.append(module.register_forward_pre_hook(hook))
-    return handles
-
-
-@pytest.mark.parametrize("call", ["stereo", "flow", "init"])
-def test_golden_fields(model: MatchStereo, golden: dict[str, torch.Tensor], call: str) -> None:
+def fields_against_golden(dtype: torch.dtype, golden: dict[str, torch.Tensor],
+                          call: str) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """``{key: (ours, reference)}`` for every field the golden file holds for ``call``."""
+    model = MatchStereo().eval()
+    model.load_state_dict(load_file(WEIGHTS), strict=True)
+    model = model.to(dtype)
     task = "flow" if call == "flow" else "stereo"
-    init = golden["init.init_flow_in"] if call == "init" else None
-    ties = [0]
-    handles = _tie_resolver(model, golden, call, ties)
-    try:
-        with torch.no_grad():
-            out = model.forward_fields(golden["stereo.left"], golden["stereo.right"], task=task,
-                                       init_field=init)
-    finally:
-        for handle in handles:
-            handle.remove()
-    assert ties[0] <= MAX_TIES, f"{ties[0]} floor ties resolved, more than noise explains"
-    checks = {"init_flow": out["init_field"], "field_up": out["field"],
-              "self_rpos": out["self_rpos"]}
-    checks |= {f"field_all.{n}": f for n, f in zip(golden_names(out["field_kinds"]),
-                                                   out["fields"], strict=True)}
-    if call != "init":
-        checks["init_cv"] = out["init_cv"]
+    init = golden["init.init_flow_in"].to(dtype) if call == "init" else None
+    with torch.no_grad():
+        out = model.forward_fields(golden["stereo.left"].to(dtype),
+                                   golden["stereo.right"].to(dtype), task=task, init_field=init)
     assert len(out["fields"]) == 55
-    failures = []
-    for key, actual in checks.items():
+    ours = {"init_flow": out["init_field"], "field_up": out["field"], "self_rpos": out["self_rpos"]}
+    ours |= {f"field_all.{n}": f for n, f in zip(golden_names(out["field_kinds"]), out["fields"],
+                                                 strict=True)}
+    if call != "init":
+        ours["init_cv"] = out["init_cv"]
+    pairs = {}
+    for key, actual in ours.items():
         ref = golden[f"{call}.{key}"]
         assert actual.shape == ref.shape, key
-        bad = ~_within(actual, ref)
-        if bad.any():
-            failures.append(f"{key}: {int(bad.sum())} values off, max "
-                            f"{(actual - ref).abs().max().item():.2e}")
+        assert actual.dtype == dtype, key
+        pairs[key] = (actual, ref)
+    return pairs
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_golden_fields_float64_exact(call: str) -> None:
+    golden = load_file(VECTORS_F64)
+    assert golden["stereo.left"].dtype == torch.float64
+    failures = []
+    for key, (actual, ref) in fields_against_golden(torch.float64, golden, call).items():
+        error = (actual - ref).abs().max().item()
+        if not error <= F64_TOLERANCE:
+            failures.append(f"{key}: max error {error:.2e} px")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_golden_fields_float32_statistically(call: str) -> None:
+    golden = load_file(VECTORS_F32)
+    pairs = fields_against_golden(torch.float32, golden, call)
+    failures, errors = [], []
+    for key, (actual, ref) in pairs.items():
+        error = (actual.double() - ref.double()).abs()
+        assert error.isfinite().all(), key
+        fraction = (error <= 1e-3 + 1e-4 * ref.double().abs()).double().mean().item()
+        if fraction < F32_MIN_FRACTION_WITHIN:
+            failures.append(f"{key}: {fraction:.2%} within 1e-3 + 1e-4|ref|")
+        errors.append(error.flatten())
+    median = torch.cat(errors).median().item()
+    assert median <= F32_MAX_MEDIAN_ERROR, f"median error {median:.2e} px"
     assert not failures, "\n".join(failures)

@@ -32,6 +32,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from crossview.pixel_grid import to_grid_coords
+
 Sample = dict[str, torch.Tensor]
 
 # the entries that describe the pixels of image1 (the y jitter moves them with it)
@@ -148,8 +150,8 @@ def _crop_grid(size: tuple[int, int], scaled: tuple[int, int], crop: tuple[int, 
     if flip_x:
         cols = nw - 1 - cols
     # F.interpolate's source of output pixel i is (i + 0.5) * in / out - 0.5, clamped
-    ys = ((rows + 0.5) * (h / nh) - 0.5).clamp(0, h - 1) * (2.0 / max(h - 1, 1)) - 1.0
-    xs = ((cols + 0.5) * (w / nw) - 0.5).clamp(0, w - 1) * (2.0 / max(w - 1, 1)) - 1.0
+    ys = to_grid_coords(((rows + 0.5) * (h / nh) - 0.5).clamp(0, h - 1), h)
+    xs = to_grid_coords(((cols + 0.5) * (w / nw) - 0.5).clamp(0, w - 1), w)
     gy, gx = torch.meshgrid(ys, xs, indexing="ij")
     return torch.stack([gx, gy], -1)[None].float()
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from crossview.pixel_grid import to_grid_coords
+
 
 def backward_warp(image: torch.Tensor, flow: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample ``image`` at ``p + flow[p]`` for every pixel ``p``.
@@ -46,7 +48,7 @@ def backward_warp(image: torch.Tensor, flow: torch.Tensor) -> tuple[torch.Tensor
     py = ys + flow[:, 1]
     aligned = min(h, w) > 1
     if aligned:
-        grid = torch.stack([px * (2.0 / (w - 1)) - 1.0, py * (2.0 / (h - 1)) - 1.0], -1)
+        grid = torch.stack([to_grid_coords(px, w), to_grid_coords(py, h)], -1)
     else:  # align_corners=True maps a size-1 axis onto its one pixel whatever the position
         grid = torch.stack([(2.0 * px + 1.0) / w - 1.0, (2.0 * py + 1.0) / h - 1.0], -1)
     warped = F.grid_sample(image, grid.to(image.dtype), mode="bilinear", padding_mode="zeros",

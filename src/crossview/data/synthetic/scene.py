@@ -28,6 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from crossview.pixel_grid import to_grid_coords
+
 _EPS = 1e-9
 
 
@@ -224,8 +226,8 @@ def sample_texture(texture: np.ndarray | torch.Tensor, cols: np.ndarray,
                                                         np.float32))[None]
     h, w = texture.shape[-2:]
     grid = np.empty((1, 1, cols.size, 2), np.float32)
-    grid[0, 0, :, 0] = cols * (2.0 / max(w - 1, 1)) - 1.0
-    grid[0, 0, :, 1] = rows * (2.0 / max(h - 1, 1)) - 1.0
+    grid[0, 0, :, 0] = to_grid_coords(cols, w)
+    grid[0, 0, :, 1] = to_grid_coords(rows, h)
     out = F.grid_sample(texture, torch.from_numpy(grid), mode="bilinear",
                         padding_mode="reflection", align_corners=True)
     return out[0, :, 0].numpy().T

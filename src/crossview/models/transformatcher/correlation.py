@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from crossview.pixel_grid import to_grid_coords
+
 
 def multilayer_correlation(src_feats: list[Tensor], tgt_feats: list[Tensor],
                            size: tuple[int, int]) -> Tensor:
@@ -51,7 +53,7 @@ def _resize(x: Tensor, size: tuple[int, int]) -> Tensor:
     for n_in, n_out in zip(x.shape[-2:], size, strict=True):
         ratio = 2.0 ** round(math.log2(n_out / n_in))
         k = torch.arange(n_out, dtype=x.dtype, device=x.device) / ratio
-        axes.append(2 * k / max(n_in - 1, 1) - 1)  # align_corners=True normalisation
+        axes.append(to_grid_coords(k, n_in))
     gy, gx = torch.meshgrid(*axes, indexing="ij")
     grid = torch.stack((gx, gy), dim=-1).expand(len(x), -1, -1, -1)
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=True)
