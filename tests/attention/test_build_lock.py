@@ -92,7 +92,7 @@ def test_the_kernel_loader_clears_a_stale_lock_before_loading(
     import torch.utils.cpp_extension as cpp_extension
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    build_dir = tmp_path / f"crossview_match_attention_{match_cpu.cpu_fingerprint()}"
+    build_dir = tmp_path / match_cpu.build_name()
     lock = _lock(build_dir, 2 * STALE_AFTER_SECONDS)
     calls = []
     module = ModuleType("fake_kernels")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from crossview.attention import match_attention, match_backend, match_cpu
+from crossview.attention import match_attention, match_cpu
 
 pytestmark = pytest.mark.skipif(match_cpu.unavailable_reason() is not None,
                                 reason=f"{match_cpu.unavailable_reason()}")
@@ -138,23 +138,6 @@ def test_fused_forward_matches_without_attn_output() -> None:
     out = match_attention(q, k, v, rel_pos, 1, backend="cpu")
     out_ref = match_attention(q, k, v, rel_pos, 1, backend="reference")
     torch.testing.assert_close(out, out_ref, rtol=1e-5, atol=1e-5)
-
-
-def test_auto_falls_back_to_reference_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    reason = f"{match_backend.BUILD_PROBLEM}: no C++ compiler ('c++' is not on PATH)"
-    monkeypatch.setattr(match_cpu, "unavailable_reason", lambda: reason)
-    monkeypatch.setattr(match_backend, "_warned", set())
-    monkeypatch.setattr(match_backend, "_default", None)
-    monkeypatch.delenv(match_backend.ENV_VAR, raising=False)
-    q, k, v, rel_pos = _inputs(CASES[0], torch.float32, seed=2)
-    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler") as record:
-        out = match_attention(q, k, v, rel_pos, 1)
-        match_attention(q, k, v, rel_pos, 1)
-    assert len(record) == 1
-    assert torch.equal(out, match_attention(q, k, v, rel_pos, 1, backend="reference"))
-    assert match_backend.choose_backend("cpu").skipped == {"cpu": reason}
-    with pytest.raises(RuntimeError, match="backend 'cpu' cannot run"):
-        match_attention(q, k, v, rel_pos, 1, backend="cpu")
 
 
 def test_non_contiguous_inputs() -> None:

@@ -1,58 +1,90 @@
 """Build (on first use) and load the fused C++ MatchAttention kernels.
 
 The sources in ``csrc/`` are compiled with ``torch.utils.cpp_extension.load`` (ninja) into the
-torch extensions cache (``$TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``). The build
-uses ``-march=native``, so its name carries a fingerprint of this CPU: a cached binary is never
-loaded on another CPU model. A failed build is remembered for the process; the reason is what
-:func:`crossview.attention.choose_backend` reports. A build lock left by a killed compile is
-removed after a while instead of blocking every later process (see
+torch extensions cache (``$TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions/pyXY_cpu``), in
+a directory named ``crossview_match_attention_KEY``: the key hashes the source, compiler, flags,
+torch, Python and CPU (see :mod:`crossview.attention.build_key`), so builds for several
+checkouts, environments or CPUs live side by side, and a ``-march=native`` binary is never loaded
+on another CPU model. The fused kernels are built on Linux only. A failed build is remembered for
+the process; the reason is what :func:`crossview.attention.choose_backend` reports. A build lock
+left by a killed compile is removed after a while instead of blocking every later process (see
 :mod:`crossview.attention.build_lock`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import hashlib
 import os
 import platform
 import shutil
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
+from crossview.attention.build_key import build_key
 from crossview.attention.build_lock import wait_for_build_lock
 from crossview.attention.match_backend import BUILD_PROBLEM
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "match_attention.cpp"
-CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno"]
+# tuples: torch's load appends its own flags to the lists it is given, which would change the key
+CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno")
+LDFLAGS = ("-fopenmp",)
+NAME = "crossview_match_attention"
 
 
-def cpu_fingerprint() -> str:
-    """A short hash of this CPU's model and feature flags (``/proc/cpuinfo``)."""
-    description = platform.machine() + platform.processor()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        lines = cpuinfo.read_text(errors="replace").splitlines()
-        wanted = ("model name", "flags", "Features", "CPU part")
-        description += "".join(sorted({line for line in lines if line.startswith(wanted)}))
-    return hashlib.sha256(description.encode()).hexdigest()[:12]
+def _compiler() -> str:
+    """The C++ compiler torch's build runs: ``$CXX``, else ``c++``."""
+    return os.environ.get("CXX", "c++")
+
+
+def build_name(source: bytes | None = None) -> str:
+    """The extension's name, which is also its build directory's: ``crossview_match_attention_``
+    followed by the key of :func:`crossview.attention.build_key.build_key` for ``source`` (the
+    contents of :data:`SOURCE`, read now if not given)."""
+    source = SOURCE.read_bytes() if source is None else source
+    return f"{NAME}_{build_key(source, CFLAGS, LDFLAGS, _compiler())}"
+
+
+def _place_source(build_dir: Path, source: bytes) -> Path:
+    """Write ``source`` into ``build_dir`` (named after it) unless it is there already:
+    the build then reads the same path whichever checkout runs it, so torch's ``build.ninja``
+    stays the same and ninja has nothing to redo."""
+    copy = build_dir / SOURCE.name
+    if not copy.exists():
+        staged = build_dir / f".{SOURCE.name}.{os.getpid()}"
+        staged.write_bytes(source)
+        # link, unlike replace, keeps a copy placed meanwhile by a concurrent first run: a new
+        # modification time would make ninja compile again
+        with contextlib.suppress(FileExistsError):
+            os.link(staged, copy)
+        staged.unlink()
+    return copy
 
 
 @functools.cache
 def _build() -> ModuleType | str:
     """The loaded extension module, or the reason it cannot be built."""
-    compiler = os.environ.get("CXX", "c++")
-    if shutil.which(compiler) is None:
-        return f"{BUILD_PROBLEM}: no C++ compiler ({compiler!r} is not on PATH)"
+    if (system := platform.system()) != "Linux":
+        return f"{BUILD_PROBLEM}: the fused kernels are built on Linux only, not {system}"
+    cxx = _compiler()
+    if shutil.which(cxx) is None:
+        return f"{BUILD_PROBLEM}: no C++ compiler ({cxx!r} not found)"
     if shutil.which("ninja") is None:
         return f"{BUILD_PROBLEM}: ninja is not installed"
+    source = SOURCE.read_bytes()  # read once: the key and the compiled copy must agree
+    try:
+        name = build_name(source)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"{BUILD_PROBLEM}: the C++ compiler {cxx!r} does not run ({error})"
     from torch.utils.cpp_extension import _get_build_directory, load
 
-    name = f"crossview_match_attention_{cpu_fingerprint()}"
     try:
-        build_dir = _get_build_directory(name, verbose=False)  # torch's own choice, created
+        build_dir = Path(_get_build_directory(name, verbose=False))  # torch's own choice, created
         wait_for_build_lock(build_dir)
-        return load(name=name, sources=[str(SOURCE)], build_directory=build_dir,
-                    extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"], verbose=False)
+        return load(name=name, sources=[str(_place_source(build_dir, source))],
+                    build_directory=str(build_dir), extra_cflags=list(CFLAGS),
+                    extra_ldflags=list(LDFLAGS), verbose=False)
     except Exception as error:  # a compiler or linker failure, reported rather than raised
         detail = str(error).strip().splitlines()
         return f"{BUILD_PROBLEM}: {detail[-1] if detail else type(error).__name__}"

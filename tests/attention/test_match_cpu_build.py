@@ -1,0 +1,240 @@
+"""How crossview.attention.match_cpu builds the fused kernels: one build directory per key (source,
+flags, compiler, torch, CPU) side by side in the torch extensions cache, one compile shared by
+concurrent first runs, and the reference backend with one warning where nothing can be built.
+
+Only the default build compiles for real (once, shared with test_match_cpu.py); the other tests
+replace torch's ``load`` or the compiler, so they take seconds."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+import torch.utils.cpp_extension as cpp_extension
+
+from crossview.attention import build_key, match_attention, match_backend, match_cpu
+from crossview.attention.match_backend import BUILD_PROBLEM, BackendChoice, choose_backend
+from hang_guard import HANG_GUARD_SECONDS
+
+can_build = pytest.mark.skipif(
+    shutil.which(os.environ.get("CXX", "c++")) is None or shutil.which("ninja") is None,
+    reason="no C++ compiler or ninja")
+Simulate = Callable[[pytest.MonkeyPatch, Path], None]
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text(body)
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.skipif(match_cpu.unavailable_reason() is not None,
+                    reason=f"{match_cpu.unavailable_reason()}")
+def test_the_default_build_lives_in_the_directory_its_key_names() -> None:
+    name = match_cpu.build_name()
+    assert name == match_cpu.build_name()  # stable: every test and process reuses the one build
+    build_dir = Path(cpp_extension._get_build_directory(name, verbose=False))
+    assert match_cpu.extension().__file__ == str(build_dir / f"{name}.so")
+    assert (build_dir / match_cpu.SOURCE.name).read_bytes() == match_cpu.SOURCE.read_bytes()
+
+
+def _edit_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    edited = tmp_path / match_cpu.SOURCE.name  # another checkout, one comment apart
+    edited.write_bytes(match_cpu.SOURCE.read_bytes() + b"\n// edited\n")
+    monkeypatch.setattr(match_cpu, "SOURCE", edited)
+
+
+def _other_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(match_cpu, "CFLAGS", [*match_cpu.CFLAGS, "-mno-avx512f"])
+
+
+def _other_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CXX", _script(tmp_path / "g++", "#!/bin/sh\necho 'g++ (GCC) 99.1.0'\n"))
+
+
+def _other_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"  # an older CPU than any this suite runs on
+    cpuinfo.write_text("model name\t: Intel(R) Pentium(R) 4\nflags\t\t: fpu sse sse2\n")
+    monkeypatch.setattr(build_key, "CPUINFO", cpuinfo)
+
+
+def _other_torch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(torch, "__version__", "9.9.9")
+
+
+@can_build
+@pytest.mark.parametrize("change", [_edit_source, _other_flags, _other_compiler, _other_cpu,
+                                    _other_torch], ids=lambda change: change.__name__)
+def test_a_changed_input_builds_beside_the_other_build(
+        change: Simulate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    extensions = tmp_path / "extensions"
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(extensions))
+
+    def fake_load(*, name: str, sources: list[str], build_directory: str,
+                  **kwargs: object) -> ModuleType:
+        assert Path(sources[0]).parent == Path(build_directory)  # compiled from the copy
+        (Path(build_directory) / f"{name}.so").write_text(name)
+        return ModuleType(name)
+
+    monkeypatch.setattr(cpp_extension, "load", fake_load)
+    first = match_cpu._build.__wrapped__().__name__  # the uncached build, with the fake load
+    assert first == match_cpu.build_name()
+    change(monkeypatch, tmp_path)
+    second = match_cpu._build.__wrapped__().__name__
+    assert second != first
+    assert sorted(path.name for path in extensions.iterdir()) == sorted([first, second])
+    for name in (first, second):
+        assert (extensions / name / f"{name}.so").read_text() == name  # neither replaced
+    copy = extensions / second / match_cpu.SOURCE.name
+    assert copy.read_bytes() == match_cpu.SOURCE.read_bytes()
+    monkeypatch.undo()
+    assert match_cpu.build_name() == first  # back to the first build's inputs, back to its key
+
+
+# Stands in for g++ under torch's real build (ninja, lock, import): logs each compile and link,
+# holds the compile until both test processes have started, and links a tiny real Python module
+# so that the import after the build succeeds.
+FAKE_CXX = r"""
+import os, subprocess, sys, sysconfig, time
+from pathlib import Path
+
+args = sys.argv[1:]
+if "--version" in args or "-dumpversion" in args:  # the build key; torch's compiler check
+    print("12.2.0")
+    sys.exit()
+out = Path(args[args.index("-o") + 1])
+compiling = "-c" in args
+with open(os.environ["FAKE_CXX_LOG"], "a") as log:
+    log.write("compile\n" if compiling else "link\n")
+if compiling:
+    started = Path(os.environ["FAKE_CXX_STARTED"])
+    for _ in range(2400):
+        if len(list(started.iterdir())) == 2:
+            break
+        time.sleep(0.05)
+    time.sleep(1)  # let the second process reach the lock this compile holds
+    out.write_bytes(b"")
+    Path(args[args.index("-MF") + 1]).write_text(f"{out}:\n")
+else:
+    name = out.name.split(".")[0]
+    module = out.with_suffix(".c")
+    module.write_text(
+        "#include <Python.h>\n"
+        f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{name}\", NULL, -1, NULL}};\n"
+        f"PyMODINIT_FUNC PyInit_{name}(void) {{ return PyModule_Create(&def); }}\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-I" + sysconfig.get_path("include"), str(module),
+                    "-o", str(out)], check=True)
+"""
+FIRST_RUN = """
+import sys
+from pathlib import Path
+from crossview.attention import match_cpu
+Path(sys.argv[1]).touch()
+built = match_cpu._build()
+print(built if isinstance(built, str) else built.__file__)
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("ninja") is None,
+                    reason="no C compiler or ninja")
+def test_concurrent_first_runs_compile_once_and_share_the_build(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    extensions, started, log = tmp_path / "extensions", tmp_path / "started", tmp_path / "log"
+    started.mkdir()
+    fake_cxx = _script(tmp_path / "g++", f"#!{sys.executable}\n{FAKE_CXX}")
+    monkeypatch.setenv("CXX", fake_cxx)
+    name = match_cpu.build_name()
+    env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(extensions), FAKE_CXX_LOG=str(log),
+               FAKE_CXX_STARTED=str(started))
+    runs = [subprocess.Popen([sys.executable, "-c", FIRST_RUN, str(started / str(run))], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for run in range(2)]
+    outputs = [run.communicate(timeout=HANG_GUARD_SECONDS) for run in runs]
+    for run, (_, err) in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, err
+    library = str(extensions / name / f"{name}.so")
+    assert [out.strip() for out, _ in outputs] == [library, library]  # both loaded the one build
+    assert log.read_text().split() == ["compile", "link"]
+    assert [path.name for path in extensions.iterdir()] == [name]
+
+
+def _missing_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CXX", str(tmp_path / "bin" / "c++"))
+
+
+def _no_ninja(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CXX", sys.executable)  # found by its path, whatever PATH holds
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+
+def _broken_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CXX", _script(tmp_path / "c++", "#!/bin/sh\nexit 1\n"))
+
+
+def _on(system: str) -> Simulate:
+    def simulate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        monkeypatch.setattr(platform, "system", lambda: system)
+
+    simulate.__name__ = f"_on_{system}"
+    return simulate
+
+
+@pytest.mark.parametrize(("simulate", "reason"), [
+    (_missing_compiler, "no C++ compiler ('{tmp_path}/bin/c++' not found)"),
+    (_no_ninja, "ninja is not installed"),
+    (_broken_compiler, "the C++ compiler '{tmp_path}/c++' does not run (Command "),
+    (_on("Darwin"), "the fused kernels are built on Linux only, not Darwin"),
+    (_on("Windows"), "the fused kernels are built on Linux only, not Windows"),
+], ids=lambda value: getattr(value, "__name__", ""))
+def test_without_a_build_auto_falls_back_with_one_warning(
+        simulate: Simulate, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    simulate(monkeypatch, tmp_path)
+    # a process that has neither built nor warned yet
+    monkeypatch.setattr(match_cpu, "_build", functools.cache(match_cpu._build.__wrapped__))
+    monkeypatch.setattr(match_backend, "_warned", set())
+    monkeypatch.setattr(match_backend, "_default", None)
+    monkeypatch.delenv(match_backend.ENV_VAR, raising=False)
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 5, 6, 2, 8, generator=gen) for _ in range(3))
+    rel_pos = torch.randn(1, 5, 6, 1, 2, generator=gen)
+    with pytest.warns(RuntimeWarning) as record:
+        out = match_attention(q, k, v, rel_pos, 1)
+        match_attention(q.double(), k.double(), v.double(), rel_pos.double(), 1)
+    why = match_cpu.unavailable_reason()
+    assert why is not None and why.startswith(f"{BUILD_PROBLEM}: ")
+    assert reason.format(tmp_path=tmp_path) in why
+    assert [str(warning.message) for warning in record] == [
+        f"MatchAttention falls back to the slow reference backend: {why}"]
+    assert choose_backend("cpu") == BackendChoice("reference", {"cpu": why})
+    assert torch.equal(out, match_attention(q, k, v, rel_pos, 1, backend="reference"))
+    with pytest.raises(RuntimeError, match="backend 'cpu' cannot run: the C\\+\\+ extension"):
+        match_attention(q, k, v, rel_pos, 1, backend="cpu")
+
+
+FALLBACK_RUN = """
+import torch
+from crossview.attention import match_attention
+for dtype in (torch.float32, torch.float64, torch.float32):
+    q = torch.randn(1, 4, 4, 1, 2, dtype=dtype)
+    match_attention(q, q, q, torch.zeros(1, 4, 4, 1, 2, dtype=dtype), 1)
+"""
+
+
+def test_the_fallback_warning_comes_once_per_process(tmp_path: Path) -> None:
+    # PYTHONWARNINGS=always: the warnings module repeats every warning, so once is crossview's
+    env = dict(os.environ, CXX=str(tmp_path / "no-c++"), PYTHONWARNINGS="always")
+    env.pop(match_backend.ENV_VAR, None)
+    result = subprocess.run([sys.executable, "-c", FALLBACK_RUN], env=env, capture_output=True,
+                            text=True, timeout=HANG_GUARD_SECONDS)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("RuntimeWarning") == 1, result.stderr
+    assert "no C++ compiler" in result.stderr
