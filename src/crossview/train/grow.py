@@ -10,6 +10,10 @@ each extra block (the trained ones come first in every scale or stage) the ident
 - an encoder MetaFormerBlock's two residual outputs (the separable convolution's last linear
   map and the MLP's last linear map) are zeroed.
 
+A model may also gain a module that starts as the identity by construction (see
+:data:`GROWABLE_MODULES`: the hybrid encoder's adapted pretrained features, whose last layer is
+zero); its parameters keep the model's own initial values.
+
 So ``model`` returns exactly the trained network's fields (function-preserving growth, as in
 Net2Net, Chen et al., ICLR 2016) and training continues from there. ``crossview train CONFIG
 --init-weights W --grow`` does this with the config's ``model.overrides.decoder_layers`` and
@@ -37,6 +41,9 @@ GROWABLE_BLOCKS = {
                 ("token_mixer.pwconv2.weight", "mlp.fc2.weight")),
 }
 
+# Modules (state-dict key prefixes) that compute zero until trained, so a network may gain them.
+GROWABLE_MODULES = ("feature_adapter.",)
+
 
 def trained_depths(state: Mapping[str, torch.Tensor],
                    part: str = "decoder") -> dict[int, int]:
@@ -51,9 +58,11 @@ def trained_depths(state: Mapping[str, torch.Tensor],
     return depths
 
 
-def _new_block_value(key: str, value: torch.Tensor,
-                     old: Mapping[str, dict[int, int]]) -> torch.Tensor | None:
-    """The starting value of ``key`` if it belongs to an appended block, else None."""
+def _new_block_value(key: str, value: torch.Tensor, old: Mapping[str, dict[int, int]],
+                     new_modules: tuple[str, ...]) -> torch.Tensor | None:
+    """The starting value of ``key`` if it belongs to an appended block or module, else None."""
+    if key.startswith(new_modules):
+        return value
     for part, (pattern, residual_outputs) in GROWABLE_BLOCKS.items():
         match = pattern.fullmatch(key)
         if match is not None and int(match[2]) >= old[part].get(int(match[1]), 0):
@@ -70,6 +79,7 @@ def grow_into(model: nn.Module, state: Mapping[str, torch.Tensor],
     encoder stages, keeping at least one trained block wherever ``model`` has blocks.
     """
     old = {part: trained_depths(state, part) for part in GROWABLE_BLOCKS}
+    new_modules = tuple(p for p in GROWABLE_MODULES if not any(k.startswith(p) for k in state))
     target = model.state_dict()
     for part in GROWABLE_BLOCKS:
         for group in trained_depths(target, part):
@@ -82,7 +92,7 @@ def grow_into(model: nn.Module, state: Mapping[str, torch.Tensor],
         raise UserError(f"{source}: cannot grow into this model, unexpected key {unexpected[0]}")
     grown = {}
     for key, value in target.items():
-        new_value = _new_block_value(key, value, old)
+        new_value = _new_block_value(key, value, old, new_modules)
         if new_value is not None:
             grown[key] = new_value
         elif key not in state:

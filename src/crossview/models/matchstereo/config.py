@@ -25,6 +25,9 @@ class MatchStereoConfig:
         noc_threshold: L1 threshold (tokens) of the in-decoder consistency check.
         encoder_head: size of the unused classification head that published checkpoints carry
             (0 to drop it in new models).
+        pretrained_features: ``""`` (the published design) or ``"efficientnet-lite0"``: add
+            adapted frozen ImageNet features to every encoder scale (a crossview hybrid model,
+            :mod:`crossview.models.matchstereo.pretrained_features`).
 
     The published defaults are MatchStereo-T; see :data:`VARIANTS` for S and B. Smaller models
     for tests or fast training just change these fields, e.g.
@@ -43,6 +46,7 @@ class MatchStereoConfig:
     field_scale_init: float = 0.1
     noc_threshold: float = 2.0
     encoder_head: int = 1000
+    pretrained_features: str = ""
 
     def __post_init__(self) -> None:
         for name in ("dims", "encoder_depths", "decoder_layers", "radii"):

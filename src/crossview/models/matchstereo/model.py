@@ -14,6 +14,7 @@ from torch import nn
 from crossview.models.matchstereo.config import MatchStereoConfig
 from crossview.models.matchstereo.correlation import InitCorrelation
 from crossview.models.matchstereo.decoder import MatchDecoderScale
+from crossview.models.matchstereo.pretrained_features import PretrainedFeatures
 from crossview.nn.encoder import ConvFormer
 from crossview.nn.upsample import UpConv, UpMask, convex_upsample
 
@@ -44,6 +45,8 @@ class MatchStereo(nn.Module):
         self.task = task
         dims = config.decoder_dims
         self.encoder = ConvFormer(config.dims, config.encoder_depths, config.encoder_head)
+        if config.pretrained_features:
+            self.feature_adapter = PretrainedFeatures(config.dims, config.pretrained_features)
         self.init_correlation_volume = InitCorrelation(dims[0])
         options = dict(gating=config.gating, attn_to_proj=config.attn_to_proj,
                        noc_mask_embedding=config.noc_mask_embedding,
@@ -99,7 +102,10 @@ class MatchStereo(nn.Module):
         self._check_images(img0, img1, task)
         stereo = task == "stereo"
         images = torch.cat([img0, img1]) * (2.0 / 255.0) - 1.0
-        features = self.encoder(images)[::-1]  # coarse (1/32) to fine (1/4)
+        features = self.encoder(images)
+        if self.config.pretrained_features:
+            features = [f + g for f, g in zip(features, self.feature_adapter(images), strict=True)]
+        features = features[::-1]  # coarse (1/32) to fine (1/4)
         init_cv = None
         if init_field is None:
             init_field, init_cv = self.init_correlation_volume(features[0], task)

@@ -29,7 +29,8 @@ _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def _normalise(images: Tensor) -> Tensor:
+def imagenet_normalise(images: Tensor) -> Tensor:
+    """ImageNet mean/std normalisation of images ``[B, 3, H, W]`` with values 0..255."""
     if images.ndim != 4 or images.shape[1] != 3:
         raise ValueError(f"images must be [B, 3, H, W], got {images.shape=}")
     mean = images.new_tensor(_IMAGENET_MEAN).view(1, 3, 1, 1) * 255.0
@@ -106,7 +107,7 @@ class EfficientNetLite0(nn.Module):
         return net.eval()
 
     def _stem(self, images: Tensor) -> Tensor:
-        return F.relu6(self._bn0(self._conv_stem(_normalise(images))))
+        return F.relu6(self._bn0(self._conv_stem(imagenet_normalise(images))))
 
     def features(self, images: Tensor) -> list[Tensor]:
         """Outputs of blocks 5..15 for images ``[B, 3, H, W]`` in 0..255.
@@ -199,7 +200,7 @@ class ResNet101(nn.Module):
         return net.eval()
 
     def _stem(self, images: Tensor) -> Tensor:
-        x = F.relu(self.bn1(self.conv1(_normalise(images))))
+        x = F.relu(self.bn1(self.conv1(imagenet_normalise(images))))
         return F.max_pool2d(x, 3, 2, 1)
 
     def features(self, images: Tensor) -> list[Tensor]:
