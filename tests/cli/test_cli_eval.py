@@ -67,6 +67,19 @@ def kitti(tmp_path: Path) -> tuple[Path, list]:
     return tmp_path, truth
 
 
+def _still_pair(folder: Path, rng: np.random.Generator, frames: tuple[str, str],
+                flow_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Write one random image ``[H, W, 3]`` under both ``frames`` names and random flow
+    ``[H, W, 2]`` as ``flow_name`` (``.flo`` or ``.npy``) in ``folder``; return both."""
+    folder.mkdir(parents=True)
+    image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+    flow = rng.normal(0, 2, (H, W, 2)).astype(np.float32)
+    for name in frames:
+        io.write_image(folder / name, image)
+    (io.write_flo if flow_name.endswith(".flo") else io.write_npy)(folder / flow_name, flow)
+    return image, flow
+
+
 def _run(argv: list[str]) -> int:
     with pytest.raises(SystemExit) as done:
         main(argv)
@@ -128,13 +141,8 @@ def test_middeval3_mean_is_called_unweighted(fake_models, tmp_path: Path,
 
 def test_eval_flow_with_chosen_metrics(fake_models, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    rng = np.random.default_rng(1)
-    (tmp_path / "data").mkdir()
-    image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
-    flow = rng.normal(0, 2, (H, W, 2)).astype(np.float32)
-    io.write_image(tmp_path / "data" / "00001_img1.ppm", image)
-    io.write_image(tmp_path / "data" / "00001_img2.ppm", image)
-    io.write_flo(tmp_path / "data" / "00001_flow.flo", flow)
+    image, flow = _still_pair(tmp_path / "data", np.random.default_rng(1),
+                              ("00001_img1.ppm", "00001_img2.ppm"), "00001_flow.flo")
     out = tmp_path / "chairs.json"
     code = _run(["eval", "--model", "test-flow", "--dataset", f"chairs,split=all:{tmp_path}",
                  "--metrics", "epe,1px", "--json", str(out), "--no-per-sample"])
@@ -271,12 +279,7 @@ def scenes(tmp_path: Path) -> tuple[Path, dict]:
     root = tmp_path / "scenes"
     written = {"a": _stereo_scene(root / "a", rng, sgbm_holes=2),
                "b": _stereo_scene(root / "b", rng, sgbm_holes=None)}
-    (root / "c").mkdir()
-    image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
-    flow = rng.normal(0, 2, (H, W, 2)).astype(np.float32)
-    io.write_image(root / "c" / "frame0.png", image)
-    io.write_image(root / "c" / "frame1.png", image)
-    io.write_npy(root / "c" / "flow.npy", flow)
+    image, flow = _still_pair(root / "c", rng, ("frame0.png", "frame1.png"), "flow.npy")
     io.write_npy(root / "c" / "dis_medium.npy", flow + np.float32(0.25))
     written["c"] = {"image": image, "truth": flow}
     return root, written
