@@ -67,6 +67,19 @@ def kitti(tmp_path: Path) -> tuple[Path, list]:
     return tmp_path, truth
 
 
+def _still_pair(folder: Path, rng: np.random.Generator, frames: tuple[str, str],
+                flow_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Write one random image ``[H, W, 3]`` under both ``frames`` names and random flow
+    ``[H, W, 2]`` as ``flow_name`` (``.flo`` or ``.npy``) in ``folder``; return both."""
+    folder.mkdir(parents=True)
+    image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+    flow = rng.normal(0, 2, (H, W, 2)).astype(np.float32)
+    for name in frames:
+        io.write_image(folder / name, image)
+    (io.write_flo if flow_name.endswith(".flo") else io.write_npy)(folder / flow_name, flow)
+    return image, flow
+
+
 def _run(argv: list[str]) -> int:
     with pytest.raises(SystemExit) as done:
         main(argv)
@@ -128,13 +141,8 @@ def test_middeval3_mean_is_called_unweighted(fake_models, tmp_path: Path,
 
 def test_eval_flow_with_chosen_metrics(fake_models, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    rng = np.random.default_rng(1)
-    (tmp_path / "data").mkdir()
-    image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
-    flow = rng.normal(0, 2, (H, W, 2)).astype(np.float32)
-    io.write_image(tmp_path / "data" / "00001_img1.ppm", image)
-    io.write_image(tmp_path / "data" / "00001_img2.ppm", image)
-    io.write_flo(tmp_path / "data" / "00001_flow.flo", flow)
+    image, flow = _still_pair(tmp_path / "data", np.random.default_rng(1),
+                              ("00001_img1.ppm", "00001_img2.ppm"), "00001_flow.flo")
     out = tmp_path / "chairs.json"
     code = _run(["eval", "--model", "test-flow", "--dataset", f"chairs,split=all:{tmp_path}",
                  "--metrics", "epe,1px", "--json", str(out), "--no-per-sample"])
@@ -243,3 +251,124 @@ def test_a_stray_sceneflow_frame_is_one_error_line(fake_models, tmp_path: Path,
     assert code == 2 and "Traceback" not in err, err
     assert len(errors) == 1 and err.endswith(errors[0] + "\n"), err
     assert errors[0].startswith(f"error: {left / '0006_copy.png'}: the name is not NNNN.png")
+
+
+def _stereo_scene(folder: Path, rng: np.random.Generator, *, sgbm_holes: int | None) -> dict:
+    """A scene whose ground truth the stand-in model (image0[..., 0] / 50) misses by 0.5 px on
+    the left half; with ``sgbm_holes``, a cached SGBM output exact but for that many hole
+    columns."""
+    folder.mkdir(parents=True)
+    image = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+    truth = image[..., 0] / 50 + np.where(np.arange(W) < W // 2, 0.5, 0.0)
+    truth[0, 0] = np.nan
+    io.write_image(folder / "left.png", image)
+    io.write_image(folder / "right.png", image)
+    io.write_npy(folder / "gt.npy", truth.astype(np.float32))
+    if sgbm_holes is not None:
+        raw = np.round(np.nan_to_num(truth) * 16).astype(np.int16)
+        raw[:, :sgbm_holes] = -16
+        io.write_npy(folder / "sgbm.npy", raw)
+    return {"image": image, "truth": truth.astype(np.float32)}
+
+
+@pytest.fixture
+def scenes(tmp_path: Path) -> tuple[Path, dict]:
+    """``scenes/``: stereo ``a`` (cached SGBM, 2 hole columns), stereo ``b`` (none), flow ``c``
+    (a DIS cache)."""
+    rng = np.random.default_rng(3)
+    root = tmp_path / "scenes"
+    written = {"a": _stereo_scene(root / "a", rng, sgbm_holes=2),
+               "b": _stereo_scene(root / "b", rng, sgbm_holes=None)}
+    image, flow = _still_pair(root / "c", rng, ("frame0.png", "frame1.png"), "flow.npy")
+    io.write_npy(root / "c" / "dis_medium.npy", flow + np.float32(0.25))
+    written["c"] = {"image": image, "truth": flow}
+    return root, written
+
+
+def test_eval_scenes_prints_model_and_baseline_rows(fake_models, scenes, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from crossview import baselines
+
+    monkeypatch.setattr(baselines, "cv2", None)  # the scene without a cache has no baseline
+    monkeypatch.setenv("COLUMNS", "250")  # one table row per line
+    root, written = scenes
+    out = tmp_path / "stereo.json"
+    code = _run(["eval", "--model", "test-stereo", "--dataset", f"scenes:{root}",
+                 "--json", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "SGBM (cached sgbm.npy)" in printed.out
+    assert "SGBM: not available (pip install crossview[baselines])" in printed.out
+    assert "SGBM: not available on 1 of 2 scenes" in printed.out
+    assert "oracle range" in printed.out
+    payload = json.loads(out.read_text())
+    assert [row["name"] for row in payload["per_sample"]] == ["a", "b"]  # not the flow scene
+    for row in payload["per_sample"]:
+        truth = written[row["name"]]["truth"]
+        known = np.isfinite(truth)
+        # the model errs by 0.5 px on the left half: bad-1 0, EPE 0.5 px there
+        assert row["bad1_holes"] == 0.0
+        left = known[:, : W // 2].sum()
+        assert row["epe_holes"] == pytest.approx(0.5 * left / known.sum(), rel=1e-5)
+    baseline = payload["baseline"]
+    assert baseline["missing"] == ["b"] and baseline["sources"] == {"a": "cached sgbm.npy"}
+    # two hole columns (11 known pixels, one of them the unknown corner) count as errors of |gt|
+    truth = written["a"]["truth"]
+    holes = np.isfinite(truth[:, :2])
+    assert baseline["per_sample"][0]["bad3_holes"] == pytest.approx(
+        100 * holes.sum() / np.isfinite(truth).sum())
+    assert baseline["per_sample"][0]["epe_holes"] == pytest.approx(
+        truth[:, :2][holes].sum() / np.isfinite(truth).sum(), abs=1 / 32)
+
+    code = _run(["eval", "--model", "test-flow", "--dataset", f"scenes:{root}", "--json",
+                 str(tmp_path / "flow.json")])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "DIS (cached dis_medium.npy)" in printed.out
+    payload = json.loads((tmp_path / "flow.json").read_text())
+    assert payload["samples"] == 1 and payload["baseline"]["mean"]["epe_holes"] == pytest.approx(
+        0.25 * np.sqrt(2), rel=1e-5)
+
+
+def test_eval_scenes_computes_the_baseline_with_opencv(fake_models, scenes, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    cv2 = pytest.importorskip("cv2")
+    root, _ = scenes
+    out = tmp_path / "stereo.json"
+    code = _run(["eval", "--model", "test-stereo", "--dataset", f"scenes:{root / 'b'}",
+                 "--json", str(out), "--no-per-sample"])
+    assert code == 0, capsys.readouterr().err
+    baseline = json.loads(out.read_text())["baseline"]
+    assert baseline["sources"] == {"b": f"OpenCV {cv2.__version__}"} and not baseline["missing"]
+    assert set(baseline["mean"]) == {"bad1_holes", "bad2_holes", "bad3_holes", "epe_holes"}
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("gt wrong size", "gt.npy: 6x24 pixels, but left.png is 20x24"),
+    ("gt corrupt", "gt.npy: cannot read .npy"),
+    ("left without right", "right.*: missing"),
+    ("empty root", "found no scenes"),
+])
+def test_eval_scenes_bad_input_is_exit_2_and_writes_nothing(
+        fake_models, scenes, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str,
+        message: str) -> None:
+    root, _ = scenes
+    if case == "gt wrong size":
+        io.write_npy(root / "b" / "gt.npy", np.zeros((6, W), np.float32))
+    elif case == "gt corrupt":
+        (root / "b" / "gt.npy").write_bytes(b"\x93NUMPY\x01\x00broken")
+    elif case == "left without right":
+        (root / "b" / "right.png").unlink()
+    else:
+        root = tmp_path / "empty"
+        root.mkdir()
+    out = tmp_path / "results" / "out.json"
+    code = _run(["eval", "--model", "test-stereo", "--dataset", f"scenes:{root}",
+                 "--json", str(out)])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert code == 2 and "Traceback" not in err, err
+    assert len(errors) == 1 and message in errors[0], err
+    assert not out.exists() and not out.parent.exists()

@@ -52,3 +52,19 @@ def test_nan_prediction_propagates() -> None:
     pred = PRED.copy()
     pred[0, 4] = np.nan  # unknown ground truth: not evaluated
     assert flow_outliers(pred, GT, None, 3.0) == flow_outliers(PRED, GT, None, 3.0)
+
+
+# holes: (NaN, 0) at |gt| 5 and (inf, inf) at |gt| 0.1; one pixel with EPE 1 at |gt| 10
+HOLE_GT = np.array([[[3.0, 4.0], [0.1, 0.0], [10.0, 0.0]]])
+HOLE_PRED = np.array([[[np.nan, 0.0], [np.inf, np.inf], [10.0, 1.0]]])
+
+
+@pytest.mark.parametrize(("metric", "expected"), [
+    (lambda p, g: flow_endpoint_error(p, g, count_holes=True), (5 + 0.1 + 1) / 3),  # ||gt||
+    (lambda p, g: fl_all(p, g, count_holes=True), 200 / 3),  # a hole is an outlier at 0.1 px
+    (lambda p, g: flow_outliers(p, g, None, 3.0, count_holes=True), 200 / 3),
+    (lambda p, g: flow_accuracy(p, g, None, 5.0, count_holes=True), 100 / 3),  # never accurate
+])
+def test_holes_count_as_errors(metric, expected: float) -> None:
+    score = metric(HOLE_PRED, HOLE_GT)
+    assert score.count == 3 and score.value == pytest.approx(expected)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from crossview.metrics import bad_pixels, d1, endpoint_error
+from crossview.metrics import bad_pixels, d1, endpoint_error, get_metrics
 
 # ground truth with one unknown pixel (inf) and prediction errors 0, 0.5, 1, 2, 4 (and one
 # pixel masked out by ``valid``)
@@ -58,3 +58,34 @@ def test_shape_errors_name_the_arrays() -> None:
         endpoint_error(PRED[:, :2], GT)
     with pytest.raises(ValueError, match=r"valid\.shape"):
         d1(PRED, GT, VALID[:, :2])
+
+
+# holes at gt 10 (NaN), gt 100 (+inf) and gt 0.5 (-inf); one exact pixel; one unknown gt
+HOLE_GT = np.array([[10.0, 100.0, 0.5, 20.0, np.nan]])
+HOLE_PRED = np.array([[np.nan, np.inf, -np.inf, 20.0, np.nan]])
+
+
+@pytest.mark.parametrize(("metric", "expected"), [
+    (lambda p, g: endpoint_error(p, g, count_holes=True), (10 + 100 + 0.5 + 0) / 4),  # |gt|
+    (lambda p, g: bad_pixels(p, g, None, 1.0, count_holes=True), 75.0),  # even at gt 0.5
+    (lambda p, g: bad_pixels(p, g, None, 200.0, count_holes=True), 75.0),  # at any threshold
+    (lambda p, g: d1(p, g, count_holes=True), 75.0),
+])
+def test_holes_count_as_errors(metric, expected: float) -> None:
+    score = metric(HOLE_PRED, HOLE_GT)
+    assert score.count == 4 and score.value == pytest.approx(expected)
+
+
+def test_hole_rule_leaves_finite_predictions_alone() -> None:
+    for count_holes in (False, True):
+        assert endpoint_error(PRED, GT, VALID, count_holes=count_holes) == endpoint_error(
+            PRED, GT, VALID)
+        assert bad_pixels(PRED, GT, VALID, 2.0, count_holes=count_holes) == bad_pixels(
+            PRED, GT, VALID, 2.0)
+
+
+def test_registered_holes_metrics_count_holes_others_propagate() -> None:
+    sample = {"disparity": np.nan_to_num(HOLE_GT), "valid": np.isfinite(HOLE_GT)}
+    with_holes, plain = get_metrics("stereo", ["epe_holes", "epe"])
+    assert with_holes.fn(HOLE_PRED, sample).value == pytest.approx(110.5 / 4)
+    assert math.isnan(plain.fn(HOLE_PRED, sample).value)

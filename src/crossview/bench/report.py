@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from crossview.data.io import atomic_output
@@ -103,13 +104,15 @@ def machine_info() -> dict[str, Any]:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
-                console: Console | None = None) -> None:
-    """Print ``rows`` under ``columns`` as a rich table; floats get 4 significant digits."""
-    table = Table(title=title)
+                console: Console | None = None, caption: str | None = None) -> None:
+    """Print ``rows`` under ``columns`` as a rich table (``caption`` below it); floats get 4
+    significant digits. Text is shown as written (``[...]`` is not rich markup here)."""
+    table = Table(title=escape(title), caption=None if caption is None else escape(caption))
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(escape(column), justify="right")
     for row in rows:
-        table.add_row(*(f"{cell:.4g}" if isinstance(cell, float) else str(cell) for cell in row))
+        table.add_row(*(f"{cell:.4g}" if isinstance(cell, float) else escape(str(cell))
+                        for cell in row))
     (console or Console()).print(table)
 
 

@@ -2,7 +2,9 @@
 
 Parses options, opens the dataset (:mod:`crossview.data.datasets.registry`), wraps
 :mod:`crossview.api` into a predictor, runs :func:`crossview.eval.evaluate` under a progress
-bar, and prints a per-sample and a mean table (and JSON with ``--json``).
+bar, and prints a per-sample and a mean table (and JSON with ``--json``). On kinds that have a
+classical baseline (real ``scenes``) it also scores the baseline (:mod:`crossview.baselines`)
+and prints one table per scene and one of the means, the baseline as a row under the model.
 
 ``torchrun --nproc-per-node N -m crossview eval ...`` runs it data-parallel: every rank checks
 the input and loads the model before the process group opens (bad input fails on every rank,
@@ -14,7 +16,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import torch
@@ -33,6 +35,9 @@ from crossview.distributed import (
 )
 from crossview.errors import UserError
 from crossview.eval import EvalResult, Predictor, evaluate
+
+if TYPE_CHECKING:
+    from crossview.baselines import BaselineRun
 from crossview.output import check_output_file
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -99,6 +104,14 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
     return _PREDICTORS[task](model, device, precision)
 
 
+def _model_task(name: str) -> str | None:
+    """The task of the registered model ``name``; None for other names (transformatcher, or a
+    typo that :func:`model_predictor` reports)."""
+    from crossview.models.registry import get_spec, list_models
+
+    return get_spec(name).task if name.lower() in list_models() else None
+
+
 def _semantic_predictor(name: str, weights: Path | None) -> Predictor:
     """TransforMatcher keypoint transfer (bundled refinement weights unless ``weights``)."""
     if name != "transformatcher":
@@ -140,6 +153,35 @@ def _print_result(result: EvalResult, per_sample: bool, note: str) -> None:
         typer.echo(f"note: {note}")
 
 
+def _print_with_baseline(result: EvalResult, run: BaselineRun, model: str,
+                         per_sample: bool) -> None:
+    """One table per scene (``per_sample``) and one of the means, each with the model's row and
+    the baseline's (or a row saying why it is not available); the means' caption says what the
+    baseline is."""
+    from crossview.baselines import INSTALL_HINT
+
+    name, metrics = run.baseline.name, result.metrics
+    scored = dict(run.result.rows) if run.result is not None else {}
+    unavailable = (f"{name}: not available ({INSTALL_HINT})", *["-"] * len(metrics))
+    columns = ["", *metrics]
+    for scene, values in result.rows if per_sample else ():
+        baseline_row = ((f"{name} ({run.sources[scene]})", *(scored[scene][m] for m in metrics))
+                        if scene in scored else unavailable)
+        print_table(scene, columns, [(model, *(values[m] for m in metrics)), baseline_row])
+    if run.result is not None and not run.missing:
+        baseline_mean = (name, *(run.result.mean()[m] for m in metrics))
+    elif run.result is None:
+        baseline_mean = unavailable
+    else:
+        baseline_mean = (f"{name}: not available on {len(run.missing)} of {len(result.rows)} "
+                         f"scenes ({INSTALL_HINT})", *["-"] * len(metrics))
+    label = "each scene weighs the same" if result.reduction == "image_mean" else "per pixel"
+    scenes = f"{len(result.rows)} scene{'s' if len(result.rows) != 1 else ''}"
+    print_table(f"{result.dataset}: mean of {scenes} ({label})", columns,
+                [(model, *(result.mean()[m] for m in metrics)), baseline_mean],
+                caption=run.baseline.caption)
+
+
 def eval_command(
     model: Annotated[str | None, typer.Option(
         "--model", help="Model name (see `crossview.list_models()`).")] = None,
@@ -175,7 +217,7 @@ def eval_command(
                         "(--list shows the dataset kinds)")
     if json_path is not None:
         check_output_file(json_path, "--json")
-    data, kind = open_dataset(dataset)
+    data, kind = open_dataset(dataset, task=_model_task(model))
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
     specs = get_metrics(kind.task, names)
     if info.enabled and device.startswith("cuda"):
@@ -195,11 +237,21 @@ def eval_command(
             result = evaluate(data, predictor, specs, reduction=kind.reduction,
                               dataset_name=kind.name, limit=limit,
                               on_sample=lambda *_: progress.advance(task), dist_info=info)
+            baseline = None
+            if kind.baseline:
+                # imported here: only these kinds need OpenCV, whose import is slow
+                from crossview.baselines import BASELINES, evaluate_baseline
+
+                task = progress.add_task(f"{BASELINES[kind.task].name} baseline",
+                                         total=len(shard_strided(total, info)))
+                baseline = evaluate_baseline(data, specs, reduction=kind.reduction, limit=limit,
+                                             on_sample=lambda *_: progress.advance(task),
+                                             dist_info=info)
         try:
             if info.is_main:
                 _report(result, per_sample, json_path, {
                     "model": model, "weights": None if weights is None else str(weights),
-                    "dataset_spec": dataset, "limit": limit, "note": kind.note})
+                    "dataset_spec": dataset, "limit": limit, "note": kind.note}, baseline)
         finally:
             # the other ranks stay until rank 0 has written: a rank ending early cannot get
             # the job stopped (torchrun stops all ranks when one fails) before the output exists
@@ -209,10 +261,14 @@ def eval_command(
 
 
 def _report(result: EvalResult, per_sample: bool, json_path: Path | None,
-            run: dict[str, Any]) -> None:
-    """Print the tables (and ``run["note"]``) and write ``run`` plus the result to
-    ``json_path`` (rank 0)."""
-    _print_result(result, per_sample, run["note"])
+            run: dict[str, Any], baseline: BaselineRun | None = None) -> None:
+    """Print the tables (and ``run["note"]``) and write ``run`` plus the result (and the
+    baseline's, under ``"baseline"``) to ``json_path`` (rank 0)."""
+    if baseline is None:
+        _print_result(result, per_sample, run["note"])
+    else:
+        _print_with_baseline(result, baseline, run["model"], per_sample)
     if json_path is not None:
-        write_json(json_path, {**run, **result.to_dict()})
+        extra = {} if baseline is None else {"baseline": baseline.to_dict()}
+        write_json(json_path, {**run, **result.to_dict(), **extra})
         typer.echo(f"wrote {json_path}")

@@ -3,12 +3,16 @@
 Each :class:`~crossview.metrics.score.MetricSpec` reads its ground truth from the sample dict of
 a dataset reader: stereo metrics use ``sample["disparity"]``, flow metrics ``sample["flow"]``;
 the plain names evaluate on ``sample["valid"]`` (pixels with ground truth, "all"), the ``_noc``
-names on ``sample["valid_noc"]`` (non-occluded pixels with ground truth). Other packages add
-their metrics with :func:`register_metric` (e.g. semantic PCK for keypoint datasets).
+names on ``sample["valid_noc"]`` (non-occluded pixels with ground truth). A name ending in
+``_holes`` (``bad2_holes``, ``fl_all_noc_holes``) counts a missing or non-finite prediction as an
+error instead of returning NaN (``count_holes=True``, see :mod:`crossview.metrics.score`). Other
+packages add their metrics with :func:`register_metric` (e.g. semantic PCK for keypoint
+datasets).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -19,6 +23,7 @@ from crossview.metrics.score import MetricSpec, Score
 
 _METRICS: dict[tuple[str, str], MetricSpec] = {}
 MASKS = {"": "valid", "_noc": "valid_noc"}
+HOLES = {"": False, "_holes": True}  # name suffix -> count_holes
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
@@ -55,8 +60,10 @@ def _masked(fn: Callable[..., Score], truth_key: str, mask_key: str
 
 
 def _register_builtins() -> None:
-    for suffix, mask in MASKS.items():
+    for (suffix, mask), (hole_suffix, holes) in itertools.product(MASKS.items(), HOLES.items()):
         where = "all pixels with ground truth" if not suffix else "non-occluded pixels"
+        where += "; a missing prediction is an error" if holes else ""
+        suffix += hole_suffix
         for name, fn, what, unit in [
             ("epe", stereo.endpoint_error, "mean absolute disparity error", "px"),
             ("avgerr", stereo.endpoint_error, "Middlebury avgerr (= epe)", "px"),
@@ -67,8 +74,9 @@ def _register_builtins() -> None:
                 for t in (0.5, 1.0, 2.0, 3.0, 4.0)
             ],
         ]:
-            register_metric(MetricSpec(name + suffix, "stereo", _masked(fn, "disparity", mask),
-                                       f"{what}, over {where}", unit))
+            register_metric(MetricSpec(
+                name + suffix, "stereo", _masked(partial(fn, count_holes=holes), "disparity", mask),
+                f"{what}, over {where}", unit))
         for name, fn, what, unit in [
             ("epe", flow.flow_endpoint_error, "mean end-point error", "px"),
             ("fl_all", flow.fl_all, "KITTI Fl: % EPE > 3 px and > 5% of |gt|", "%"),
@@ -79,8 +87,9 @@ def _register_builtins() -> None:
                 for t in (1, 3, 5)
             ],
         ]:
-            register_metric(MetricSpec(name + suffix, "flow", _masked(fn, "flow", mask),
-                                       f"{what}, over {where}", unit))
+            register_metric(MetricSpec(
+                name + suffix, "flow", _masked(partial(fn, count_holes=holes), "flow", mask),
+                f"{what}, over {where}", unit))
 
 
 _register_builtins()

@@ -9,6 +9,14 @@ which they use, so :class:`MetricAccumulator` keeps both:
   dataset weighs the same (KITTI devkit, Sintel, FlyingChairs);
 - ``image_mean``: the mean of the per-sample values over samples that have at least one
   evaluated pixel, i.e. every *image* weighs the same (Middlebury, ETH3D, SceneFlow practice).
+
+Holes. A missing or non-finite prediction at an evaluated pixel (a "hole", such as the pixels
+OpenCV's SGBM leaves without a disparity) makes a metric NaN by default, so a broken model
+cannot pass unnoticed. With ``count_holes=True`` a hole counts as an error instead
+(:func:`mark_holes`, :func:`hole_free_errors`): it is an outlier at every threshold (bad-N,
+D1, Fl, N-px outliers; never "accurate"), and it adds ``|gt|`` to the end-point error, the
+error of predicting no disparity or no motion. This is how classical methods that leave holes
+are compared with dense ones (the real scenes of ``crossview eval --dataset scenes:PATH``).
 """
 
 from __future__ import annotations
@@ -50,6 +58,19 @@ def percentage(hits: np.ndarray, errors: np.ndarray) -> Score:
     if np.isnan(errors).any():
         return Score(math.nan, int(errors.size))
     return Score(100.0 * float(np.count_nonzero(hits)), int(errors.size))
+
+
+def mark_holes(errors: np.ndarray) -> np.ndarray:
+    """``errors`` ``[N]`` with every non-finite entry (a hole) set to ``+inf``, so that every
+    "error > t" test counts it as an outlier and every "error < t" test as a miss."""
+    return np.where(np.isfinite(errors), errors, np.inf)
+
+
+def hole_free_errors(errors: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+    """``errors`` ``[N]`` (from :func:`mark_holes`) with each hole's ``inf`` replaced by
+    ``magnitude`` ``[N]`` (``|gt|``): a mean needs a finite error, and ``|gt|`` is the error of
+    predicting zero disparity / zero motion there."""
+    return np.where(np.isinf(errors), magnitude, errors)
 
 
 @dataclass(frozen=True)

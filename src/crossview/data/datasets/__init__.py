@@ -1,7 +1,8 @@
 """Readers for the stereo and optical-flow benchmarks, in their released directory layouts.
 
 One module per family (:mod:`.sceneflow`, :mod:`.middlebury`, :mod:`.kitti`, :mod:`.eth3d`,
-:mod:`.sintel`, :mod:`.chairs`); the sample dict keys are documented in :mod:`.base`; dataset
+:mod:`.sintel`, :mod:`.chairs`), plus :mod:`.scenes` for folders of real scenes in a generic
+layout; the sample dict keys are documented in :mod:`.base`; dataset
 kinds, ``KIND:PATH`` parsing and each benchmark's metric set live in :mod:`.registry`.
 """
 
@@ -21,6 +22,7 @@ from crossview.data.datasets.registry import (
     register_dataset,
 )
 from crossview.data.datasets.sceneflow import SceneFlowFlow, SceneFlowStereo
+from crossview.data.datasets.scenes import SceneFolders
 from crossview.data.datasets.sintel import SintelFlow, SintelStereo
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "Sample",
     "SceneFlowFlow",
     "SceneFlowStereo",
+    "SceneFolders",
     "SintelFlow",
     "SintelStereo",
     "get_dataset_kind",

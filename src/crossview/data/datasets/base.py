@@ -18,6 +18,8 @@ key               value                       meaning
 ``valid_noc``     bool ``[H, W]``             ground truth known and not occluded
 ``valid1``        bool ``[H, W]``             ``disparity1`` / ``flow_backward`` known
 ``ndisp``         int                         Middlebury: the disparity search range
+``baseline``      float32 ``[H, W]``/``[H,    real scenes: a cached classical prediction
+                  W, 2]``                     (SGBM / DIS), NaN at its holes
 ================  ==========================  ================================================
 
 Ground truth at pixels that are not ``valid`` is set to 0, so the arrays are always finite.

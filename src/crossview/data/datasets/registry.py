@@ -6,7 +6,9 @@
 A :class:`DatasetKind` names a reader, its task ("stereo", "flow", ...), the metrics that the
 benchmark itself reports and the reduction it uses over the dataset ("pooled" per pixel or
 "image_mean" per image, see :mod:`crossview.metrics.score`). Kinds that need no path (the
-synthetic held-out benchmarks) are opened by their bare name. Other packages add kinds with
+synthetic held-out benchmarks) are opened by their bare name. One name may stand for a kind of
+each task (``scenes``: folders of real stereo or flow scenes); the caller then says which task it
+wants (``crossview eval`` passes its model's). Other packages add kinds with
 :func:`register_dataset`.
 """
 
@@ -27,7 +29,9 @@ from crossview.metrics.score import REDUCTIONS, Reduction
 class DatasetKind:
     """A named dataset: ``factory(path, **options)`` (or ``factory(**options)`` when
     ``needs_path`` is false) returns a sequence of sample dicts. ``note`` says how the means
-    differ from those the benchmark publishes, if they do (shown with every result)."""
+    differ from those the benchmark publishes, if they do (shown with every result).
+    ``baseline``: ``crossview eval`` also scores the task's classical baseline (OpenCV SGBM or
+    DIS, :mod:`crossview.baselines`) and shows it beside the model."""
 
     name: str
     task: str
@@ -37,34 +41,46 @@ class DatasetKind:
     description: str
     needs_path: bool = True
     note: str = ""
+    baseline: bool = False
 
 
-_KINDS: dict[str, DatasetKind] = {}
+_KINDS: dict[tuple[str, str], DatasetKind] = {}  # (name, task) -> kind
 MIDDEVAL3_NOTE = ("MiddEval3's online tables average the scenes with per-scene weights; these "
                   "are unweighted means over the images (the per-scene weights are not applied), "
                   "so they are not the tables' averages")
 
 
 def register_dataset(kind: DatasetKind) -> DatasetKind:
-    """Add ``kind`` under its name (names are unique)."""
-    if kind.name in _KINDS:
-        raise ValueError(f"dataset kind {kind.name!r} is already registered")
+    """Add ``kind`` under its name and task (unique together)."""
+    if (kind.name, kind.task) in _KINDS:
+        raise ValueError(f"dataset kind {kind.name!r} is already registered for {kind.task}")
     if kind.reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {kind.reduction!r}")
-    _KINDS[kind.name] = kind
+    _KINDS[(kind.name, kind.task)] = kind
     return kind
 
 
 def list_datasets() -> list[DatasetKind]:
-    """All registered kinds, sorted by name."""
-    return [_KINDS[name] for name in sorted(_KINDS)]
+    """All registered kinds, sorted by name and task."""
+    return [_KINDS[key] for key in sorted(_KINDS)]
 
 
-def get_dataset_kind(name: str) -> DatasetKind:
-    """The kind called ``name``; an unknown name is a :class:`UserError` listing known ones."""
-    if name not in _KINDS:
-        raise UserError(f"unknown dataset kind {name!r}; known: {', '.join(sorted(_KINDS))}")
-    return _KINDS[name]
+def get_dataset_kind(name: str, task: str | None = None) -> DatasetKind:
+    """The kind called ``name`` (of ``task`` when the name has kinds of several tasks; a name
+    with one kind returns it whatever ``task`` is, so that the caller can name the mismatch).
+    An unknown name is a :class:`UserError` listing known ones, and so is a name of several
+    tasks without a ``task`` among them."""
+    kinds = {kind.task: kind for (kind_name, _), kind in _KINDS.items() if kind_name == name}
+    if not kinds:
+        names = sorted({kind_name for kind_name, _ in _KINDS})
+        raise UserError(f"unknown dataset kind {name!r}; known: {', '.join(names)}")
+    if len(kinds) == 1:
+        return next(iter(kinds.values()))
+    if task not in kinds:
+        raise UserError(f"dataset kind {name!r} holds {' or '.join(sorted(kinds))} data; "
+                        f"evaluate a model of one of these tasks"
+                        + (f" (this one estimates {task})" if task else ""))
+    return kinds[task]
 
 
 def parse_dataset_spec(spec: str) -> tuple[str, dict[str, str], str | None]:
@@ -99,7 +115,7 @@ def _check_fixed_options(kind: DatasetKind, options: dict[str, str]) -> dict[str
             continue
         others = [other.name for other in list_datasets()
                   if isinstance(other.factory, partial) and other.factory.func is kind.factory.func
-                  and str(other.factory.keywords.get(key)) == value]
+                  and str(other.factory.keywords.get(key)) == value and other.name != kind.name]
         hint = f": use --dataset {others[0]}" if others else ""
         option = key.rstrip("_")
         raise UserError(f"dataset kind {kind.name!r} is {option}={fixed[key]}, not "
@@ -107,12 +123,14 @@ def _check_fixed_options(kind: DatasetKind, options: dict[str, str]) -> dict[str
     return {key: value for key, value in options.items() if key not in fixed}
 
 
-def open_dataset(spec: str) -> tuple[Sequence[dict[str, Any]], DatasetKind]:
+def open_dataset(spec: str, task: str | None = None
+                 ) -> tuple[Sequence[dict[str, Any]], DatasetKind]:
     """Open ``KIND[,OPTION=VALUE...]:PATH`` (or a path-less kind by name); return the dataset
-    and its :class:`DatasetKind`. Unknown kinds or options and missing paths are
+    and its :class:`DatasetKind`; ``task`` picks the kind of a name that has several (see
+    :func:`get_dataset_kind`). Unknown kinds or options and missing paths are
     :class:`UserError`\\ s."""
     name, options, path = parse_dataset_spec(spec)
-    kind = get_dataset_kind(name)
+    kind = get_dataset_kind(name, task)
     options = _check_fixed_options(kind, options)
     accepted = [
         parameter.name for parameter in inspect.signature(kind.factory).parameters.values()
@@ -136,6 +154,7 @@ def _register_builtins() -> None:
     from crossview.data.datasets.kitti import KITTIFlow, KITTIStereo
     from crossview.data.datasets.middlebury import Middlebury
     from crossview.data.datasets.sceneflow import SceneFlowFlow, SceneFlowStereo
+    from crossview.data.datasets.scenes import SceneFolders
     from crossview.data.datasets.sintel import SintelFlow, SintelStereo
     from crossview.data.datasets.synthetic import heldout_factory
 
@@ -189,6 +208,12 @@ def _register_builtins() -> None:
         "synthetic-flow", "flow", heldout_factory("synthetic-flow"),
         ("epe", "epe_noc", "1px", "3px", "5px", "fl_all"), "pooled",
         "held-out synthetic flow, generated (options: length=N, size=HxW)", needs_path=False))
+    for task, metrics in (("stereo", ("bad1_holes", "bad2_holes", "bad3_holes", "epe_holes")),
+                          ("flow", ("epe_holes", "fl_all_holes"))):
+        register_dataset(DatasetKind(
+            "scenes", task, partial(SceneFolders, task=task), metrics, "image_mean",
+            f"real {task} scenes, a folder each (see crossview.data.datasets.scenes); scored "
+            "beside OpenCV's " + ("SGBM" if task == "stereo" else "DIS"), baseline=True))
     _register_semantic()
 
 

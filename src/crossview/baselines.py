@@ -1,0 +1,155 @@
+"""Classical baselines scored beside a model on real scenes: OpenCV SGBM (stereo), DIS (flow).
+
+- stereo: ``cv2.StereoSGBM`` in 3-way mode on the RGB images, ``blockSize`` 5, ``P1 = 8*3*25``,
+  ``P2 = 32*3*25``, ``uniquenessRatio`` 10, speckle window 100 / range 2, ``minDisparity`` 0 and
+  ``numDisparities = ceil(1.1 * max known disparity / 16) * 16``: a range read off the ground
+  truth (an oracle, which favours SGBM). Pixels SGBM leaves without a disparity are holes.
+- flow: ``cv2.DISOpticalFlow`` with ``DISOPTICAL_FLOW_PRESET_MEDIUM`` on the grey frames
+  (``cv2.cvtColor(..., COLOR_RGB2GRAY)``).
+
+A scene folder's cached output (``sgbm.npy`` / ``dis_medium.npy``, read into
+``sample["baseline"]`` by :class:`~crossview.data.datasets.scenes.SceneFolders`) is used as it
+is; other scenes are computed with OpenCV, an optional dependency (``pip install
+crossview[baselines]`` installs ``opencv-python-headless``). Without OpenCV a scene without a
+cached output has no baseline, which :class:`BaselineRun` records instead of failing.
+Holes count as errors in the scenes' metrics (``*_holes``, see :mod:`crossview.metrics.score`).
+
+On the real-dev scenes (``/work/shared/real-dev``), OpenCV 5.0 reproduces the cached SGBM files
+(made with OpenCV 4.12) bit for bit. Its DIS flow scores 0.005 px EPE and 0.19 points of Fl
+worse than the cached file: that file was computed on frames made grey by ``cv2.imread`` (the
+PNG decoder's conversion, up to one grey level off ``cvtColor``'s), and DIS is that sensitive
+(4.12 on ``imread`` grey frames reproduces the file exactly). ``tests/test_baselines.py``
+holds both to stated tolerances.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Subset
+
+from crossview.data.datasets.scenes import SceneFolders, disparity_from_sgbm
+from crossview.distributed import DistInfo
+from crossview.eval import EvalResult, SampleCallback, evaluate
+from crossview.metrics.score import MetricSpec, Reduction
+
+try:
+    import cv2
+except ImportError:  # optional: only the baselines need it
+    cv2 = None
+
+INSTALL_HINT = "pip install crossview[baselines]"
+SGBM_BLOCK = 5
+SGBM_RANGE_MARGIN = 1.1
+
+
+def opencv_version() -> str | None:
+    """The installed OpenCV version, or None without OpenCV."""
+    return None if cv2 is None else cv2.__version__
+
+
+def sgbm_num_disparities(max_disparity: float) -> int:
+    """``ceil(1.1 * max_disparity / 16) * 16`` (at least 16): SGBM's search range."""
+    return max(16, math.ceil(SGBM_RANGE_MARGIN * max_disparity / 16) * 16)
+
+
+def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int) -> np.ndarray:
+    """OpenCV SGBM with the parameters above: RGB uint8 ``[H, W, 3]`` images -> disparity
+    ``[H, W]`` float32 px, NaN at holes."""
+    channels = left.shape[2]
+    matcher = cv2.StereoSGBM_create(
+        minDisparity=0, numDisparities=num_disparities, blockSize=SGBM_BLOCK,
+        P1=8 * channels * SGBM_BLOCK**2, P2=32 * channels * SGBM_BLOCK**2, uniquenessRatio=10,
+        speckleWindowSize=100, speckleRange=2, mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY)
+    return disparity_from_sgbm(matcher.compute(np.ascontiguousarray(left),
+                                               np.ascontiguousarray(right)))
+
+
+def dis_flow(frame0: np.ndarray, frame1: np.ndarray) -> np.ndarray:
+    """OpenCV DIS (medium preset) on the grey frames: RGB uint8 ``[H, W, 3]`` frames -> flow
+    ``[H, W, 2]`` float32 (u, v) px."""
+    grey0, grey1 = (cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
+                    for frame in (frame0, frame1))
+    return cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(grey0, grey1, None)
+
+
+def _sgbm(sample: Mapping[str, Any]) -> np.ndarray:
+    top = float(sample["disparity"][sample["valid"]].max())
+    return sgbm_disparity(sample["image0"], sample["image1"], sgbm_num_disparities(top))
+
+
+def _dis(sample: Mapping[str, Any]) -> np.ndarray:
+    return dis_flow(sample["image0"], sample["image1"])
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A task's baseline: its name, what it is (a caption for tables) and ``compute(sample)``."""
+
+    name: str
+    caption: str
+    compute: Callable[[Mapping[str, Any]], np.ndarray]
+
+
+BASELINES = {
+    "stereo": Baseline(
+        "SGBM", "SGBM: OpenCV StereoSGBM 3-way, block 5, P1 8*3*25, P2 32*3*25, uniqueness 10, "
+        "speckle 100/2; numDisparities = ceil(1.1 * max GT / 16) * 16 is an oracle range read "
+        "off the ground truth, which favours SGBM", _sgbm),
+    "flow": Baseline("DIS", "DIS: OpenCV DIS optical flow, medium preset, on the grey frames",
+                     _dis),
+}
+
+
+@dataclass
+class BaselineRun:
+    """A baseline scored on the scenes that have it: ``result`` (None when none has),
+    ``sources`` (scene -> "cached FILE" or "OpenCV VERSION") and ``missing`` (scenes without
+    a cached output while OpenCV is not installed)."""
+
+    baseline: Baseline
+    result: EvalResult | None
+    sources: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"name": self.baseline.name, "caption": self.baseline.caption,
+                "opencv": opencv_version(), "sources": self.sources, "missing": self.missing,
+                "not_available": f"not available ({INSTALL_HINT})" if self.missing else None,
+                **({} if self.result is None else self.result.to_dict())}
+
+
+def evaluate_baseline(dataset: SceneFolders, metrics: list[MetricSpec], *,
+                      reduction: Reduction = "image_mean", limit: int | None = None,
+                      on_sample: SampleCallback | None = None,
+                      dist_info: DistInfo | None = None) -> BaselineRun:
+    """Score the baseline of ``dataset.task`` on (the first ``limit``) scenes of ``dataset``
+    with ``metrics``: the cached output where a scene has one, else OpenCV's, else (no
+    OpenCV) the scene is listed in ``missing``. Arguments as :func:`crossview.eval.evaluate`."""
+    baseline = BASELINES[dataset.task]
+    count = len(dataset) if limit is None else min(limit, len(dataset))
+    names = dataset.names()[:count]
+    sources, missing, indices = {}, [], []
+    for index, name in enumerate(names):
+        cached = dataset.cached_baseline(index)
+        if cached is None and cv2 is None:
+            missing.append(name)
+            continue
+        indices.append(index)
+        sources[name] = (f"cached {cached.name}" if cached is not None
+                         else f"OpenCV {cv2.__version__}")
+
+    def predict(sample: Mapping[str, Any]) -> np.ndarray:
+        return sample["baseline"] if "baseline" in sample else baseline.compute(sample)
+
+    result = None
+    if indices:
+        result = evaluate(Subset(dataset, indices), predict, metrics, reduction=reduction,
+                          dataset_name=baseline.name, on_sample=on_sample,
+                          dist_info=dist_info)
+    return BaselineRun(baseline, result, sources, missing)
