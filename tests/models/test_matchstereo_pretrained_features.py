@@ -10,7 +10,7 @@ import torch
 from crossview.models.matchstereo.config import MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.matchstereo.pretrained_features import LITE0_TAPS, PretrainedFeatures
-from crossview.models.transformatcher.backbone import EfficientNetLite0
+from crossview.nn.efficientnet_lite import EfficientNetLite0
 from crossview.train.grow import grow_into
 
 SMALL = MatchStereoConfig(dims=(8, 8, 16, 16), encoder_depths=(1, 1, 1, 1),

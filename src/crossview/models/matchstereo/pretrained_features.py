@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from crossview.models.transformatcher.backbone import EfficientNetLite0, imagenet_normalise
+from crossview.nn.efficientnet_lite import EfficientNetLite0, imagenet_normalise
 
 BACKBONES = ("efficientnet-lite0",)
 # EfficientNet-Lite0 blocks whose outputs sit at 1/4, 1/8, 1/16 and 1/32 (the last block of each
