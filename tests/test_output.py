@@ -1,4 +1,4 @@
-"""Output locations: all-or-nothing staging of a command's files."""
+"""Output locations: checked before the work, published all together or not at all."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from crossview.data.io import atomic_output
 from crossview.errors import UserError
-from crossview.output import staged_outputs
+from crossview.output import check_output_files, staged_files
 from hang_guard import HANG_GUARD_SECONDS
 
 
@@ -25,73 +27,154 @@ def test_files_appear_only_when_the_block_succeeds(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "a.txt").write_text("old")
-    with staged_outputs(out) as staging:
-        (staging / "a.txt").write_text("new")
-        (staging / "b.txt").write_text("b")
-        assert _listing(out).keys() == {"a.txt", staging.name, f"{staging.name}/a.txt",
-                                        f"{staging.name}/b.txt"}
+    with staged_files([out / "a.txt", out / "b.txt", tmp_path / "new" / "c.txt"]) as staged:
+        for path, text in zip(staged, ("new", "b", "c"), strict=True):
+            path.write_text(text)
         assert (out / "a.txt").read_text() == "old"  # nothing published yet
-    assert _listing(out) == {"a.txt": b"new", "b.txt": b"b"}
+        assert not (out / "b.txt").exists() and not (tmp_path / "new" / "c.txt").exists()
+    assert _listing(tmp_path) == {"out": None, "out/a.txt": b"new", "out/b.txt": b"b",
+                                  "new": None, "new/c.txt": b"c"}
 
 
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, UserError, RuntimeError])
 @pytest.mark.parametrize("exists", [True, False])
-def test_a_failed_block_leaves_the_directory_as_it_was(tmp_path: Path, exists: bool) -> None:
+def test_a_failed_block_leaves_the_file_system_as_it_was(tmp_path: Path, exists: bool,
+                                                         failure: type[BaseException]) -> None:
     out = tmp_path / "new" / "out"
     if exists:
         out.mkdir(parents=True)
         (out / "a.txt").write_text("old")
     before = _listing(tmp_path)
-    with pytest.raises(KeyboardInterrupt), staged_outputs(out) as staging:
-        (staging / "a.txt").write_text("new")
-        raise KeyboardInterrupt  # an interruption half-way counts as a failure too
+    with pytest.raises(failure), staged_files([out / "a.txt", tmp_path / "x" / "b.txt"]) as (
+            a, b):
+        a.write_text("new")
+        b.write_text("b")
+        raise failure  # an interruption half-way counts as a failure too
     assert _listing(tmp_path) == before
 
 
-def test_an_output_name_taken_by_a_directory_publishes_nothing(tmp_path: Path) -> None:
-    (tmp_path / "b.txt").mkdir()
-    with pytest.raises(UserError, match=r"b\.txt: is a directory"), \
-            staged_outputs(tmp_path) as staging:
-        (staging / "a.txt").write_text("a")
-        (staging / "b.txt").write_text("b")
+def test_a_file_left_unwritten_publishes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"b\.txt was staged but never written"), \
+            staged_files([tmp_path / "a.txt", tmp_path / "b.txt"]) as (a, _):
+        a.write_text("a")
+    assert _listing(tmp_path) == {}
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_an_output_name_taken_by_a_directory_publishes_nothing(tmp_path: Path,
+                                                               when: str) -> None:
+    ran = []
+    if when == "before":
+        (tmp_path / "b.txt").mkdir()
+    with pytest.raises(UserError, match=rf"^{tmp_path / 'b.txt'}: is a directory; cannot "
+                       "write an output file of that name$"), \
+            staged_files([tmp_path / "a.txt", tmp_path / "b.txt"]) as (a, b):
+        ran.append(True)
+        a.write_text("a")
+        b.write_text("b")
+        (tmp_path / "b.txt").mkdir()
     assert _listing(tmp_path) == {"b.txt": None}
+    assert ran == ([True] if when == "during" else [])  # found before the work
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    ("{tmp}/taken", "{tmp}/taken: is a directory; cannot write an output file of that name"),
+    ("{tmp}/file/out.json", "{tmp}/file: exists and is not a directory"),
+    ("/proc/crossview-out/out.json", "/proc/crossview-out: cannot write to this output "
+                                     "directory"),
+])
+def test_check_output_files_names_the_bad_path_and_creates_nothing(
+        tmp_path: Path, where: str, message: str) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "file").write_text("x")
+    before = _listing(tmp_path)
+    with pytest.raises(UserError, match="^" + message.format(tmp=tmp_path)):
+        check_output_files([tmp_path / "deeper" / "fine.json", where.format(tmp=tmp_path)])
+    assert _listing(tmp_path) == before
 
 
 _KILLED_MID_BLOCK = """
 import os, signal, sys
-from crossview.output import staged_outputs
-with staged_outputs(sys.argv[1]) as staging:
-    (staging / "a.txt").write_text("half done")
-    print(staging.name, flush=True)
-    os.kill(os.getpid(), signal.SIGKILL)
+from crossview.data.io import atomic_output
+from crossview.output import staged_files
+with staged_files([sys.argv[1] + "/a.txt"]) as (a,):
+    a.write_text("half done")
+    with atomic_output(sys.argv[1] + "/b.png") as tmp:
+        tmp.write_text("half written")
+        print(a.parent.name, tmp.name, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def test_a_later_run_removes_the_staging_left_by_a_killed_run(
+def test_a_later_run_removes_the_temporaries_left_by_a_killed_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     with subprocess.Popen([sys.executable, "-c", _KILLED_MID_BLOCK, str(out)],
                           stdout=subprocess.PIPE, text=True) as killed:
-        name, _ = killed.communicate(timeout=HANG_GUARD_SECONDS)
+        names, _ = killed.communicate(timeout=HANG_GUARD_SECONDS)
     assert killed.returncode == -signal.SIGKILL
-    left = out / name.strip()
-    assert (left / "a.txt").read_text() == "half done"  # what kill -9 leaves behind
+    left = [out / name for name in names.split()]
+    assert (left[0] / "a.txt").read_text() == "half done"  # what kill -9 leaves behind
+    assert left[1].read_text() == "half written"
     host = socket.gethostname()
     with subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({HANG_GUARD_SECONDS})"]
                           ) as alive:  # killed below; it must outlive a slow block
         try:
             kept = [out / f".crossview-staging-{host}-{alive.pid}-abcd1234",  # owner running
                     out / f".crossview-staging-otherhost-{killed.pid}-abcd1234",  # not ours
-                    out / ".crossview-staging-k2j4h5g6"]  # no owner recorded: cannot tell
+                    out / ".crossview-staging-k2j4h5g6",  # no owner recorded: cannot tell
+                    out / f".crossview-tmp-otherhost-{killed.pid}-abcd1234.png",
+                    out / f".notes-{killed.pid}.txt"]  # not a name of ours
             for path in kept:
-                path.mkdir()
-            with staged_outputs(out) as staging:
-                (staging / "b.txt").write_text("b")
+                path.mkdir() if "staging" in path.name else path.write_text("keep")
+            with staged_files([out / "c.txt"]) as (c,):
+                c.write_text("c")
         finally:
             alive.kill()
-    assert not left.exists()
-    assert sorted(p.name for p in out.iterdir()) == sorted(["b.txt", *(p.name for p in kept)])
+    assert not any(path.exists() for path in left)
+    assert sorted(p.name for p in out.iterdir()) == sorted(["c.txt", *(p.name for p in kept)])
     err = capsys.readouterr().err
-    assert err.count("warning:") == 1 and str(left) in err
-    # the staging directories record their owner: host and process id
-    assert left.name.startswith(f".crossview-staging-{host}-{killed.pid}-")
-    assert staging.name.startswith(f".crossview-staging-{host}-{os.getpid()}-")
+    assert err.count("warning:") == 2 and all(str(path) in err for path in left)
+    # the temporaries record their owner: host and process id
+    assert all(p.name.startswith(f".crossview-{kind}-{host}-{killed.pid}-")
+               for p, kind in zip(left, ("staging", "tmp"), strict=True))
+    assert c.parent.name.startswith(f".crossview-staging-{host}-{os.getpid()}-")
+    with atomic_output(out / "d.png") as tmp:
+        assert tmp.name.startswith(f".crossview-tmp-{host}-{os.getpid()}-")
+        assert tmp.suffix == ".png"  # writers that infer the format from the suffix still work
+        tmp.write_text("d")
+
+
+_SIGNAL_DURING = textwrap.dedent("""
+    import os, signal, sys, time
+    from crossview.output import Terminated, staged_files
+    out, when = sys.argv[1], sys.argv[2]
+    replace = os.replace
+    def replace_then_signal(source, target):  # SIGTERM while the first file is published
+        replace(source, target)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)  # the handler would run here if the signal were not held back
+    try:
+        with staged_files([out + "/a.txt", out + "/b.txt"]) as (a, b):
+            a.write_text("a")
+            b.write_text("b")
+            if when == "work":
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(60)
+            os.replace = replace_then_signal
+    except Terminated as stop:
+        print(stop)
+        sys.exit(3)
+""")
+
+
+@pytest.mark.parametrize(("when", "published"), [("work", []), ("publish", ["a.txt", "b.txt"])])
+def test_sigterm_discards_a_block_at_work_and_waits_for_publishing(
+        tmp_path: Path, when: str, published: list[str]) -> None:
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-c", _SIGNAL_DURING, str(out), when],
+                            capture_output=True, text=True, timeout=HANG_GUARD_SECONDS)
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == "stopped by SIGTERM; outputs not yet published were discarded\n"
+    listing = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    assert listing == published  # no staging directory either

@@ -1,15 +1,19 @@
-"""Output locations checked before any work starts, and left clean when a command fails.
+"""Output locations checked before any work starts, and outputs published all together or not
+at all.
 
 :func:`check_writable` proves (by creating and removing a probe file) that a directory can hold
-new files, creating missing parents only for the probe; :func:`check_output_file` does the same
-for a file's directory and refuses a path that is a directory. :func:`output_directory` creates
-a command's output directory and removes what it created if the command then fails before
-writing anything into it. :func:`staged_outputs` goes further for commands that write many
-files: they are written into a hidden staging directory and moved into place only when the
-whole command succeeded; its name records the owner (host and process id), so a later command
-removes the staging directories that a killed command (``kill -9``) left behind once their
-owner is gone. A permission check (``os.access``) would not do: it says yes to root
-even on read-only file systems such as ``/proc``.
+new files, creating missing parents only for the probe; :func:`check_output_files` does the
+same for the directories of a command's output files and refuses a name taken by a directory.
+:func:`staged_files` is the one way a command publishes its outputs: they are written into a
+hidden staging directory beside their destinations and moved into place only when the whole
+command succeeded, so a failed or interrupted command leaves the file system as it was.
+
+Every temporary name crossview creates in a user's directory records its owner, host and
+process id (``.crossview-staging-HOST-PID-XXXXXXXX`` directories,
+``.crossview-tmp-HOST-PID-XXXXXXXX.SUFFIX`` files), so a later command removes what a killed
+command (``kill -9``) left behind once that owner is gone (:func:`remove_stale_temporaries`).
+A permission check (``os.access``) would not do for writability: it says yes to root even on
+read-only file systems such as ``/proc``.
 """
 
 from __future__ import annotations
@@ -18,17 +22,36 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from crossview.errors import UserError
 
 STAGING_PREFIX = ".crossview-staging-"
-# STAGING_PREFIX + host + "-" + pid + "-" + tempfile's random part (no "-" in it)
-_STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + r"(?P<host>.+)-(?P<pid>\d+)-[^-]+")
+TEMPORARY_PREFIX = ".crossview-tmp-"
+# prefix + host + "-" + pid + "-" + tempfile's random part (a-z, 0-9, _) + a file's suffix
+_OWNED_NAME = re.compile(r"\.crossview-(?:staging|tmp)-(?P<host>.+)-(?P<pid>\d+)-[a-z0-9_]+"
+                         r"(?:\.[^.]*)?")
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived while :func:`terminate_raises` was in force (a ``BaseException``, like
+    ``KeyboardInterrupt``, so that only clean-up code sees it on its way out)."""
+
+    def __str__(self) -> str:
+        return "stopped by SIGTERM; outputs not yet published were discarded"
+
+
+def owned_prefix(kind: str) -> str:
+    """The start of a temporary name of this process: ``.crossview-KIND-HOST-PID-``; ``kind``
+    is ``staging`` (directories) or ``tmp`` (files)."""
+    return f".crossview-{kind}-{socket.gethostname()}-{os.getpid()}-"
 
 
 def _missing(directory: Path) -> list[Path]:
@@ -48,7 +71,7 @@ def _make_and_probe(directory: Path) -> None:
         raise UserError(f"{nearest}: exists and is not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        handle, probe = tempfile.mkstemp(prefix=".crossview-probe-", dir=directory)
+        handle, probe = tempfile.mkstemp(prefix=owned_prefix("tmp"), dir=directory)
         os.close(handle)
         os.unlink(probe)
     except OSError as error:
@@ -67,19 +90,39 @@ def check_writable(directory: str | os.PathLike[str]) -> None:
         _remove_empty(created)
 
 
+def _refuse_names(paths: list[Path]) -> None:
+    """A :class:`UserError` for the first output file named twice or taken by a directory."""
+    twice = next((p for i, p in enumerate(paths) if p in paths[:i]), None)
+    if twice is not None:  # e.g. two options naming one file
+        raise UserError(f"{twice}: given twice as an output file")
+    taken = next((path for path in paths if path.is_dir()), None)
+    if taken is not None:
+        raise UserError(f"{taken}: is a directory; cannot write an output file of that name")
+
+
+def check_output_files(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Raise :class:`UserError` naming the first of ``paths`` that cannot be written as a file
+    (named twice, a directory of that name, an unwritable or impossible directory); leaves the
+    file system as it was. Commands call it before their work for every file they will
+    publish."""
+    paths = [Path(p) for p in paths]
+    _refuse_names(paths)
+    for directory in dict.fromkeys(p.parent for p in paths):
+        check_writable(directory)
+
+
 def check_output_file(path: str | os.PathLike[str], option: str) -> None:
     """Raise :class:`UserError` (naming ``option``) unless ``path`` can be written as a file."""
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{option} {path}: is a directory; give a file name")
-    check_writable(path.parent)
+    check_output_files([path])
 
 
 @contextlib.contextmanager
-def output_directory(directory: str | os.PathLike[str]) -> Iterator[Path]:
-    """Create ``directory`` (and parents) for a command's outputs; if the block raises, remove
-    the directories this created that are still empty, so a failed command leaves nothing."""
-    directory = Path(directory)
+def _output_directory(directory: Path) -> Iterator[Path]:
+    """Create ``directory`` (and parents); if the block raises, remove the directories this
+    created that are still empty, so a failed command leaves nothing."""
     created = _missing(directory)
     try:
         _make_and_probe(directory)
@@ -100,49 +143,131 @@ def _process_gone(pid: int) -> bool:
     return False
 
 
-def remove_stale_staging(directory: Path) -> None:
-    """Remove the staging directories in ``directory`` whose owner, a process of this host, is
-    gone (a command killed before it could clean up), with one warning line naming each.
-
-    Staging directories of live processes, of other hosts (whose processes cannot be checked
-    from here) and of older crossview versions (which did not record their owner) are kept.
-    """
-    host = socket.gethostname()
-    for path in sorted(directory.glob(f"{STAGING_PREFIX}*")):
-        match = _STAGING_NAME.fullmatch(path.name)
-        if (match is None or match["host"] != host or path.is_symlink() or not path.is_dir()
-                or not _process_gone(int(match["pid"]))):
-            continue
+def _remove_left_behind(path: Path, pid: int) -> None:
+    """Remove ``path`` (a file or a directory tree), a temporary of crossview process ``pid``
+    that ended before it could clean up, with one warning line naming it."""
+    if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
-            print(f"warning: removed {path}, the staging directory of crossview process "
-                  f"{match['pid']}, which ended before it finished (killed?)", file=sys.stderr,
-                  flush=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    if not path.exists() and not path.is_symlink():
+        print(f"warning: removed {path}, left behind by crossview process {pid}, which ended "
+              "before it finished (killed?)", file=sys.stderr, flush=True)
+
+
+def remove_stale_temporaries(directory: str | os.PathLike[str],
+                             older_names: re.Pattern[str] | None = None) -> None:
+    """Remove the staging directories and temporary files in ``directory`` whose owner, a
+    process of this host, is gone (a command killed before it could clean up), with one warning
+    line naming each.
+
+    Those of live processes, of other hosts (whose processes cannot be checked from here) and
+    of older crossview versions (which did not record their owner) are kept, except names that
+    match ``older_names``: temporaries that an older version named with its process id (a
+    ``pid`` group) but no host, taken for this host's (for a directory only crossview writes
+    in, such as a training run's).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return
+    host = socket.gethostname()
+    for path in sorted(directory.glob(".*")):
+        match = _OWNED_NAME.fullmatch(path.name)
+        if match is None or match["host"] != host:
+            match = older_names.fullmatch(path.name) if older_names is not None else None
+        if match is not None and _process_gone(int(match["pid"])):
+            _remove_left_behind(path, int(match["pid"]))
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
 @contextlib.contextmanager
-def staged_outputs(directory: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a hidden staging directory inside ``directory`` (created as by
-    :func:`output_directory`) for a command's output files.
+def terminate_raises() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` (when SIGTERM has its default
+    action, which would end the process without running any clean-up), so a staging directory
+    goes as it does on Ctrl-C. A handler installed by someone else is left alone."""
+    if not _in_main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    If the block succeeds, every file in it is moved into ``directory`` (replacing files of the
-    same name) and the staging directory is removed. If the block raises, the staging directory
-    goes, and so do the directories this created: ``directory`` is left exactly as it was, so a
-    command that fails on its tenth input leaves neither the outputs of the first nine nor
-    half-replaced older results.
+
+class _SignalsDeferred:
+    """From :meth:`start` to the end of the ``with`` block, SIGINT and SIGTERM wait (while a
+    command's outputs are published: all of them or none), then reach their handlers as if
+    they had just arrived."""
+
+    def __enter__(self) -> _SignalsDeferred:
+        self._pending: list[int] = []
+        self._previous: dict[int, Any] = {}
+        return self
+
+    def start(self) -> None:
+        if _in_main_thread() and not self._previous:
+            self._previous = {sig: signal.signal(sig, self._record)
+                              for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _record(self, signum: int, frame: Any) -> None:
+        self._pending.append(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(self._pending):
+            signal.raise_signal(sig)
+
+
+@contextlib.contextmanager
+def staged_files(destinations: Iterable[str | os.PathLike[str]]) -> Iterator[list[Path]]:
+    """Yield, for each of ``destinations`` (output files of one command), the path to write it
+    to: inside a hidden staging directory in the destination's directory (created, with its
+    parents, as needed).
+
+    If the block succeeds, every destination must have been written; they are then moved into
+    place together (SIGINT and SIGTERM wait meanwhile) and the staging directories removed. If
+    the block raises (or SIGTERM arrives, see :func:`terminate_raises`), the staging
+    directories go, and so do the directories this created: the file system is left exactly
+    as it was, so a command that fails on its tenth input leaves neither the outputs of the
+    first nine nor half-replaced older results. Staging directories and temporary files that
+    killed commands left in those directories are removed first
+    (:func:`remove_stale_temporaries`).
+
+    A destination named twice or taken by a directory, or a directory that cannot hold files,
+    is a :class:`UserError` naming it, before the block runs (and again before publishing).
     """
-    with output_directory(directory) as target:
-        remove_stale_staging(target)
-        staging = Path(tempfile.mkdtemp(
-            prefix=f"{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}-", dir=target))
+    targets = [Path(d) for d in destinations]
+    _refuse_names(targets)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(terminate_raises())
+        deferred = stack.enter_context(_SignalsDeferred())  # exits after the clean-up below
+        staging: dict[Path, Path] = {}
         try:
-            yield staging
-            staged = sorted(staging.iterdir())
-            blocked = [target / p.name for p in staged if (target / p.name).is_dir()]
-            if blocked:
-                raise UserError(f"{blocked[0]}: is a directory; cannot write an output file "
-                                "of that name")
-            for path in staged:
-                os.replace(path, target / path.name)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            for directory in dict.fromkeys(t.parent for t in targets):
+                stack.enter_context(_output_directory(directory))
+                remove_stale_temporaries(directory)
+                staging[directory] = Path(tempfile.mkdtemp(prefix=owned_prefix("staging"),
+                                                           dir=directory))
+                stack.callback(shutil.rmtree, staging[directory], ignore_errors=True)
+            staged = [staging[t.parent] / t.name for t in targets]
+            yield staged
+            unwritten = [t for t, s in zip(targets, staged, strict=True) if not s.is_file()]
+            if unwritten:
+                raise RuntimeError(f"{unwritten[0]} was staged but never written")
+            _refuse_names(targets)  # a directory made since the start?
+        except BaseException:
+            deferred.start()  # clean up entirely, even when a second signal comes
+            raise
+        deferred.start()
+        for source, target in zip(staged, targets, strict=True):
+            os.replace(source, target)

@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from crossview import __version__
 from crossview.cli.app import main
@@ -30,3 +35,58 @@ def test_unknown_command_is_a_usage_error_with_exit_code_2() -> None:
         timeout=HANG_GUARD_SECONDS)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+# Runs the CLI with MODULE.NAME replaced: its HANG_AT-th call says "working" and waits.
+_HANG = textwrap.dedent("""
+    import importlib, sys, time
+    module, name, hang_at, argv = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+    owner = importlib.import_module(module)
+    original, calls = getattr(owner, name), []
+    def then_hang(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == hang_at:
+            print("working", flush=True)
+            time.sleep(600)
+        return original(*args, **kwargs)
+    setattr(owner, name, then_hang)
+    from crossview.cli.app import main
+    main(argv)
+""")
+
+
+def _images(folder: Path) -> Path:
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for name in ("a.png", "b.png"):
+        Image.fromarray(rng.integers(0, 256, (192, 200, 3), dtype=np.uint8)).save(folder / name)
+    return folder
+
+
+@pytest.mark.parametrize(("patch", "args"), [
+    # the second pair: the outputs of the first are staged by then
+    ("crossview.api estimate_disparity 2", "stereo {in} {in} --model matchstereo-mini -o {out}"),
+    ("crossview.api estimate_flow 2", "flow {in} {in} --model matchflow-mini -o {out}"),
+    ("crossview.api match_keypoints 1", "match {in}/a.png {in}/b.png -o {out}"),
+    ("crossview.cli.eval evaluate 1", "eval --model matchstereo-mini --dataset "
+                                      "synthetic-stereo,length=1,size=64x96 --json {out}/e.json"),
+])
+def test_sigterm_during_the_work_is_one_line_and_leaves_the_outputs_as_they_were(
+        tmp_path: Path, patch: str, args: str) -> None:
+    inputs, out = _images(tmp_path / "in"), tmp_path / "out"
+    out.mkdir()
+    (out / "older.txt").write_text("an earlier result")
+    argv = args.format(**{"in": inputs, "out": out}).split()
+    with subprocess.Popen([sys.executable, "-c", _HANG, *patch.split(), *argv],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout.readline() == "working\n"
+            child.send_signal(signal.SIGTERM)
+            _, err = child.communicate(timeout=HANG_GUARD_SECONDS)
+        finally:
+            child.kill()
+    assert child.returncode == 128 + signal.SIGTERM, err
+    # (a note may say that the fused kernels are being compiled by another process)
+    lines = [line for line in err.splitlines() if not line.startswith(("warning:", "note:"))]
+    assert lines == ["error: stopped by SIGTERM; outputs not yet published were discarded"], err
+    assert [p.name for p in out.iterdir()] == ["older.txt"]  # no output, no staging

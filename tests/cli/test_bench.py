@@ -58,3 +58,17 @@ def test_json_is_written_whole_without_a_temporary_file(tmp_path: Path) -> None:
     assert done.value.code in (0, None)
     assert json.loads(target.read_text())["benchmark"] == "camera"
     assert [p.name for p in target.parent.iterdir()] == ["camera.json"]
+
+
+@pytest.mark.parametrize(("plot", "message"), [
+    ("{tmp}/a.json", "{tmp}/a.json: given twice as an output file"),
+    ("{tmp}/taken", "--plot {tmp}/taken: is a directory; give a file name"),
+])
+def test_attention_plot_mistakes_fail_before_measuring(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], plot: str, message: str) -> None:
+    (tmp_path / "taken").mkdir()
+    err = _fails_with_one_line(["bench", "attention", "--quick", "--json",
+                                str(tmp_path / "a.json"), "--plot", plot.format(tmp=tmp_path)],
+                               capsys)
+    assert err == f"error: {message.format(tmp=tmp_path)}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]

@@ -10,6 +10,7 @@ import torch
 from PIL import Image
 from safetensors.torch import save_file
 
+from crossview import api
 from crossview.cli.app import main
 from crossview.cli.match import parse_points
 from crossview.errors import UserError
@@ -79,6 +80,19 @@ def test_an_unwritable_output_directory_fails_before_matching(files, capsys, whe
                  "--weights", str(files["weights"])])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("taken", ["matches.json", "matches.csv", "matches.png", "warped.png"])
+def test_an_output_name_taken_by_a_directory_fails_before_matching(
+        files, capsys, monkeypatch, tmp_path, taken) -> None:
+    monkeypatch.setattr(api, "match_keypoints", lambda *a, **k: pytest.fail("matched"))
+    (tmp_path / taken).mkdir()
+    code = _run(["match", str(files["src"]), str(files["tgt"]), "-o", str(tmp_path),
+                 "--weights", str(files["weights"])])
+    err = capsys.readouterr().err
+    assert code == 2 and err == (f"error: {tmp_path / taken}: is a directory; cannot write an "
+                                 "output file of that name\n")
+    assert [p.name for p in tmp_path.iterdir()] == [taken]  # nothing written
 
 
 def test_unreadable_weights_are_one_line(files, capsys) -> None:

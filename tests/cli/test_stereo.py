@@ -11,6 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
+from crossview import api
 from crossview.cli.app import main
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
@@ -207,6 +208,22 @@ def test_a_pair_failing_at_inference_leaves_no_output_of_earlier_pairs(
     code, _, _ = _run(["stereo", str(tmp_path / "left"), str(tmp_path / "right"), "-o",
                        str(out_dir / "deeper"), "--format", "npy", *FAST], capsys)
     assert code == 2 and not out_dir.exists()
+
+
+@pytest.mark.parametrize("taken", ["scene_l_disp.pfm", "scene_l_disp_color.png",
+                                   "scene_l_disp_right_noc.png", "scene_l_disp_rpos.png"])
+def test_an_output_name_taken_by_a_directory_fails_before_the_model_loads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        taken: str) -> None:
+    monkeypatch.setattr(api, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    left, right = _write_pair(tmp_path / "in")
+    (tmp_path / "out" / taken).mkdir(parents=True)
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                           "--save-right", "--save-rpos", *FAST], capsys)
+    assert code == 2 and out == ""
+    assert err == (f"error: {tmp_path / 'out' / taken}: is a directory; cannot write an output "
+                   "file of that name\n")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [taken]
 
 
 def test_subprocess_exit_code_and_no_traceback(tmp_path: Path) -> None:

@@ -94,7 +94,8 @@ def test_cli_rejects_bad_budget(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("where", ["out under a file", "runs is a file", "read-only out",
-                                   "cache under a file"])
+                                   "cache under a file", "results.json", "table.md",
+                                   "plot.png"])
 def test_cli_checks_output_directories_before_running(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         where: str) -> None:
@@ -108,6 +109,8 @@ def test_cli_checks_output_directories_before_running(
     if where == "runs is a file":
         out.mkdir()
         (out / "runs").write_text("x")
+    if where.endswith(("json", "md", "png")):  # a directory where a summary file must go
+        (out / where).mkdir(parents=True)
     out = {"out under a file": blocker / "results", "read-only out": Path("/proc/crossview-x")
            }.get(where, out)
     cache = blocker / "cache" if where == "cache under a file" else cache
@@ -120,6 +123,7 @@ def test_cli_checks_output_directories_before_running(
     expected = {"out under a file": "file.txt: exists and is not a directory",
                 "runs is a file": "runs: exists and is not a directory",
                 "read-only out": "/proc/crossview-x: cannot write to this output directory",
-                "cache under a file": "file.txt: exists and is not a directory"}[where]
+                "cache under a file": "file.txt: exists and is not a directory"}.get(
+        where, f"{out / where}: is a directory; cannot write an output file of that name")
     assert expected in err
     assert not (tmp_path / "cache").exists() and blocker.read_text() == "x"

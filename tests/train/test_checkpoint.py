@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,11 @@ from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.weights import load_weights, read_safetensors
 from crossview.train.build import load_init_weights
 from crossview.train.checkpoint import (
+    checkpoint_path,
     export_weights,
+    load_checkpoint,
     prune_checkpoints,
+    repair_best,
     save_checkpoint,
     step_checkpoints,
     usable_checkpoint,
@@ -95,3 +99,42 @@ def test_no_usable_checkpoint_names_the_newest(tmp_path: Path) -> None:
                                 f"dict) nor the 1 older one; no usable checkpoint left in "
                                 f"{tmp_path}")
     assert len(step_checkpoints(tmp_path)) == 2
+
+
+def _state(step: int, metric: float) -> dict:
+    return {"step": step, "best_metric": metric, "model": {"w": torch.full((2,), float(step))}}
+
+
+# best.pt as (step, metric), junk or absent; the resumed step checkpoint (step, best metric);
+# the step the log says the best metric was measured at (the run's checkpoints are steps
+# 4 and 6, holding that metric); the warning; the step best.pt holds afterwards
+@pytest.mark.parametrize(("best", "resumed", "best_step", "message", "after"), [
+    ((6, 1.0), (6, 1.0), 6, None, 6),  # up to date
+    ((8, 0.5), (6, 1.0), 6, None, 8),  # ahead: written just before a kill; the run rewrites it
+    (None, (6, math.inf), None, None, None),  # nothing validated yet
+    ((3, 2.0), (6, 1.0), 6, "best.pt was stale (step 3, metric 2); replaced by step-00000006.pt, "
+                            "the checkpoint of the best validation (metric 1 at step 6)", 6),
+    (None, (6, 1.0), 6, "best.pt was missing; replaced by step-00000006.pt", 6),
+    (b"junk", (6, 1.0), 6, "best.pt was unreadable; replaced by step-00000006.pt", 6),
+    ((3, 2.0), (6, 1.0), 5, "best.pt is stale (step 3, metric 2), but the checkpoint of the "
+                            "best validation (metric 1, step 5) is gone; best.pt left as it is", 3),
+    ((3, 2.0), (6, 1.0), None, "the checkpoint of the best validation (metric 1, step unknown) "
+                               "is gone", 3),
+])
+def test_repair_best(tmp_path: Path, best: tuple | bytes | None, resumed: tuple,
+                     best_step: int | None, message: str | None, after: int | None) -> None:
+    if isinstance(best, bytes):
+        (tmp_path / "best.pt").write_bytes(best)
+    elif best is not None:
+        save_checkpoint(tmp_path / "best.pt", _state(*best))
+    for step in (4, 6):
+        save_checkpoint(checkpoint_path(tmp_path, step), _state(step, resumed[1]))
+    said = repair_best(tmp_path, *resumed, best_step=best_step)
+    if message is None:
+        assert said is None
+    else:
+        assert said is not None and said.startswith(f"{tmp_path / 'best.pt'} ") and message in said
+    if after is None:
+        assert not (tmp_path / "best.pt").exists()
+    else:
+        assert load_checkpoint(tmp_path / "best.pt")["step"] == after

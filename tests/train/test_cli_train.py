@@ -150,6 +150,22 @@ def test_output_mistakes_fail_before_training(tmp_path: Path, capsys: pytest.Cap
     assert not (tmp_path / "run").exists()  # nothing was trained
 
 
+@pytest.mark.parametrize("taken", ["weights/w.json", "run/log.jsonl", "run/best.pt"])
+def test_an_output_name_taken_by_a_directory_fails_before_training(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        taken: str) -> None:
+    monkeypatch.setattr(Trainer, "__init__", lambda *a, **k: pytest.fail("training started"))
+    (tmp_path / taken).mkdir(parents=True)
+    config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
+                                                        "out_dir": str(tmp_path / "run")}})
+    err = _fails_with_one_line(["train", str(config), "--export",
+                                str(tmp_path / "weights" / "w.safetensors")], capsys)
+    assert err == f"error: {tmp_path / taken}: is a directory; cannot write an output file of " \
+                  "that name"
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == sorted(
+        ["config.yaml", taken, taken.split("/")[0]])
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ('{"kind": "train", "lr": 1}\n', "log.jsonl:1 is not a log record"),
     ('[1, 2]\n', "log.jsonl:1 is not a log record"),

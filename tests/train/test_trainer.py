@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -155,6 +156,115 @@ class TestTrainer:
     def test_fp16_on_cpu_is_refused(self, tmp_path: Path) -> None:
         with pytest.raises(UserError, match="fp16"):
             run(make_cfg(tmp_path, precision="fp16"))
+
+
+# A run (steps 8, validation at 3, 6, 8, each a new best; checkpoints at 2, 3, 4, 6, 8, the last
+# two kept) killed with SIGKILL around the N-th file renamed into place while step 6 is saved
+_KILLED_AT_RENAME = textwrap.dedent(f"""
+    import os, signal, sys
+    sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent)!r}]  # test_trainer, hang_guard
+    from pathlib import Path
+    import torch
+    from test_trainer import make_cfg
+    from train_standin import StandInModel, StandInStereo
+    from crossview.train.trainer import Trainer
+    out, when, nth = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    replace, renamed = os.replace, []
+    def rename_or_die(source, target):
+        renamed.append(target)
+        if len(renamed) == nth and when == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        replace(source, target)
+        if len(renamed) == nth and when == "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+    def arm(step, logs):
+        if step == 6:
+            os.replace = rename_or_die
+    torch.manual_seed(0)
+    Trainer(make_cfg(Path(out), steps=8), model=StandInModel(), train_set=StandInStereo(),
+            val_set=StandInStereo(4), progress=False, on_step=arm).run()
+""")
+
+
+def _timeless(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in ("step_s", "samples_per_s")}
+            for r in records]
+
+
+def _run_files(run_dir: Path) -> tuple[list[str], dict, list[dict]]:
+    """File names, best.pt and log records of a run directory."""
+    log = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    return sorted(p.name for p in run_dir.iterdir()), load_checkpoint(run_dir / "best.pt"), log
+
+
+# where the kill falls: best.pt (rename 1) is written before step-00000006.pt (rename 2)
+@pytest.mark.parametrize(("when", "nth", "best_step", "temporary"), [
+    ("before", 1, 3, True), ("after", 1, 6, False), ("after", 2, 6, False)])
+def test_a_kill_while_saving_a_new_best_leaves_a_run_that_resumes_to_the_same_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], when: str, nth: int,
+        best_step: int, temporary: bool) -> None:
+    killed = tmp_path / "killed"
+    result = subprocess.run([sys.executable, "-c", _KILLED_AT_RENAME, str(killed), when,
+                             str(nth)], capture_output=True, text=True,
+                            timeout=HANG_GUARD_SECONDS)
+    assert result.returncode == -9, result.stderr
+    assert load_checkpoint(killed / "best.pt")["step"] == best_step
+    left = [p for p in killed.iterdir() if p.name.startswith(".crossview-tmp-")]
+    assert len(left) == temporary
+    run(make_cfg(killed, steps=8), resume=True, stop_after=7)
+    run(make_cfg(tmp_path / "straight", steps=8), stop_after=7)
+    names, best, log = _run_files(killed)
+    straight_names, straight_best, straight_log = _run_files(tmp_path / "straight")
+    assert names == straight_names  # no temporary left either
+    assert best["step"] == straight_best["step"] == 6
+    for key, value in straight_best["model"].items():
+        torch.testing.assert_close(best["model"][key], value, rtol=0, atol=0)
+    assert _timeless(log) == _timeless(straight_log)  # one record per step, as never stopped
+    err = capsys.readouterr().err
+    assert err == "".join(f"warning: removed {p}, left behind by crossview process "
+                          f"{p.name.split('-')[-2]}, which ended before it finished (killed?)\n"
+                          for p in left)
+
+
+@pytest.mark.parametrize("damage", ["stale", "missing"])
+def test_resume_mends_the_best_checkpoint_that_an_older_version_left_stale(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    """Older versions copied best.pt after the step checkpoint that records the new best: a
+    kill in between left best.pt behind (here: step 3's while step 6 was the best)."""
+    run(make_cfg(tmp_path, steps=8), stop_after=4)
+    older_best = (tmp_path / "best.pt").read_bytes()
+    run(make_cfg(tmp_path, steps=8), resume=True, stop_after=6)
+    if damage == "stale":
+        (tmp_path / "best.pt").write_bytes(older_best)
+    else:
+        (tmp_path / "best.pt").unlink()
+    Trainer(make_cfg(tmp_path, steps=8), model=StandInModel(), train_set=StandInStereo(),
+            val_set=StandInStereo(4), resume=True, progress=False)
+    best, newest = (load_checkpoint(tmp_path / name) for name in ("best.pt", "step-00000006.pt"))
+    assert best["step"] == 6
+    for key, value in newest["model"].items():
+        torch.testing.assert_close(best["model"][key], value, rtol=0, atol=0)
+    was = "stale (step 3, metric " if damage == "stale" else "missing; "
+    assert capsys.readouterr().err.startswith(f"warning: --resume: {tmp_path / 'best.pt'} was "
+                                              f"{was}")
+
+
+def test_start_removes_the_temporaries_of_killed_writes_and_nothing_else(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    host = socket.gethostname()
+    stale = [f".crossview-tmp-{host}-{gone}-k2j4h5g6.pt", f".step-00000004.pt.tmp-{gone}",
+             f".best.pt.tmp-{gone}"]  # the last two: the names of older versions
+    kept = [f".crossview-tmp-{host}-{os.getpid()}-k2j4h5g6.pt",  # a live owner
+            f".crossview-tmp-otherhost-{gone}-k2j4h5g6.pt",  # cannot be checked from here
+            f".notes.tmp-{gone}", "step-00000004.pt.tmp"]  # not names of ours
+    tmp_path.mkdir(exist_ok=True)
+    for name in stale + kept:
+        (tmp_path / name).write_text("x")
+    Trainer(make_cfg(tmp_path), model=StandInModel(), train_set=StandInStereo(), progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
+    assert capsys.readouterr().err.count("warning: removed ") == len(stale)
 
 
 def test_log_is_parseable_when_killed_mid_run(tmp_path: Path) -> None:

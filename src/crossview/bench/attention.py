@@ -9,7 +9,6 @@ write out once at that bandwidth. Ratios are taken within the run (the machine i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import torch.nn.functional as F
 
 from crossview.attention.match import match_attention
 from crossview.bench.report import peak_cpu_bytes, time_call
+from crossview.data.io import atomic_output
 
 SIZES = (64, 128, 256, 512)
 QUICK_SIZES = (32, 64)
@@ -200,7 +200,8 @@ def memory_rows(result: dict[str, Any]) -> list[list[Any]]:
 
 
 def plot_attention(result: dict[str, Any], path: str | Path) -> Path:
-    """Latency and peak memory against token count (log-log), written atomically as PNG."""
+    """Latency and peak memory against token count (log-log), written atomically as PNG
+    (into an existing directory)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -237,9 +238,7 @@ def plot_attention(result: dict[str, Any], path: str | Path) -> Path:
                  f"{torch.get_num_threads()} CPU threads")
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, format="png", dpi=110)
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
-    os.replace(tmp, path)
     return path

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from crossview.data.io import atomic_output
+from crossview.output import staged_files
 
 
 def time_call(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
@@ -116,10 +116,14 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     (console or Console()).print(table)
 
 
+def report_json(payload: dict[str, Any]) -> str:
+    """``payload`` plus :func:`machine_info`, as indented JSON text."""
+    return json.dumps({"machine": machine_info(), **payload}, indent=2)
+
+
 def write_json(path: str | Path, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` plus :func:`machine_info` to ``path`` atomically; return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(path) as tmp:
-        tmp.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2))
-    return path
+    """Write :func:`report_json` of ``payload`` to ``path`` (published by
+    :func:`crossview.output.staged_files`: all or nothing); return the path."""
+    with staged_files([path]) as (staged,):
+        staged.write_text(report_json(payload))
+    return Path(path)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from crossview.output import check_output_file
+from crossview.output import check_output_file, check_output_files, staged_files
 
 app = typer.Typer(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
@@ -212,12 +212,14 @@ def attention(
         plot_attention,
         speed_rows,
     )
-    from crossview.bench.report import print_table, write_json
+    from crossview.bench.report import print_table, report_json
     from crossview.errors import UserError
 
     check_output_file(json_path, "--json")
     if plot is not None:
         check_output_file(plot, "--plot")
+    outputs = [json_path, *([plot] if plot is not None else [])]
+    check_output_files(outputs)  # not one file for both
 
     repeats = (2 if quick else 5) if repeats is None else repeats
     if repeats <= 0:
@@ -239,10 +241,11 @@ def attention(
                 "forward ns/token, peak allocated MiB", MEMORY_COLUMNS, memory_rows(result))
     for line in result["skipped"]:
         typer.echo(f"skipped: {line}")
-    path = write_json(json_path, {"benchmark": "attention", **result})
-    typer.echo(f"wrote {path}")
-    if plot is not None:
-        typer.echo(f"wrote {plot_attention(result, plot)}")
+    with staged_files(outputs) as staged:  # the JSON and the plot together, or neither
+        staged[0].write_text(report_json({"benchmark": "attention", **result}))
+        if plot is not None:
+            plot_attention(result, staged[1])
+    typer.echo(f"wrote {' and '.join(outputs)}")
 
 
 @app.command("model")

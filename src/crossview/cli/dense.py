@@ -2,10 +2,11 @@
 
 Inputs are two files, two directories (paired by file name, else by sorted order) or two glob
 patterns (paired in sorted order). Every input image is decoded and checked before the model
-runs. All or nothing: the outputs of every pair go to a hidden staging directory inside the
+runs, and every output file name is checked (not taken by a directory) before the model
+loads. All or nothing: the outputs of every pair go to a hidden staging directory inside the
 output directory and are moved into place only once the last pair is done, so a command that
 fails on any pair (or is interrupted) leaves the output directory as it was, and removes it if
-it created it (see :func:`crossview.output.staged_outputs`).
+it created it (see :func:`crossview.output.staged_files`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
+import torch
 import typer
 from rich.console import Console
 from rich.progress import Progress
@@ -26,14 +28,14 @@ from rich.progress import Progress
 from crossview.cli.bench import _parse_size
 from crossview.data import io
 from crossview.errors import UserError
-from crossview.output import staged_outputs
+from crossview.output import staged_files
 
 _stdout = Console(highlight=False)
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-_Outputs = Callable[[str, tuple[np.ndarray, np.ndarray], object, "DenseOptions"],
-                    dict[str, Callable]]
+# a result -> per view (first, second): raw [B, ...], valid [B, H, W], self_rpos [B, H, W, 2]
+_Fields = Callable[[object], list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]]
 
 
 @dataclass(frozen=True)
@@ -125,11 +127,12 @@ def load_model_for(task: str, options: DenseOptions):
 
 def make_command(task: str, *, inputs: tuple[tuple[str, str], tuple[str, str]],
                  out_default: str, model_default: str, fmt_default: str, fmt_help: str,
-                 save_right_help: str, doc: str, outputs: _Outputs) -> Callable[..., None]:
+                 save_right_help: str, doc: str, views: tuple[str, str], fields: _Fields
+                 ) -> Callable[..., None]:
     """A typer command for ``task`` with the options both dense commands share.
 
-    ``inputs`` names and documents the two positional arguments; ``outputs`` builds the files
-    of one pair (see :func:`run_dense`).
+    ``inputs`` names and documents the two positional arguments; ``views`` and ``fields`` say
+    what the files of one pair are (see :func:`run_dense`).
     """
     spec = [
         (inputs[0][0], str, typer.Argument(help=inputs[0][1]), inspect.Parameter.empty),
@@ -156,7 +159,7 @@ def make_command(task: str, *, inputs: tuple[tuple[str, str], tuple[str, str]],
 
     def command(**values: object) -> None:
         first, second = (str(values.pop(name)) for name, _ in inputs)
-        run_dense(task, first, second, DenseOptions(**values), outputs)
+        run_dense(task, first, second, DenseOptions(**values), views, fields)
 
     command.__signature__ = inspect.Signature([  # what typer reads to build the options
         inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
@@ -167,35 +170,39 @@ def make_command(task: str, *, inputs: tuple[tuple[str, str], tuple[str, str]],
 
 
 def run_dense(task: str, first: str, second: str, options: DenseOptions,
-              outputs: _Outputs) -> None:
+              views: tuple[str, str], fields: _Fields) -> None:
     """Check everything, load the model, run every pair and write its outputs.
 
-    ``outputs(name, (image0, image1), result, options)`` returns ``{file name: writer(path)}`` for
-    one pair. Nothing reaches ``options.out_dir`` unless every pair succeeds.
+    The files of the pair named NAME are NAME_VIEW* for the first of ``views`` (and the second
+    with ``--save-right``); ``fields(result)`` gives their tensors. Nothing reaches
+    ``options.out_dir`` unless every pair succeeds.
     """
     from crossview import api
 
     size = _parse_size(options.size) if options.size else None
     pairs = find_pairs(first, second)
     check_pairs(pairs)
-    check_format(options.fmt, "disparity" if task == "stereo" else "flow")
+    kind = "disparity" if task == "stereo" else "flow"
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
-    names = output_names(pairs)
+    files = {name: pair_file_names(name, views, kind, options) for name in output_names(pairs)}
+    destinations = [options.out_dir / f for names in files.values() for f in names]
     # a transient bar shows nothing off a terminal but would leave an empty line on stderr
-    with staged_outputs(options.out_dir) as staging, Progress(
+    with staged_files(destinations) as staged, Progress(
             console=_stderr, transient=True,
             disable=len(pairs) < 2 or not _stderr.is_terminal) as progress:
+        staged_as = dict(zip(destinations, staged, strict=True))
         model = load_model_for(task, options)
         bar = progress.add_task(task, total=len(pairs))
-        for name, (a, b) in zip(names, pairs, strict=True):
+        for names, (a, b) in zip(files.values(), pairs, strict=True):
             images = io.read_image(a), io.read_image(b)
             try:
                 result = estimate(*images, model=model, device=options.device,
                                   precision=options.precision, lri=options.lri, size=size)
             except UserError as error:
                 raise UserError(f"{a} and {b}: {error} (no output written)") from None
-            for file_name, write in outputs(name, images, result, options).items():
-                write(staging / file_name)
+            writers = pair_writers(images, fields(result), kind, options)
+            for file_name, write in zip(names, writers, strict=True):
+                write(staged_as[options.out_dir / file_name])
             progress.advance(bar)
     _stdout.print(f"wrote {len(pairs)} pair(s) to {options.out_dir}")
 
@@ -223,34 +230,38 @@ def picture_writer(picture: np.ndarray) -> Callable[[Path], None]:
     return lambda path: io.write_image(path, picture)
 
 
-def view_outputs(prefix: str, raw: np.ndarray, kind: str, valid: np.ndarray, rpos: np.ndarray,
-                 image: np.ndarray | None, options: DenseOptions) -> dict[str, Callable]:
-    """Raw result, colour picture, mask (and self-rpos picture) of one view."""
+def pair_file_names(name: str, views: tuple[str, str], kind: str, options: DenseOptions
+                    ) -> list[str]:
+    """The files of the pair named ``name``, in the order of :func:`pair_writers`: per view
+    (the second with ``--save-right`` only) the raw result, colour picture, mask (and
+    self-rpos picture)."""
+    suffix = raw_suffix(options.fmt, kind)
+    ends = [suffix, "_color.png", "_noc.png", *(["_rpos.png"] if options.save_rpos else [])]
+    return [f"{name}_{view}{end}" for view in views[: 2 if options.save_right else 1]
+            for end in ends]
+
+
+def pair_writers(images: tuple[np.ndarray, np.ndarray],
+                 views: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], kind: str,
+                 options: DenseOptions) -> list[Callable[[Path], None]]:
+    """Writers of one pair's files (see :func:`pair_file_names`): ``views`` holds ``(raw
+    [B, ...], valid [B, H, W], self_rpos [B, H, W, 2])`` of the first and the second view;
+    batch row 0 is written."""
     from crossview.viz import disparity_to_colour, flow_to_colour, mask_to_image, self_rpos_picture
 
-    suffix, write_raw = raw_writer(raw, options.fmt, kind)
-    colour = disparity_to_colour(raw) if kind == "disparity" else flow_to_colour(raw)
-    files = {f"{prefix}{suffix}": write_raw,
-             f"{prefix}_color.png": picture_writer(colour),
-             f"{prefix}_noc.png": picture_writer(mask_to_image(valid))}
-    if options.save_rpos:
-        files[f"{prefix}_rpos.png"] = picture_writer(self_rpos_picture(rpos, image))
-    return files
-
-
-def pair_outputs(name: str, images: tuple[np.ndarray, np.ndarray], views: list[tuple],
-                 kind: str, options: DenseOptions) -> dict[str, Callable]:
-    """Files of one pair: ``views`` holds ``(suffix, raw [B, ...], valid [B, H, W],
-    self_rpos [B, H, W, 2])`` tensors of the first and the second view (the second is written
-    with ``--save-right`` only); batch row 0 is written."""
-    files: dict[str, Callable] = {}
-    for (suffix, *tensors), image in zip(views[: 2 if options.save_right else 1], images,
-                                         strict=False):
+    writers = []
+    for tensors, image in zip(views[: 2 if options.save_right else 1], images, strict=False):
         raw, valid, rpos = (t[0].cpu().numpy() for t in tensors)
-        files |= view_outputs(f"{name}_{suffix}", raw, kind, valid, rpos, image, options)
-    return files
+        colour = disparity_to_colour(raw) if kind == "disparity" else flow_to_colour(raw)
+        writers += [raw_writer(raw, options.fmt, kind)[1], picture_writer(colour),
+                    picture_writer(mask_to_image(valid))]
+        if options.save_rpos:
+            writers.append(picture_writer(self_rpos_picture(rpos, image)))
+    return writers
 
 
-def check_format(fmt: str, kind: str) -> None:
-    """Refuse a format that cannot hold ``kind`` before anything runs."""
-    raw_writer(np.zeros((1, 1) if kind == "disparity" else (1, 1, 2), np.float32), fmt, kind)
+def raw_suffix(fmt: str, kind: str) -> str:
+    """The file suffix of a raw ``kind`` in format ``fmt``; a :class:`UserError` if ``fmt``
+    cannot hold ``kind``."""
+    return raw_writer(np.zeros((1, 1) if kind == "disparity" else (1, 1, 2), np.float32), fmt,
+                      kind)[0]

@@ -229,8 +229,9 @@ def eval_command(
                TimeRemainingColumn())
     info = init_distributed(device)
     try:
+        # a transient bar shows nothing off a terminal but would leave an empty line on stderr
         with Progress(*columns, console=_stderr, transient=True,
-                      disable=not info.is_main) as progress:
+                      disable=not info.is_main or not _stderr.is_terminal) as progress:
             label = f"eval {kind.name}" + (f" (rank 0 of {info.world_size})" if info.enabled
                                            else "")
             task = progress.add_task(label, total=len(shard_strided(total, info)))

@@ -35,17 +35,20 @@ def camera_encodings(
 
     from crossview.errors import UserError
     from crossview.experiments.camera_encodings import (
+        SUMMARY_FILES,
         StudyConfig,
         run_study,
         summarize,
         with_budget,
     )
     from crossview.models.multiview import CONDITIONINGS
-    from crossview.output import check_writable
+    from crossview.output import check_output_files, check_writable
 
     if (steps is not None and steps <= 0) or (seeds is not None and seeds <= 0) or jobs <= 0:
         raise UserError("--steps, --seeds and --jobs must be positive")
-    for directory in (out, out / "runs", cache_dir):  # before hours of rendering and training
+    # before hours of rendering and training
+    check_output_files(out / name for name in SUMMARY_FILES)
+    for directory in (out / "runs", cache_dir):
         check_writable(directory)
     config = with_budget(StudyConfig.quick() if quick else StudyConfig(), steps, seeds)
     if fresh:

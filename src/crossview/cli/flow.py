@@ -9,20 +9,21 @@ flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import numpy as np
+import torch
 
-from crossview.cli.dense import DenseOptions, make_command, pair_outputs
+from crossview.cli.dense import make_command
 from crossview.models.defaults import DEFAULT_FLOW_MODEL
 
+if TYPE_CHECKING:  # the api loads torch models: not needed to build the command
+    from crossview.api import FlowResult
 
-def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
-             options: DenseOptions) -> dict[str, Callable]:
-    views = [("flow", result.flow.permute(0, 2, 3, 1), result.valid, result.self_rpos),
-             ("flow_backward", result.flow_backward.permute(0, 2, 3, 1), result.valid_backward,
-              result.self_rpos_backward)]
-    return pair_outputs(name, images, views, "flow", options)
+
+def _fields(result: FlowResult) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    return [(result.flow.permute(0, 2, 3, 1), result.valid, result.self_rpos),
+            (result.flow_backward.permute(0, 2, 3, 1), result.valid_backward,
+             result.self_rpos_backward)]
 
 
 flow_command = make_command(
@@ -32,4 +33,4 @@ flow_command = make_command(
     fmt_help="Raw flow: flo, pfm, png16 or npy.",
     save_right_help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.",
     doc="Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns).",
-    outputs=_outputs)
+    views=("flow", "flow_backward"), fields=_fields)

@@ -2,8 +2,8 @@
 
 Writes into ``-o DIR``: ``matches.json`` and ``matches.csv`` (source and transferred points),
 ``matches.png`` (side by side with match lines) and ``warped.png`` (the source warped into the
-target frame by the dense flow). Inputs are checked and everything is computed before the first
-file is written; each file is written under a temporary name and renamed.
+target frame by the dense flow). Inputs and output names are checked before the model runs;
+the four files are published together or not at all (:func:`crossview.output.staged_files`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from rich.console import Console
 
 from crossview.data import io
 from crossview.errors import UserError
-from crossview.output import check_writable
+from crossview.output import check_output_files, staged_files
 
 _console = Console(highlight=False)
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _POINT = re.compile(rf"^\s*({_NUMBER})\s*[,\s]\s*({_NUMBER})\s*$")
+OUTPUT_NAMES = ("matches.json", "matches.csv", "matches.png", "warped.png")
 
 
 def parse_points(text: str, source: str) -> np.ndarray:
@@ -52,11 +53,6 @@ def _csv_text(points: np.ndarray, transferred: np.ndarray) -> str:
     for i, (p, q) in enumerate(zip(points, transferred, strict=True)):
         writer.writerow([i, *(f"{v:.3f}" for v in (*p, *q))])
     return out.getvalue()
-
-
-def _write_text(path: Path, text: str) -> None:
-    with io.atomic_output(path) as tmp:
-        tmp.write_text(text)
 
 
 def match_command(
@@ -87,7 +83,8 @@ def match_command(
     else:
         pts = None
     src_image, tgt_image = io.read_image(src), io.read_image(tgt)
-    check_writable(out_dir)
+    outputs = [out_dir / name for name in OUTPUT_NAMES]
+    check_output_files(outputs)
     result = api.match_keypoints(src_image, tgt_image, pts, weights=weights, device=device)
     points_px, transferred = result.points.numpy(), result.transferred.numpy()
     picture = match_lines(src_image, tgt_image, points_px, transferred)
@@ -97,10 +94,10 @@ def match_command(
                "target_size": list(tgt_image.shape[1::-1]),
                "points": [{"src": [float(a), float(b)], "tgt": [float(c), float(d)]}
                           for (a, b), (c, d) in zip(points_px, transferred, strict=True)]}
-    out_dir.mkdir(parents=True, exist_ok=True)  # checked above
-    _write_text(out_dir / "matches.json", json.dumps(payload, indent=2))
-    _write_text(out_dir / "matches.csv", _csv_text(points_px, transferred))
-    io.write_image(out_dir / "matches.png", picture)
-    io.write_image(out_dir / "warped.png", warped)
-    _console.print(f"{len(points_px)} points transferred; wrote matches.json, matches.csv, "
-                   f"matches.png, warped.png to {out_dir}")
+    with staged_files(outputs) as (json_file, csv_file, picture_file, warped_file):
+        json_file.write_text(json.dumps(payload, indent=2))
+        csv_file.write_text(_csv_text(points_px, transferred))
+        io.write_image(picture_file, picture)
+        io.write_image(warped_file, warped)
+    _console.print(f"{len(points_px)} points transferred; wrote {', '.join(OUTPUT_NAMES)} to "
+                   f"{out_dir}")

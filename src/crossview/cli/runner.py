@@ -1,14 +1,17 @@
 """Running a typer app the crossview way: a :class:`~crossview.errors.UserError` becomes one
-line on stderr and exit code 2, with no traceback."""
+line on stderr and exit code 2, with no traceback; SIGTERM ends the command as Ctrl-C does
+(its clean-up runs: no staged output is left behind), with one line and exit code 143."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
 from rich.console import Console
 
 from crossview.errors import UserError
+from crossview.output import Terminated, terminate_raises
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -17,7 +20,11 @@ def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
     """Run ``app`` on ``argv`` (default: the command line). Usage errors (unknown options,
     missing arguments) are typer's own, which also exit with code 2."""
     try:
-        app(args=argv)
+        with terminate_raises():
+            app(args=argv)
     except UserError as error:
         _stderr.print(f"error: {error}", markup=False)
         sys.exit(2)
+    except Terminated as stop:
+        _stderr.print(f"error: {stop}", markup=False)
+        sys.exit(128 + signal.SIGTERM)

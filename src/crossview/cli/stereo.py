@@ -9,19 +9,20 @@ positions as ``NAME_disp_rpos.png``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import numpy as np
+import torch
 
-from crossview.cli.dense import DenseOptions, make_command, pair_outputs
+from crossview.cli.dense import make_command
 from crossview.models.defaults import DEFAULT_STEREO_MODEL
 
+if TYPE_CHECKING:  # the api loads torch models: not needed to build the command
+    from crossview.api import StereoResult
 
-def _outputs(name: str, images: tuple[np.ndarray, np.ndarray], result,
-             options: DenseOptions) -> dict[str, Callable]:
-    views = [("disp", result.disparity, result.valid, result.self_rpos),
-             ("disp_right", result.disparity_right, result.valid_right, result.self_rpos_right)]
-    return pair_outputs(name, images, views, "disparity", options)
+
+def _fields(result: StereoResult) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    return [(result.disparity, result.valid, result.self_rpos),
+            (result.disparity_right, result.valid_right, result.self_rpos_right)]
 
 
 stereo_command = make_command(
@@ -31,4 +32,4 @@ stereo_command = make_command(
     fmt_help="Raw disparity: pfm, png16 or npy.",
     save_right_help="Also write the right view's disparity and mask.",
     doc="Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns).",
-    outputs=_outputs)
+    views=("disp", "disp_right"), fields=_fields)

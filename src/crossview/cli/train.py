@@ -46,8 +46,9 @@ def train_command(
 ) -> None:
     """Train a model; checkpoints, log.jsonl and best.pt go to train.out_dir."""
     from crossview.distributed import dist_info_from_env
-    from crossview.output import check_writable
-    from crossview.train.checkpoint import check_export_path, export_weights
+    from crossview.output import check_output_files
+    from crossview.train.checkpoint import BEST_NAME, check_export_path, export_weights
+    from crossview.train.runlog import LOG_NAME
     from crossview.train.trainer import Trainer
 
     cfg = load_config(config)
@@ -62,7 +63,7 @@ def train_command(
     if dist_info_from_env().is_main:  # the rank that writes; checked before any training
         if export is not None:
             check_export_path(export)
-        check_writable(cfg.train.out_dir)
+        check_output_files(Path(cfg.train.out_dir) / name for name in (LOG_NAME, BEST_NAME))
     trainer = Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
     if export_only:
         for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,

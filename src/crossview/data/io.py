@@ -37,6 +37,7 @@ from PIL import Image
 
 from crossview.data import png
 from crossview.errors import UserError
+from crossview.output import owned_prefix
 
 PathLike = str | os.PathLike[str]
 
@@ -74,12 +75,15 @@ def atomic_output(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds.
 
     On an exception the temporary file is removed and ``path`` is left untouched. The
-    temporary name keeps the suffix of ``path`` so that writers that infer formats still work.
+    temporary name keeps the suffix of ``path`` so that writers that infer formats still work,
+    and records its owner, so that one left by a killed process can be told and removed
+    (:func:`crossview.output.remove_stale_temporaries`).
     """
     path = Path(path)
     if not path.parent.is_dir():
         raise UserError(f"{path}: directory {path.parent} does not exist")
-    handle, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    handle, name = tempfile.mkstemp(prefix=owned_prefix("tmp"), suffix=path.suffix,
+                                    dir=path.parent)
     os.close(handle)
     tmp = Path(name)
     try:

@@ -33,6 +33,7 @@ from skimage.metrics import structural_similarity
 from crossview.data.io import atomic_output
 from crossview.experiments.camera_scenes import make_scenes
 from crossview.models.multiview import CONDITIONINGS, MultiViewConfig, MultiViewTransformer
+from crossview.output import staged_files
 
 SETTINGS = ("in_distribution", "more_views", "zoomed")
 _LABELS = {"plucker": "Plücker raymap", "naive": "naive raymap", "cape": "CaPE", "gta": "GTA",
@@ -259,8 +260,12 @@ def run_study(config: StudyConfig, out_dir: Path, cache_dir: Path, *, jobs: int 
     return [_run_file(out_dir, c, s) for s in range(config.seeds) for c in conditionings]
 
 
+SUMMARY_FILES = ("results.json", "table.md", "plot.png")
+
+
 def summarize(out_dir: Path, command: str) -> dict[str, Any]:
-    """Aggregate the run files into ``results.json``, ``table.md`` and ``plot.png``."""
+    """Aggregate the run files into ``results.json``, ``table.md`` and ``plot.png`` (published
+    together or not at all, :func:`crossview.output.staged_files`)."""
     runs = [json.loads(p.read_text()) for p in sorted((out_dir / "runs").glob("*.json"))]
     if not runs:
         raise FileNotFoundError(f"no run files in {out_dir / 'runs'}")
@@ -277,9 +282,10 @@ def summarize(out_dir: Path, command: str) -> dict[str, Any]:
             for metric in ("psnr", "ssim"):
                 entry[f"{setting}_{metric}"] = _stats([r["test"][setting][metric] for r in mine])
         summary["conditionings"][conditioning] = entry
-    _save_atomic(out_dir / "results.json", summary, as_json=True)
-    _write_table(out_dir / "table.md", summary)
-    _write_plot(out_dir / "plot.png", summary)
+    with staged_files(out_dir / name for name in SUMMARY_FILES) as (results, table, plot):
+        results.write_text(json.dumps(summary, indent=2))
+        _write_table(table, summary)
+        _write_plot(plot, summary)
     return summary
 
 
@@ -312,8 +318,7 @@ def _write_table(path: Path, summary: dict[str, Any]) -> None:
         lines.append(f"| {_LABELS[conditioning]} | {len(entry['seeds'])} | " + " | ".join(cells)
                      + " |")
     lines += ["", f"Command: `{summary['command']}`", ""]
-    with atomic_output(path) as tmp:
-        tmp.write_text("\n".join(lines))
+    path.write_text("\n".join(lines))
 
 
 def _write_plot(path: Path, summary: dict[str, Any]) -> None:
@@ -340,8 +345,7 @@ def _write_plot(path: Path, summary: dict[str, Any]) -> None:
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     try:
-        with atomic_output(path) as tmp:
-            fig.savefig(tmp, dpi=110)
+        fig.savefig(path, dpi=110, format="png")
     finally:
         plt.close(fig)
 

@@ -4,15 +4,22 @@ A checkpoint is a ``torch.save`` of plain containers and tensors only (model, op
 scheduler state dicts, the step, the random states, counters), so it loads with
 ``torch.load(..., weights_only=True)``. Files are ``step-00001200.pt`` in the run directory,
 plus ``best.pt``; each is written to a temporary name in the same directory and renamed, so a
-run killed at any moment leaves either the previous or the new file, never a torn one.
+run killed at any moment leaves either the previous or the new file, never a torn one (and a
+temporary that the next start removes: :func:`remove_stale_temporaries`).
+
+A new best is written as ``best.pt`` *before* the step checkpoint that records its metric
+(:func:`save_step`): killed in between, the run resumes from an older step, computes the same
+steps again and rewrites both; ``best.pt`` is never behind the checkpoints. Runs of older
+versions copied it after, and a kill in between left it stale for good;
+:func:`repair_best` mends such a run on resume.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,9 +29,19 @@ import torch
 
 from crossview.data.io import atomic_output
 from crossview.errors import UserError
-from crossview.output import check_output_file
+from crossview.output import (
+    check_output_file,
+    check_output_files,
+    staged_files,
+)
+from crossview.output import (
+    remove_stale_temporaries as _remove_stale,
+)
 
 _STEP_FILE = re.compile(r"^step-(\d{8})\.pt$")
+# the temporary names of versions before the owner (host) was recorded
+_OLDER_TEMPORARY = re.compile(r"\.(?:step-\d{8}|best)\.pt\.tmp-(?P<pid>\d+)")
+BEST_NAME = "best.pt"
 
 
 def checkpoint_path(run_dir: str | Path, step: int) -> Path:
@@ -36,13 +53,30 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> Path:
     """Write ``state`` to ``path`` atomically (temporary file, fsync, rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as handle:
+    with atomic_output(path) as tmp, open(tmp, "wb") as handle:
         torch.save(state, handle)
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(tmp, path)
     return path
+
+
+def save_step(run_dir: str | Path, state: dict[str, Any], *, best: bool, keep_last: int
+              ) -> Path:
+    """Checkpoint ``state`` as ``step-N.pt`` (N = ``state["step"]``), first as ``best.pt`` too
+    if ``best`` (the order that leaves a consistent run at any kill), then keep the
+    ``keep_last`` newest step checkpoints. Returns the step checkpoint's path."""
+    run_dir = Path(run_dir)
+    if best:
+        save_checkpoint(run_dir / BEST_NAME, state)
+    path = save_checkpoint(checkpoint_path(run_dir, int(state["step"])), state)
+    prune_checkpoints(run_dir, keep_last)
+    return path
+
+
+def remove_stale_temporaries(run_dir: str | Path) -> None:
+    """Remove the temporary files that killed writes left in a run directory (this and older
+    versions' names, their process gone), with one warning line each."""
+    _remove_stale(run_dir, older_names=_OLDER_TEMPORARY)
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -122,14 +156,42 @@ def prune_checkpoints(run_dir: str | Path, keep_last: int) -> None:
         old.unlink(missing_ok=True)
 
 
-def mark_best(path: str | Path) -> Path:
-    """Copy a step checkpoint to ``best.pt`` next to it, atomically."""
-    path = Path(path)
-    best = path.with_name("best.pt")
-    tmp = best.with_name(f".best.pt.tmp-{os.getpid()}")
-    shutil.copyfile(path, tmp)
-    os.replace(tmp, best)
-    return best
+def _readable(path: Path | None) -> dict[str, Any] | None:
+    try:
+        return load_checkpoint(path) if path is not None else None
+    except UserError:
+        return None
+
+
+def repair_best(run_dir: str | Path, step: int, best_metric: float, best_step: int | None
+                ) -> str | None:
+    """Make ``best.pt`` the checkpoint of the best validation when it is not: resuming from
+    step ``step``, whose checkpoint records ``best_metric``, measured at ``best_step`` (None:
+    unknown). Returns a warning line saying what was wrong and done, or None if nothing was.
+
+    ``best.pt`` is right when it records ``best_metric``, or a later step than ``step`` (written
+    just before a step checkpoint that a kill prevented; the resumed run rewrites it). Else it
+    is replaced by a copy of ``step-{best_step}.pt`` if that still records ``best_metric``.
+    """
+    if not math.isfinite(best_metric):
+        return None  # nothing validated yet
+    run_dir = Path(run_dir)
+    best = run_dir / BEST_NAME
+    current = _readable(best)
+    if current is not None and (int(current["step"]) > step
+                                or float(current["best_metric"]) == best_metric):
+        return None
+    was = ("missing" if not best.exists() else "unreadable" if current is None else
+           f"stale (step {int(current['step'])}, metric {float(current['best_metric']):.6g})")
+    source = checkpoint_path(run_dir, best_step) if best_step is not None else None
+    state = _readable(source)
+    if state is None or float(state["best_metric"]) != best_metric:
+        return (f"{best} is {was}, but the checkpoint of the best validation (metric "
+                f"{best_metric:.6g}, step {best_step if best_step is not None else 'unknown'}) "
+                "is gone; best.pt left as it is")
+    save_checkpoint(best, state)
+    return (f"{best} was {was}; replaced by {source.name}, the checkpoint of the best "
+            f"validation (metric {best_metric:.6g} at step {best_step})")
 
 
 def capture_rng_state() -> dict[str, Any]:
@@ -159,18 +221,21 @@ def restore_rng_state(state: dict[str, Any]) -> None:
 
 
 def check_export_path(path: str | Path) -> Path:
-    """``path`` if :func:`export_weights` can write there, else a :class:`UserError`."""
+    """``path`` if :func:`export_weights` can write there (and the description next to it),
+    else a :class:`UserError` naming what is in the way."""
     path = Path(path)
     if path.suffix != ".safetensors":
         raise UserError(f"export path must end in .safetensors, got {path}")
     check_output_file(path, "--export")
+    check_output_files([path.with_suffix(".json")])
     return path
 
 
 def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task: str,
                    description: str = "") -> tuple[Path, Path]:
     """Write ``model``'s weights as ``path`` (.safetensors) and the registry description
-    ``path.with_suffix('.json')`` (name, task, MatchStereo configuration), both atomically.
+    ``path.with_suffix('.json')`` (name, task, MatchStereo configuration), both together or
+    neither (:func:`crossview.output.staged_files`).
 
     The .safetensors metadata records the task (so a loader can refuse stereo weights for a
     flow model and vice versa, see :mod:`crossview.models.weights`), the name and the
@@ -183,14 +248,13 @@ def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task:
     from crossview.models.weights import write_safetensors
 
     path = check_export_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     config = {k: list(v) if isinstance(v, tuple) else v
               for k, v in dataclasses.asdict(model.config).items()}
-    write_safetensors(path, model.state_dict(), task,
-                      {"name": name, "config": json.dumps(config)})
     meta = {"name": name, "task": task, "config": config, "weights": path.name,
             "description": description}
     meta_path = path.with_suffix(".json")
-    with atomic_output(meta_path) as tmp:
-        tmp.write_text(json.dumps(meta, indent=2) + "\n")
+    with staged_files([path, meta_path]) as (weights_file, meta_file):
+        write_safetensors(weights_file, model.state_dict(), task,
+                          {"name": name, "config": json.dumps(config)})
+        meta_file.write_text(json.dumps(meta, indent=2) + "\n")
     return path, meta_path

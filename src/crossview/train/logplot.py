@@ -6,16 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from crossview.data.io import atomic_output
 from crossview.errors import UserError
-from crossview.output import check_output_file
+from crossview.output import check_output_file, staged_files
 
 
 def read_log(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     """Records of a ``log.jsonl`` by kind (``train``, ``val``), sorted by step.
 
-    A resumed run may log a step twice (the steps between the last checkpoint and a kill are
-    computed again, identically); the last record of each step wins.
+    A run resumed by an older version may log a step twice (the steps between the last
+    checkpoint and a kill were computed again, identically); the last record of each step wins.
     """
     path = Path(path)
     if not path.is_file():
@@ -41,7 +40,8 @@ def read_log(path: str | Path) -> dict[str, list[dict[str, Any]]]:
 
 def plot_log(path: str | Path, out: str | Path, title: str | None = None) -> Path:
     """Draw the training loss (total and per term), the learning rate and the validation
-    metrics of ``path`` into a PNG at ``out`` (written atomically)."""
+    metrics of ``path`` into a PNG at ``out`` (published by
+    :func:`crossview.output.staged_files`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,9 +72,8 @@ def plot_log(path: str | Path, out: str | Path, title: str | None = None) -> Pat
             axis.legend()
     fig.suptitle(title or str(path))
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(out) as tmp:
-        fig.savefig(tmp, dpi=100)
+    with staged_files([out]) as (staged,):
+        fig.savefig(staged, dpi=100, format="png")
     plt.close(fig)
     return out
 

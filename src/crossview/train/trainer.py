@@ -3,8 +3,10 @@
 The loop is deterministic by step: the global batch of step ``s`` is a pure function of
 ``(data seed, s)`` (see :func:`batch_indices`), each rank takes its contiguous share, and the
 random states are checkpointed, so a run resumed from a checkpoint (``resume=True``) computes
-exactly what the uninterrupted run would have computed. Rank 0 alone writes checkpoints, the
-JSONL log and the progress bar.
+exactly what the uninterrupted run would have computed, and leaves the same files: the log cut
+back to the resumed step (:func:`crossview.train.runlog.cut_after`), ``best.pt`` mended if an
+older version left it stale (:func:`crossview.train.checkpoint.repair_best`), temporaries of
+killed writes removed. Rank 0 alone writes checkpoints, the JSONL log and the progress bar.
 
 Training samples are dicts: ``img0``, ``img1`` ``[3, H, W]`` float in 0..255; ``gt`` the
 reference-view field ``[H, W, 2]`` (or both views, ``[2, H, W, 2]``); ``valid`` ``[H, W]`` (or
@@ -15,7 +17,6 @@ reference-view field ``[H, W, 2]`` (or both views, ``[2, H, W, 2]``); ``valid`` 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import signal
 import time
@@ -41,6 +42,7 @@ from crossview.distributed import (
 )
 from crossview.errors import UserError
 from crossview.train import checkpoint as ckpt
+from crossview.train import runlog
 from crossview.train.config import Config, config_to_dict
 from crossview.train.losses import training_loss
 
@@ -182,6 +184,8 @@ class Trainer:
         self.nonfinite_total = 0
         self.nonfinite_run = 0
         self.best_metric = math.inf
+        if self.dist.is_main:
+            ckpt.remove_stale_temporaries(self.run_dir)
         if resume:
             self._resume()
         elif init_weights is not None:
@@ -239,14 +243,20 @@ class Trainer:
         self.nonfinite_run = int(state["nonfinite_run"])
         self.best_metric = float(state["best_metric"])
         ckpt.restore_rng_state(state["rng"])
+        if self.dist.is_main:
+            runlog.cut_after(self.run_dir, self.step)
+            best_step = runlog.step_of(self.run_dir, "val", "epe", self.best_metric)
+            repaired = ckpt.repair_best(self.run_dir, self.step, self.best_metric, best_step)
+            if repaired is not None:
+                _stderr.print(f"warning: --resume: {repaired}", markup=False)
 
-    def save(self) -> Path | None:
-        """Checkpoint the current step (rank 0 writes; every rank waits for it)."""
+    def save(self, best: bool = False) -> Path | None:
+        """Checkpoint the current step, as ``best.pt`` too if ``best`` (rank 0 writes; every
+        rank waits for it)."""
         path = None
         if self.dist.is_main:
-            path = ckpt.save_checkpoint(ckpt.checkpoint_path(self.run_dir, self.step),
-                                        self.state_dict())
-            ckpt.prune_checkpoints(self.run_dir, self.cfg.train.keep_last)
+            path = ckpt.save_step(self.run_dir, self.state_dict(), best=best,
+                                  keep_last=self.cfg.train.keep_last)
         barrier(self.dist)
         return path
 
@@ -334,9 +344,7 @@ class Trainer:
     # ------------------------------------------------------------------- loop
     def _log(self, record: dict[str, Any]) -> None:
         if self.dist.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            with open(self.run_dir / "log.jsonl", "a") as handle:
-                handle.write(json.dumps(record) + "\n")
+            runlog.append_record(self.run_dir, record)
 
     def run(self) -> dict[str, Any]:
         """Train until ``cfg.train.steps``; returns the last logs and validation metrics."""
@@ -375,10 +383,8 @@ class Trainer:
                         self._log({"kind": "val", "step": self.step, **last_val})
                         if last_val["epe"] < self.best_metric:
                             self.best_metric = last_val["epe"]
-                            path = self.save()
+                            self.save(best=True)
                             saved = True
-                            if path is not None:
-                                ckpt.mark_best(path)
                     due = self.step % cfg.ckpt_every == 0 or self.step == cfg.steps
                     if not saved and (due or stop.requested):
                         self.save()
