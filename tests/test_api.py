@@ -27,6 +27,12 @@ def model() -> MatchStereo:
     return MatchStereo(SMALL).eval()
 
 
+@pytest.fixture(scope="module")
+def flow_model() -> MatchStereo:
+    torch.manual_seed(0)
+    return MatchStereo(SMALL, task="flow").eval()
+
+
 def _pair(h: int = 200, w: int = 230, b: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     torch.manual_seed(1)
     left = torch.rand(b, 3, h, w) * 255
@@ -56,8 +62,8 @@ def test_disparity_equals_the_padded_model_run(model: MatchStereo) -> None:
     assert result.valid.dtype == torch.bool and result.self_rpos.shape == (1, 200, 230, 2)
 
 
-def test_flow_layout(model: MatchStereo) -> None:
-    result = crossview.estimate_flow(*_pair(), model=model)
+def test_flow_layout(flow_model: MatchStereo) -> None:
+    result = crossview.estimate_flow(*_pair(), model=flow_model)
     assert result.flow.shape == result.flow_backward.shape == (1, 2, 200, 230)
     assert result.valid_backward.shape == (1, 200, 230)
 
@@ -87,10 +93,10 @@ def test_fixed_resolution_at_own_size_is_identity(model: MatchStereo) -> None:
     torch.testing.assert_close(fixed.disparity, plain.disparity)
 
 
-def test_fixed_resolution_rescales(model: MatchStereo, monkeypatch) -> None:
+def test_fixed_resolution_rescales(flow_model: MatchStereo, monkeypatch) -> None:
     field = torch.ones(2, 192, 256, 2)
     monkeypatch.setattr(api, "_run", lambda *args: (field, field))
-    result = api.estimate_flow(*_pair(384, 384), model=model, size=(192, 256))
+    result = api.estimate_flow(*_pair(384, 384), model=flow_model, size=(192, 256))
     assert result.flow.shape == (1, 2, 384, 384)
     torch.testing.assert_close(result.flow[:, 0], torch.full((1, 384, 384), 1.5))
     torch.testing.assert_close(result.flow[:, 1], torch.full((1, 384, 384), 2.0))
@@ -140,17 +146,103 @@ def test_load_model_weights_and_random_warning(tmp_path: Path) -> None:
         crossview.list_models())
 
 
-def test_user_errors(model: MatchStereo) -> None:
+def _nan(x: torch.Tensor) -> torch.Tensor:
+    return x.index_fill(3, torch.tensor([5]), float("nan"))
+
+
+# (case, call(model, flow_model, left, right), exception, message): every bad argument is one
+# error naming it in user terms
+BAD_CALLS = [
+    ("size mismatch", lambda m, f, a, b: api.estimate_disparity(a, b[..., :200], model=m),
+     UserError, r"differ in size: \(200, 230\) and \(200, 200\)"),
+    ("batch mismatch", lambda m, f, a, b: api.estimate_disparity(torch.cat([a, a]), b, model=m),
+     UserError, "differ in batch size: the first holds 2 images, the second 1"),
+    ("too small", lambda m, f, a, b: api.estimate_disparity(a[..., :150, :], b[..., :150, :],
+                                                            model=m), UserError,
+     "images of 150x230 px are too small: the model needs at least 161x161 px"),
+    ("lri half too small", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, lri=True),
+     UserError, "at least 161x161 px"),
+    ("precision", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, precision="int8"),
+     UserError, "precision"),
+    ("unknown model", lambda m, f, a, b: api.estimate_disparity(a, b, model="matchstereo-xl"),
+     UserError, "unknown model"),
+    ("float numpy", lambda m, f, a, b: api.estimate_disparity(
+        np.zeros((200, 230, 3), np.float32), b, model=m), TypeError, "uint8"),
+    ("NaN first image", lambda m, f, a, b: api.estimate_disparity(_nan(a), b, model=m),
+     ValueError, "^first image holds NaN values$"),
+    ("infinite second image", lambda m, f, a, b: api.estimate_flow(a, b / 0, model=f),
+     ValueError, "^second image holds infinite values$"),
+    ("NaN second frame", lambda m, f, a, b: api.estimate_flow(a, _nan(b), model=f),
+     ValueError, "^second image holds NaN values$"),
+    ("empty batch", lambda m, f, a, b: api.estimate_disparity(a[:0], b[:0], model=m),
+     ValueError, r"first image is empty: shape \[0, 3, 200, 230\]"),
+    ("empty image", lambda m, f, a, b: api.estimate_disparity(a, b[..., :0], model=m),
+     ValueError, r"second image is empty: shape \[1, 3, 200, 0\]"),
+    ("size zero", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, size=(0, 0)),
+     ValueError, r"size must be positive \(H, W\), got \(0, 0\)"),
+    ("size not ints", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, size=(1.5, 2)),
+     TypeError, r"size must be \(H, W\), two ints, got \(1.5, 2\)"),
+    ("size too small", lambda m, f, a, b: api.estimate_flow(a, b, model=f, size=(64, 64)),
+     UserError, r"size=\(64, 64\) is too small: the model needs at least"),
+    ("huge size", lambda m, f, a, b: api.estimate_disparity(a, b, model=m,
+                                                            size=(100000, 100000)),
+     UserError, "at 100000x100000 px .* needs about .* TiB of memory"),
+    ("flow model for disparity", lambda m, f, a, b: api.estimate_disparity(a, b, model=f),
+     UserError, "estimates flow; estimate_disparity needs a stereo model"),
+    ("stereo model for flow", lambda m, f, a, b: api.estimate_flow(a, b, model=m),
+     UserError, "estimates stereo; estimate_flow needs a flow model"),
+    ("flow name for disparity", lambda m, f, a, b: api.estimate_disparity(
+        a, b, model="matchflow-mini"), UserError,
+     "'matchflow-mini' estimates flow; estimate_disparity needs a stereo model"),
+    ("device foo", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, device="foo"),
+     UserError, "device 'foo' is not a device name; available here: cpu"),
+    ("device meta", lambda m, f, a, b: api.estimate_flow(a, b, model=f, device="meta"),
+     UserError, "device 'meta': device type 'meta' holds no data"),
+    ("no model name", lambda m, f, a, b: crossview.load_model(None), TypeError,
+     "^the model name must be a string, got None; choose one of: .*matchstereo-t"),
+    ("points NaN", lambda m, f, a, b: api.match_keypoints(a, b, [[1.0, float("nan")]]),
+     UserError, r"point \(1, nan\) is not finite"),
+]
+NO_CUDA = [("device cuda", lambda m, f, a, b: api.estimate_disparity(a, b, model=m,
+                                                                      device="cuda:1"),
+            UserError, "device 'cuda:1': CUDA is not available on this machine"),
+           ("load_model cuda", lambda m, f, a, b: crossview.load_model(device="cuda"),
+            UserError, "device 'cuda': CUDA is not available")]
+NO_MPS = [("device mps", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, device="mps"),
+           UserError, "device 'mps': MPS .* is not available on this machine"),
+          ("load_model mps", lambda m, f, a, b: crossview.load_model("matchstereo-mini",
+                                                                     device="mps"),
+           UserError, "device 'mps': MPS")]
+
+
+@pytest.mark.parametrize(("case", "call", "error", "message"), [
+    *BAD_CALLS,
+    *(pytest.param(*case, marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA"))
+      for case in NO_CUDA),
+    *(pytest.param(*case, marks=pytest.mark.skipif(torch.backends.mps.is_available(),
+                                                   reason="MPS")) for case in NO_MPS)])
+def test_bad_arguments_are_one_error_naming_them(model: MatchStereo, flow_model: MatchStereo,
+                                                 monkeypatch, case, call, error,
+                                                 message) -> None:
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "16")  # the same limit on every machine
     left, right = _pair()
-    with pytest.raises(UserError, match="differ in size"):
-        api.estimate_disparity(left, right[..., :200], model=model)
-    with pytest.raises(UserError, match="at least 161x161 px"):
-        api.estimate_disparity(left[..., :150, :], right[..., :150, :], model=model)
-    with pytest.raises(UserError, match="at least 161x161 px"):
-        api.estimate_disparity(left, right, model=model, lri=True)  # half is 100x115
-    with pytest.raises(UserError, match="precision"):
-        api.estimate_disparity(left, right, model=model, precision="int8")
-    with pytest.raises(UserError, match="unknown model"):
-        api.estimate_disparity(left, right, model="matchstereo-xl")
-    with pytest.raises(TypeError, match="uint8"):
-        api.estimate_disparity(np.zeros((200, 230, 3), np.float32), right, model=model)
+    with pytest.raises(error, match=message) as raised:
+        call(model, flow_model, left, right)
+    assert type(raised.value) is error and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("lri", "size", "extra"), [
+    (False, None, lambda m: 0),
+    (True, None, lambda m: m.inference_bytes(1, 320, 320, "stereo")),  # + the half pass
+    (False, (256, 288), lambda m: api.RESIZE_BYTES_PER_PIXEL * 630 * 620
+     - m.inference_bytes(1, 640, 640, "stereo") + m.inference_bytes(1, 256, 288, "stereo")),
+])
+def test_check_memory_returns_the_estimate_it_checked(model: MatchStereo, lri: bool, size,
+                                                      extra) -> None:
+    needed = api.check_memory(model, 630, 620, task="stereo", lri=lri, size=size)
+    assert needed == model.inference_bytes(1, 640, 640, "stereo") + extra(model)
+
+
+def test_models_without_an_estimate_are_not_checked(monkeypatch) -> None:
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "0.001")
+    assert api.check_memory(torch.nn.Identity(), 100000, 100000, task="stereo") is None

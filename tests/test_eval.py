@@ -82,6 +82,15 @@ def test_json_dict_turns_nan_into_null() -> None:
     assert payload["per_sample"] == [{"name": "s0", "epe": None}]
 
 
+@pytest.mark.parametrize("limit", [0, None])
+def test_no_sample_scored_gives_nan_means_not_a_key_error(limit: int | None) -> None:
+    dataset = _stereo_dataset(2) if limit == 0 else []
+    result = evaluate(dataset, lambda s: s["disparity"], get_metrics("stereo", ["epe", "bad1"]),
+                      limit=limit)
+    assert result.rows == [] and all(math.isnan(v) for v in result.mean().values())
+    assert result.to_dict()["mean"] == {"epe": None, "bad1": None}
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="several tasks"):
         evaluate([], lambda s: 0, get_metrics("stereo", ["epe"]) + get_metrics("flow", ["epe"]))

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import warnings
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
+from crossview import memory
 from crossview.data.io import read_image
+from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.geometry.consistency import noc_mask
 from crossview.models import registry
@@ -35,6 +38,11 @@ from crossview.models.weights import load_weights
 ImageLike = str | os.PathLike | Image.Image | np.ndarray | torch.Tensor
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CONSISTENCY_THRESHOLD = 8.0  # px, as the published inference script
+# Fixed-resolution inference also holds full-size tensors besides the run: the float images,
+# their resized copies, and the fields and self relative positions resized back (measured: 131
+# B per input pixel for size=(256, 256) on 3008x3008, see crossview.models.matchstereo.memory).
+RESIZE_BYTES_PER_PIXEL = 150
+ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
 
 
 class RandomWeightsWarning(UserWarning):
@@ -55,7 +63,7 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
         weights: a published ``.pth`` checkpoint (``{"model": state_dict}``), a bare state dict
             file or ``.safetensors``; default: the weights bundled for ``name``, if any. Keys
             and shapes must match exactly (:class:`~crossview.errors.UserError` otherwise).
-        device: where the model lives.
+        device: where the model lives (checked by :func:`crossview.device.resolve_device`).
 
     Without weights the model is randomly initialised and a :class:`RandomWeightsWarning`
     says that its output is meaningless; ``model.weights_source`` is ``None`` then (else the
@@ -71,7 +79,7 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
         load_weights(model, path)
     model.weights_source = None if path is None else str(path)
     model.model_name = spec.name
-    return model.eval().to(_device(device))
+    return model.eval().to(resolve_device(device))
 
 
 @dataclass
@@ -146,7 +154,10 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
 
 
 def as_image_batch(image: ImageLike, name: str = "image") -> torch.Tensor:
-    """Any accepted image form as a float32 tensor ``[B, 3, H, W]`` with values 0..255."""
+    """Any accepted image form as a float32 tensor ``[B, 3, H, W]`` with values 0..255.
+
+    ``name`` says which argument it is in errors: ``TypeError``/``ValueError`` for a wrong
+    form, an empty image or (tensors) NaN or infinite values."""
     if isinstance(image, str | os.PathLike):
         image = read_image(image)
     if isinstance(image, Image.Image):
@@ -155,14 +166,54 @@ def as_image_batch(image: ImageLike, name: str = "image") -> torch.Tensor:
         if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
             raise TypeError(f"{name} as a numpy array must be [H, W, 3] uint8, got "
                             f"{image.shape=} {image.dtype=}")
-        return torch.from_numpy(image.copy()).permute(2, 0, 1)[None].float()
-    if isinstance(image, torch.Tensor):
+        batch = torch.from_numpy(image.copy()).permute(2, 0, 1)[None].float()
+    elif isinstance(image, torch.Tensor):
         if image.ndim != 4 or image.shape[1] != 3 or not image.is_floating_point():
             raise ValueError(f"{name} as a tensor must be float [B, 3, H, W] (0..255), got "
                              f"{image.shape=} {image.dtype=}")
-        return image.float()
-    raise TypeError(f"{name} must be a path, PIL image, numpy array or tensor, got "
-                    f"{type(image).__name__}")
+        batch = image.float()
+        if batch.numel() and torch.isnan(batch).any():
+            raise ValueError(f"{name} holds NaN values")
+        if batch.numel() and torch.isinf(batch).any():
+            raise ValueError(f"{name} holds infinite values")
+    else:
+        raise TypeError(f"{name} must be a path, PIL image, numpy array or tensor, got "
+                        f"{type(image).__name__}")
+    if batch.numel() == 0:
+        raise ValueError(f"{name} is empty: shape {list(batch.shape)} ([B, 3, H, W])")
+    return batch
+
+
+def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch: int = 1,
+                 lri: bool = False, size: tuple[int, int] | None = None,
+                 device: str | torch.device = "cpu", advice: str | None = None) -> int | None:
+    """Refuse (:class:`UserError`) an :func:`estimate_disparity` / :func:`estimate_flow` call
+    on ``batch`` pairs of ``height x width`` px that needs more memory than ``device`` has
+    (:func:`crossview.memory.available_memory`), before anything is allocated.
+
+    The estimate is the model's own (``model.inference_bytes(batch, H, W, task)`` at the padded
+    run size, calibrated in :mod:`crossview.models.matchstereo.memory`), plus that of the
+    half-resolution pass with ``lri`` (measured at 1024x1024: 34 % above the plain run), plus
+    :data:`RESIZE_BYTES_PER_PIXEL` per input pixel with ``size``. ``advice`` replaces the
+    default hint (the CLI names its options). Returns the estimate in bytes (``None`` for
+    models that cannot estimate, which are not checked).
+    """
+    estimate = getattr(model, "inference_bytes", None)
+    if estimate is None:
+        return None
+    run_h, run_w = size if size is not None else (height, width)
+    needed = estimate(batch, _ceil32(run_h), _ceil32(run_w), task)
+    if lri:
+        needed += estimate(batch, _ceil32(run_h // 2), _ceil32(run_w // 2), task)
+    if size is not None:
+        needed += RESIZE_BYTES_PER_PIXEL * batch * height * width
+    run = f"{run_h}x{run_w} px" + (f" (images of {height}x{width} px resized)"
+                                    if size is not None else "")
+    what = f"{getattr(model, 'model_name', type(model).__name__)} at {run}" + (
+        f", batch {batch}" if batch > 1 else "")
+    memory.check_memory(needed, what, advice or "pass a smaller size=(H, W) (fixed-resolution "
+                        "inference) or smaller images", resolve_device(device))
+    return needed
 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
@@ -170,16 +221,23 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
              size: tuple[int, int] | None, threshold: float,
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Full-resolution field and self relative positions ``[2B, H, W, 2]`` and the mask."""
-    target = _device(device)
+    target = resolve_device(device)
     if isinstance(model, str):
         model = load_model(model, weights, device=target)
+    _check_task(model, task)
     dtype = PRECISIONS.get(precision)
     if dtype is None:
         raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    size = _run_size(size)
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
+    if x0.shape[0] != x1.shape[0]:
+        raise UserError(f"the two images differ in batch size: the first holds {x0.shape[0]} "
+                        f"images, the second {x1.shape[0]} ([B, 3, H, W])")
     if x0.shape != x1.shape:
         raise UserError(f"the two images differ in size: {tuple(x0.shape[-2:])} and "
                         f"{tuple(x1.shape[-2:])} (H, W)")
+    check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=size,
+                 device=target)
     model.to(target)
     x0, x1 = x0.to(target), x1.to(target)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
@@ -193,10 +251,34 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
     return field, rpos, noc_mask(field, threshold)
 
 
+def _check_task(model: nn.Module, task: str) -> None:
+    """A stereo model cannot estimate flow, nor the other way round (same architecture,
+    weights trained for one task)."""
+    model_task = getattr(model, "task", None)
+    if model_task is not None and model_task != task:
+        name = getattr(model, "model_name", type(model).__name__)
+        raise UserError(f"model {name!r} estimates {model_task}; {ESTIMATORS[task]} needs a "
+                        f"{task} model")
+
+
+def _run_size(size: object) -> tuple[int, int] | None:
+    """``size`` checked: ``None`` or ``(H, W)``, two positive ints."""
+    if size is None:
+        return None
+    if (not isinstance(size, tuple | list) or len(size) != 2
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                       for v in size)):
+        raise TypeError(f"size must be (H, W), two ints, got {size!r}")
+    if min(size) < 1:
+        raise ValueError(f"size must be positive (H, W), got {tuple(size)}")
+    return int(size[0]), int(size[1])
+
+
 def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, lri: bool,
                size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Fixed-resolution inference: resize to ``size``, run, resize the fields back, rescale."""
     h, w = x0.shape[-2:]
+    _check_size(model, *size, task, f"size={size} is")
     field, rpos = _run(model, _resize(x0, size), _resize(x1, size), task, lri)
     gain = torch.tensor([w / size[1], h / size[0]], device=field.device, dtype=field.dtype)
     return _resize_field(field, (h, w)) * gain, _resize_field(rpos, (h, w)) * gain
@@ -216,10 +298,12 @@ def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
     return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w)
 
 
-def _check_size(model: nn.Module, h: int, w: int, task: str) -> None:
+def _check_size(model: nn.Module, h: int, w: int, task: str, subject: str = "") -> None:
+    """:class:`UserError` ``"{subject} too small ..."`` (default subject: the images)."""
     least_h, least_w = model.config.min_shape(task)
     if _ceil32(h) < least_h or _ceil32(w) < least_w:
-        raise UserError(f"images of {h}x{w} px are too small: the model needs at least "
+        subject = subject or f"images of {h}x{w} px are"
+        raise UserError(f"{subject} too small: the model needs at least "
                         f"{least_h - 31}x{least_w - 31} px (HxW) for {task} (padded to "
                         f"multiples of 32, >= {least_h}x{least_w})")
 
@@ -246,16 +330,6 @@ def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 def _resize_field(field: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     """Bilinear (``align_corners=True``) resize of ``[N, h, w, 2]``; values unchanged."""
     return _resize(field.permute(0, 3, 1, 2), size).permute(0, 2, 3, 1)
-
-
-def _device(device: str | torch.device) -> torch.device:
-    try:
-        target = torch.device(device)
-    except RuntimeError:
-        raise UserError(f"unknown device {device!r}") from None
-    if target.type == "cuda" and not torch.cuda.is_available():
-        raise UserError("device 'cuda' requested but CUDA is not available")
-    return target
 
 
 # ----------------------------------------------------------------------------- semantic matching
@@ -288,7 +362,7 @@ def match_keypoints(src: ImageLike, tgt: ImageLike, points: torch.Tensor | np.nd
     """
     from crossview.models.transformatcher import load_transformatcher, match_pair
 
-    target = _device(device)
+    target = resolve_device(device)
     if model is None:
         model = load_transformatcher(weights)
     x0, x1 = as_image_batch(src, "source image"), as_image_batch(tgt, "target image")
@@ -303,6 +377,10 @@ def match_keypoints(src: ImageLike, tgt: ImageLike, points: torch.Tensor | np.nd
     if points.ndim != 2 or points.shape[1] != 2 or len(points) == 0:
         raise UserError(f"points must be a non-empty list of (x, y), got shape "
                         f"{tuple(points.shape)}")
+    if not torch.isfinite(points).all():
+        x, y = points[(~torch.isfinite(points)).any(1).nonzero()[0, 0]].tolist()
+        raise UserError(f"point ({x:g}, {y:g}) is not finite: points must be pixel (x, y) "
+                        "numbers")
     outside = (points[:, 0] < 0) | (points[:, 0] > w0 - 1) | (points[:, 1] < 0) | (
         points[:, 1] > h0 - 1)
     if outside.any():

@@ -19,6 +19,7 @@ from typing import TypeVar
 import torch
 import torch.distributed as dist
 
+from crossview.device import resolve_device
 from crossview.errors import UserError
 
 T = TypeVar("T")
@@ -62,10 +63,8 @@ def init_distributed(device: str) -> DistInfo:
     info = dist_info_from_env()
     if not info.enabled:
         return info
-    backend = "nccl" if device.startswith("cuda") else "gloo"
+    backend = "nccl" if resolve_device(device).type == "cuda" else "gloo"
     if backend == "nccl":
-        if not torch.cuda.is_available():
-            raise UserError("device is cuda but CUDA is not available")
         torch.cuda.set_device(info.local_rank)
     if not dist.is_initialized():
         _import_dynamo_before_the_group()

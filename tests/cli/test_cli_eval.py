@@ -168,15 +168,38 @@ def test_eval_flow_with_chosen_metrics(fake_models, tmp_path: Path,
          "is a directory"),
         (["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}", "--json",
           "/proc/crossview/out.json"], "cannot write to this output directory"),
+        (["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}", "--limit", "0"],
+         "--limit must be at least 1, got 0"),
+        (["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}", "--limit", "-2"],
+         "--limit must be at least 1, got -2"),
+        (["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}", "--device", "foo"],
+         "--device 'foo' is not a device name"),
+        (["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}", "--device",
+          "meta"], "--device 'meta': device type 'meta' holds no data"),
+        pytest.param(["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}",
+                      "--device", "mps"], "--device 'mps': MPS (Apple Metal) is not available",
+                     marks=pytest.mark.skipif(torch.backends.mps.is_available(), reason="MPS")),
+        pytest.param(["eval", "--model", "test-stereo", "--dataset", "kitti2015:{root}",
+                      "--device", "cuda"], "--device 'cuda': CUDA is not available",
+                     marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA")),
+        (["eval", "--model", "matchstereo-mini", "--dataset",
+          "synthetic-stereo,size=100000x100000"], "matchstereo-mini at 100000x100000 px needs "
+         "about "),
+        (["eval", "--model", "matchflow-mini", "--dataset", "synthetic-flow,size=8000x8000"],
+         "GiB available ($CROSSVIEW_MAX_MEMORY_GB); evaluate at a smaller size (the dataset's "
+         "size=HxW option)"),
     ],
 )
 def test_user_errors_are_one_line_exit_2(fake_models, kitti, argv: list[str], message: str,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+                                         capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "16")  # the same limit on every machine
     root, _ = kitti
     code = _run([arg.format(root=root) for arg in argv])
     err = capsys.readouterr().err
     assert code == 2
     assert message in err and err.startswith("error: ") and "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
 
 
 def test_a_failed_eval_leaves_no_json_directory(fake_models, kitti,

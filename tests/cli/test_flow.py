@@ -91,17 +91,24 @@ def test_backward_rpos_and_colour_wheel(tmp_path: Path, capsys: pytest.CaptureFi
     np.testing.assert_array_equal(colour, flow_to_colour(forward))
 
 
-def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    f0, _ = _frames(tmp_path)
+def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "16")  # the same limit on every machine
+    f0, f1 = _frames(tmp_path)
     odd = tmp_path / "odd.png"
     Image.fromarray(np.zeros((192, 200, 3), np.uint8)).save(odd)
     for args, message in (([str(f0), str(tmp_path / "none.png")], "no such file"),
                           ([str(f0), str(odd)], "a pair needs one size"),
                           ([str(tmp_path / "*.jpg"), str(f0)], "no file matches"),
-                          ([str(tmp_path), str(f0)], "two files, two directories")):
+                          ([str(tmp_path), str(f0)], "two files, two directories"),
+                          ([str(f0), str(f1), "--size", "8000x8000"],  # all-pairs volume
+                           "cli-test-flow at 8000x8000 px (images of 192x192 px resized) needs"),
+                          ([str(f0), str(f1), "--device", "meta"], "--device 'meta': device "
+                           "type 'meta' holds no data")):
         code, _, err = _run(["flow", *args, "-o", str(tmp_path / "out"), *FAST], capsys)
-        assert code == 2 and err.startswith("error: ") and message in err, err
-        assert len(err.strip().splitlines()) == 1
+        lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+        assert code == 2 and len(lines) == 1, err
+        assert lines[0].startswith("error: ") and message in lines[0], err
     assert not (tmp_path / "out").exists()
 
 

@@ -61,8 +61,14 @@ def test_match_writes_json_csv_and_pictures(files, capsys) -> None:
     (["--points", "100,2"], "outside the source image"),
     (["--points", "1,2", "--points-file", "p.txt"], "either --points or --points-file"),
     (["--points-file", "missing.txt"], "no such points file"),
+    (["--points-file", "{root}/binary.txt"], "binary.txt: not a text file (expected one x,y"),
+    (["--points", "1e999,2"], "point (inf, 2) is not finite"),
+    (["--device", "meta"], "--device 'meta': device type 'meta' holds no data"),
+    (["--device", "foo"], "--device 'foo' is not a device name"),
 ])
 def test_bad_input_is_one_line_exit_2_and_no_output(files, capsys, extra, message) -> None:
+    (files["root"] / "binary.txt").write_bytes(bytes(range(256)))
+    extra = [arg.format(root=files["root"]) for arg in extra]
     out = files["root"] / "bad"
     code = _run(["match", str(files["src"]), str(files["tgt"]), *extra, "-o", str(out),
                  "--weights", str(files["weights"])])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from safetensors.torch import save_file
 
 from crossview import api
 from crossview.cli.app import main
@@ -120,7 +122,24 @@ def test_image_modes_are_converted(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0, err
 
 
-def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+@pytest.fixture(scope="module")
+def huge_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """An 8000x8000 pair: uniform, so the files are small; only decoding them allocates."""
+    folder = tmp_path_factory.mktemp("huge")
+    image = Image.new("RGB", (8000, 8000), (90, 120, 150))
+    for name in ("l.png", "r.png"):
+        image.save(folder / name)
+    return folder / "l.png", folder / "r.png"
+
+
+class _Evil:
+    """Unpickling this calls os.system: a weights file must never be unpickled as objects."""
+
+    def __reduce__(self) -> tuple:
+        return os.system, ("exit 0",)
+
+
+def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list[str], str]]:
     left, right = _write_pair(tmp_path / "in")
     small_l, small_r = _write_pair(tmp_path / "small", 100, 120)
     other_l, _ = _write_pair(tmp_path / "other", 192, 224)
@@ -138,6 +157,13 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     text_weights.write_text("hello")
     flow_weights = tmp_path / "flow.safetensors"  # same architecture, other task
     export_weights(MatchStereo(SMALL, task="flow"), flow_weights, name="flow", task="flow")
+    evil = tmp_path / "evil.pth"
+    torch.save({"model": {}, "x": _Evil()}, evil)
+    state = MatchStereo(SMALL).state_dict()
+    state["up_masks.4.2.weight"][0] = float("nan")
+    nan_weights, nan_pth = tmp_path / "nan.safetensors", tmp_path / "nan.pth"
+    save_file(state, nan_weights)
+    torch.save({"model": state}, nan_pth)
     return {
         "missing": ([str(left), str(tmp_path / "nope.png")], "nope.png: no such file"),
         "corrupt": ([str(left), str(corrupt)], "corrupt.png: cannot read image"),
@@ -161,16 +187,53 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "precision": ([str(left), str(right), "--precision", "fp8"], "unknown precision"),
         "flow weights": ([str(left), str(right), "--weights", str(flow_weights), *FAST],
                          f"{flow_weights}: the file records task 'flow' but 'stereo' weights"),
+        "os.system pickle": ([str(left), str(right), "--weights", str(evil)],
+                             "evil.pth: cannot read weights (it holds pickled Python objects "
+                             "other than tensors: posix.system; refused for safety"),
+        "NaN weights": ([str(left), str(right), "--weights", str(nan_weights), *FAST],
+                        "nan.safetensors: tensor 'up_masks.4.2.weight' holds NaN or infinite"),
+        "NaN weights pth": ([str(left), str(right), "--weights", str(nan_pth), *FAST],
+                            "nan.pth: tensor 'up_masks.4.2.weight' holds NaN or infinite"),
+        "huge image": ([str(huge[0]), str(huge[1])],
+                       f"{huge[0]} and {huge[1]}: matchstereo-mini at 8000x8000 px needs about "),
+        "huge image advice": ([str(huge[0]), str(huge[1])],
+                              "more than the 16 GiB available ($CROSSVIEW_MAX_MEMORY_GB); run "
+                              "at a lower resolution with --size HxW, or give smaller images"),
+        "huge size": ([str(left), str(right), "--size", "100000x100000"],
+                      "matchstereo-mini at 100000x100000 px (images of 192x200 px resized) "
+                      "needs about "),
+        "large size": ([str(left), str(right), "--size", "20000x20000"],
+                       "at 20000x20000 px (images of 192x200 px resized) needs about "),
+        "large size advice": ([str(left), str(right), "--size", "20000x20000"],
+                              "GiB available ($CROSSVIEW_MAX_MEMORY_GB); give a smaller --size"),
+        "device mps": ([str(left), str(right), "--device", "mps"],
+                       "--device 'mps': MPS (Apple Metal) is not available on this machine"),
+        "device meta": ([str(left), str(right), "--device", "meta"],
+                        "--device 'meta': device type 'meta' holds no data"),
+        "device foo": ([str(left), str(right), "--device", "foo"],
+                       "--device 'foo' is not a device name; available here: cpu"),
+        "device cuda": ([str(left), str(right), "--device", "cuda"],
+                        "--device 'cuda': CUDA is not available on this machine"),
     }
 
 
-@pytest.mark.parametrize("case", ["missing", "corrupt", "size mismatch", "too small",
-                                  "unwritable", "format", "size option", "weights", "model",
-                                  "truncated", "flow model", "pickled weights", "text weights",
-                                  "precision", "read-only", "flow weights"])
+NEEDS = {"device cuda": pytest.mark.skipif(torch.cuda.is_available(), reason="has CUDA"),
+         "device mps": pytest.mark.skipif(torch.backends.mps.is_available(), reason="has MPS")}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=NEEDS.get(case, ()))
+    for case in ["missing", "corrupt", "size mismatch", "too small", "unwritable", "format",
+                 "size option", "weights", "model", "truncated", "flow model", "pickled weights",
+                 "text weights", "precision", "read-only", "flow weights", "os.system pickle",
+                 "NaN weights", "NaN weights pth", "huge image", "huge image advice",
+                 "huge size", "large size", "large size advice", "device mps", "device meta",
+                 "device foo", "device cuda"]])
 def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                case: str) -> None:
-    args, message = _bad_inputs(tmp_path)[case]
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                huge_pair: tuple[Path, Path], case: str) -> None:
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "16")  # the same limit on every machine
+    args, message = _bad_inputs(tmp_path, huge_pair)[case]
     out_dir = tmp_path / "out"
     if "-o" not in args:
         args = [*args, "-o", str(out_dir)]

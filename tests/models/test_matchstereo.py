@@ -113,11 +113,25 @@ def test_rejects_bad_images() -> None:
         model.forward_fields(torch.zeros(1, 3, 192, 192), torch.zeros(1, 3, 192, 192), task="x")
 
 
-def test_config_validation() -> None:
-    with pytest.raises(ValueError, match="4 entries"):
-        MatchStereoConfig(radii=(2, 2, 1))
-    with pytest.raises(ValueError, match="heads"):
-        MatchStereoConfig(dims=(30, 64, 128, 160))
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"radii": (2, 2, 1)}, r"^radii must be a list of 4 values, got \(2, 2, 1\)$"),
+    ({"dims": (30, 64, 128, 160)}, r"^dims must each divide by heads=4"),
+    ({"heads": 0}, r"^heads must be >= 1, got 0$"),
+    ({"heads": "two"}, r"^heads must be int, got 'two'$"),
+    ({"radii": (2, -1, 1, 1)}, r"^radii\[1\] must be >= 0, got -1$"),
+    ({"dims": (0, 64, 128, 160)}, r"^dims\[0\] must be >= 1, got 0$"),
+    ({"encoder_head": -1}, r"^encoder_head must be >= 0, got -1$"),
+    ({"decoder_layers": (8, 8, 8, -2)}, r"^decoder_layers\[3\] must be >= 0, got -2$"),
+    ({"field_scale_init": 0.0}, r"^field_scale_init must be > 0, got 0.0$"),
+    ({"noc_threshold": float("nan")}, r"^noc_threshold must be a finite number, got nan$"),
+    ({"gating": "yes"}, r"^gating must be bool, got 'yes'$"),
+])
+def test_config_validation_names_the_field(fields: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MatchStereoConfig(**fields)
+
+
+def test_config_min_size() -> None:
     assert MatchStereoConfig().min_size == 192
 
 

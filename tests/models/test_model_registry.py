@@ -22,6 +22,8 @@ def test_builtin_names_and_tasks() -> None:
     assert registry.get_spec("matchstereo-b").weights_path is None
     with pytest.raises(UserError, match=r"choose one of: .*matchstereo-t"):
         registry.get_spec("matchstereo-xxl")
+    with pytest.raises(TypeError, match=r"^the model name must be a string, got None; choose "):
+        registry.get_spec(None)
 
 
 def test_register_twice_needs_replace() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -112,6 +113,56 @@ def test_a_refused_pickle_says_why_on_one_line(tmp_path: Path) -> None:
     message = str(error.value)
     assert "pickled Python objects other than tensors" in message
     assert "\n" not in message and "\x1b" not in message  # not torch's multi-line advice
+
+
+class _RunsACommand:
+    """Unpickling this would call os.system."""
+
+    def __reduce__(self) -> tuple:
+        return os.system, ("exit 0",)
+
+
+class _Custom:
+    """A class of the script that saved it, unknown to torch's allow-list."""
+
+
+def _raw_pickle(path: Path, content: object) -> None:
+    with open(path, "wb") as handle:  # plain pickle, protocol 4: not what torch.save writes
+        pickle.dump(content, handle, protocol=4)
+
+
+@pytest.mark.parametrize(("save", "names"), [
+    (lambda p: torch.save({"model": {}, "x": _RunsACommand()}, p), ": posix.system;"),
+    (lambda p: torch.save({"model": {"w": torch.zeros(1)}, "x": _Custom()}, p),
+     f": {__name__}._Custom;"),
+    (lambda p: torch.save({"x": _RunsACommand()}, p, _use_new_zipfile_serialization=False),
+     ";"),  # the legacy format: refused, torch cannot list the names
+    (lambda p: _raw_pickle(p, {"x": _RunsACommand()}), ";"),
+])
+def test_pickled_objects_are_refused_for_safety_whatever_torch_says(tmp_path: Path, save,
+                                                                    names: str) -> None:
+    path = tmp_path / "objects.pth"
+    save(path)
+    with pytest.raises(UserError) as error:
+        read_state_dict(path)
+    assert str(error.value) == (f"{path}: cannot read weights (it holds pickled Python objects "
+                                f"other than tensors{names} refused for safety, crossview does "
+                                "not unpickle "
+                                "them; give .safetensors or a plain state dict)")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("suffix", [".pth", ".safetensors"])
+def test_non_finite_weights_are_refused_naming_the_tensor(tmp_path: Path, value: float,
+                                                          suffix: str) -> None:
+    state = _random_state()
+    state["2.weight"][1, 0] = value
+    state["0.bias"][0] = value
+    path = tmp_path / f"diverged{suffix}"
+    save_file(state, path) if suffix == ".safetensors" else torch.save(state, path)
+    with pytest.raises(UserError, match=rf"^{path}: tensor '0.bias' \(and 1 more tensors\) holds "
+                                        "NaN or infinite values; these weights are unusable"):
+        load_weights(_net(), path)
 
 
 def _with_task(task: str) -> nn.Module:

@@ -8,12 +8,15 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from safetensors.torch import save_file
 
 from crossview.cli.app import main
 from crossview.models.matchstereo.config import MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.weights import load_weights
+from crossview.train.build import build_model
 from crossview.train.checkpoint import load_checkpoint
+from crossview.train.config import load_config
 from crossview.train.logplot import read_log
 from crossview.train.trainer import Trainer
 
@@ -66,25 +69,86 @@ def test_train_command_runs_the_real_model_and_resumes(tmp_path: Path) -> None:
         torch.testing.assert_close(value, trained[key], rtol=0, atol=0)
 
 
+def _overrides(**values: object) -> dict:
+    return {"model": {**MICRO["model"], "overrides": {**MICRO["model"]["overrides"], **values}}}
+
+
 @pytest.mark.parametrize(("values", "message"), [
     ({"train": {"stpes": 3}}, "unknown key 'train.stpes'"),
     ({"optim": {"lr": "fast"}}, "optim.lr must be float"),
-    ({"task": "depth"}, "task must be 'stereo' or 'flow'"),
+    ({"task": "depth"}, "task must be one of 'stereo', 'flow', got 'depth'"),
     ({"model": {"name": "nope"}}, "unknown model 'nope'"),
     ({"data": {"height": -5}}, "data.height must be >= 1"),
     ({"data": {"val_size": -1}}, "data.val_size must be >= 0"),
     ({"data": {"height": 64, "width": 96}}, "data.height x data.width is 64x96"),
     ({"data": {"height": 200, "width": 256}}, "multiples of 32 and at least 192x192"),
+    ({"optim": {"lr": -0.001}}, "config: optim.lr must be > 0, got -0.001"),
+    ({"optim": {"lr": float("nan")}}, "config: optim.lr must be a finite number, got nan"),
+    ({"optim": {"lr": float("inf")}}, "config: optim.lr must be a finite number, got inf"),
+    ({"optim": {"weight_decay": -0.05}}, "config: optim.weight_decay must be >= 0, got -0.05"),
+    ({"optim": {"betas": [0.9, 1.0]}}, "config: optim.betas[1] must be in [0, 1), got 1.0"),
+    ({"optim": {"betas": [-0.1, 0.99]}}, "config: optim.betas[0] must be in [0, 1), got -0.1"),
+    ({"optim": {"betas": [0.9]}}, "config: optim.betas must be a list of 2 values"),
+    ({"optim": {"pct_start": 1.5}}, "config: optim.pct_start must be in [0, 1], got 1.5"),
+    ({"optim": {"grad_clip": -1}}, "config: optim.grad_clip must be >= 0, got -1.0"),
+    ({"loss": {"gamma": 0}}, "config: loss.gamma must be in (0, 1], got 0.0"),
+    ({"loss": {"self_weight": -1}}, "config: loss.self_weight must be >= 0, got -1.0"),
+    ({"loss": {"noc_threshold": 0}}, "config: loss.noc_threshold must be > 0, got 0.0"),
+    ({"loss": {"adl_window": 4}}, "config: loss.adl_window must be >= 1 and odd, got 4"),
+    ({"loss": {"adl_alpha": 2}}, "config: loss.adl_alpha must be in [0, 1], got 2.0"),
+    ({"loss": {"noc_mask": "yes"}}, "config: loss.noc_mask must be bool, got 'yes'"),
+    ({"train": {"seed": -1}}, "config: train.seed must be in [0, 2147483647], got -1"),
+    ({"train": {"precision": "fp8"}}, "config: train.precision must be one of 'fp32', "
+     "'bf16', 'fp16', got 'fp8'"),
+    ({"train": {"batch_size": 0}}, "config: train.batch_size must be >= 1, got 0"),
+    ({"data": {"train": "kitti"}}, "config: data.train must be one of 'synthetic-stereo', "
+     "'synthetic-flow', got 'kitti'"),
+    (_overrides(heads=0), "config: model.overrides.heads must be >= 1, got 0"),
+    (_overrides(heads="two"), "config: model.overrides.heads must be int, got 'two'"),
+    (_overrides(heads=3), "config: model.overrides.dims must each divide by heads=3"),
+    (_overrides(radii=[1, 1, -1, 1]), "config: model.overrides.radii[2] must be >= 0, got -1"),
+    (_overrides(encoder_head=-1), "config: model.overrides.encoder_head must be >= 0, got -1"),
+    (_overrides(dims=[0, 8, 8, 8]), "config: model.overrides.dims[0] must be >= 1, got 0"),
+    (_overrides(field_scale_init=0), "config: model.overrides.field_scale_init must be > 0"),
+    (_overrides(gating=1), "config: model.overrides.gating must be bool, got 1"),
+    (_overrides(depth=3), "config: unknown key 'model.overrides.depth'"),
+    ({"train": {"device": "meta"}}, "config: train.device 'meta': device type 'meta' holds "
+     "no data"),
+    ({"train": {"device": "foo"}}, "config: train.device 'foo' is not a device name"),
+    pytest.param({"train": {"device": "cuda"}}, "config: train.device 'cuda': CUDA is not "
+                 "available", marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA")),
+    pytest.param({"train": {"device": "mps"}}, "config: train.device 'mps': MPS (Apple Metal) "
+                 "is not available", marks=pytest.mark.skipif(torch.backends.mps.is_available(),
+                                                              reason="MPS")),
 ])
 def test_config_mistakes_are_one_line_and_exit_2(tmp_path: Path, values: dict, message: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    values = {**values, "train": {**values.get("train", {}), "out_dir": str(tmp_path / "run")}}
     config = write_config(tmp_path, values)
     with pytest.raises(SystemExit) as done:
         main(["train", str(config)])
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_init_weights_holding_nan_are_refused_naming_the_tensor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    values = {**MICRO, "train": {**MICRO["train"], "out_dir": str(tmp_path / "run")}}
+    config = write_config(tmp_path, values)
+    state = build_model(load_config(config)).state_dict()
+    state["encoder.downsample_layers.0.0.weight"][0, 0, 0, 0] = float("inf")
+    weights = tmp_path / "diverged.safetensors"
+    save_file(state, weights)
+    with pytest.raises(SystemExit) as done:
+        main(["train", str(config), "--init-weights", str(weights)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: {weights}: tensor 'encoder.downsample_layers.0.0.weight' "
+                          "holds NaN or infinite values")
+    assert not (tmp_path / "run").exists()
 
 
 def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import torch
 from train_standin import StandInModel, StandInStereo
 
 from crossview.errors import UserError
+from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.train.checkpoint import latest_checkpoint, load_checkpoint, step_checkpoints
 from crossview.train.config import config_from_dict
 from crossview.train.trainer import Trainer, batch_indices, collate
@@ -148,6 +150,37 @@ class TestTrainer:
         data = StandInStereo(8, nan_at=tuple(range(8)))
         with pytest.raises(UserError, match="3 steps in a row had a non-finite"):
             Trainer(cfg, model=StandInModel(), train_set=data, progress=False).run()
+
+    def test_weights_blown_up_by_the_learning_rate_reach_the_guard(self, tmp_path: Path,
+                                                                    monkeypatch) -> None:
+        """Step 1 is finite but its rate makes the weights explode: the next forwards raise
+        inside MatchAttention before any loss exists, and count as non-finite steps."""
+        cfg = config_from_dict({"train": {"steps": 8, "batch_size": 1, "val_every": 2,
+                                          "out_dir": str(tmp_path), "max_nonfinite": 3},
+                                "optim": {"lr": 1e6, "grad_clip": 0}})
+        torch.manual_seed(0)
+        model = MatchStereo(MatchStereoConfig(dims=(8, 8, 8, 8), encoder_depths=(1, 1, 1, 1),
+                                              decoder_layers=(1, 1, 1, 1), radii=(1, 1, 1, 1),
+                                              heads=2, encoder_head=0))
+        diverged = []
+        original = Trainer._forward
+
+        def spy(self: Trainer, batch: dict) -> dict | None:
+            outputs = original(self, batch)
+            diverged.append(outputs is None)
+            return outputs
+
+        monkeypatch.setattr(Trainer, "_forward", spy)
+        trainer = Trainer(cfg, model=model, train_set=StandInStereo(4, size=(128, 160)),
+                          val_set=StandInStereo(1, size=(128, 160)), progress=False)
+        with pytest.raises(UserError, match="stopping at step 4: 3 steps in a row had a "
+                                            "non-finite loss, gradient or field"):
+            trainer.run()
+        assert diverged == [False, True, True, True] and trainer.nonfinite_total == 3
+        assert max(float(p.detach().abs().max()) for p in trainer.model.parameters()) > 1e3
+        records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+        assert [r["epe"] for r in records if r["kind"] == "val"] == [pytest.approx(math.nan,
+                                                                                    nan_ok=True)]
 
     def test_bf16_autocast_trains(self, tmp_path: Path) -> None:
         _, summary = run(make_cfg(tmp_path, steps=2, precision="bf16"))

@@ -58,14 +58,18 @@ def _validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.
         raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity=}")
 
 
+class NonFiniteError(ValueError):
+    """``rel_pos`` holds NaN or infinity: in a network, its fields (or weights) diverged."""
+
+
 def check_finite_rel_pos(rel_pos: torch.Tensor) -> None:
-    """Raise ``ValueError`` if ``rel_pos [B, Hq, Wq, heads or 1, 2]`` holds NaN or infinity
-    (skipped while tracing; the fused op checks inside its kernel call, so fake tensors never
-    reach this)."""
+    """Raise :class:`NonFiniteError` (a ``ValueError``) if ``rel_pos [B, Hq, Wq, heads or 1,
+    2]`` holds NaN or infinity (skipped while tracing; the fused op checks inside its kernel
+    call, so fake tensors never reach this)."""
     if torch.compiler.is_compiling():
         return
     if not bool(torch.isfinite(rel_pos).all()):
-        raise ValueError(f"rel_pos must be finite, got NaN or inf in {rel_pos.shape=}")
+        raise NonFiniteError(f"rel_pos must be finite, got NaN or inf in {rel_pos.shape=}")
 
 
 def match_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,

@@ -27,6 +27,7 @@ from rich.progress import Progress
 
 from crossview.cli.bench import _parse_size
 from crossview.data import io
+from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.output import staged_files
 
@@ -89,13 +90,35 @@ def _expand(pattern: str) -> list[Path]:
     return matches
 
 
-def check_pairs(pairs: list[tuple[Path, Path]]) -> None:
-    """Every image decodes completely and both images of a pair have one size."""
+def check_pairs(pairs: list[tuple[Path, Path]]) -> list[tuple[int, int]]:
+    """Every image decodes completely and both images of a pair have one size; returns the
+    ``(H, W)`` of each pair."""
+    sizes = []
     for a, b in pairs:
         (ha, wa), (hb, wb) = (io.read_image(path).shape[:2] for path in (a, b))
         if (ha, wa) != (hb, wb):
             raise UserError(f"{a} is {wa}x{ha} but {b} is {wb}x{hb} (W x H); a pair needs one "
                             "size")
+        sizes.append((ha, wa))
+    return sizes
+
+
+def check_memory(task: str, model: object, pairs: list[tuple[Path, Path]],
+                 sizes: list[tuple[int, int]], options: DenseOptions,
+                 size: tuple[int, int] | None) -> None:
+    """Refuse, before the first pair runs, a pair whose run would need more memory than this
+    machine has (:func:`crossview.api.check_memory`), naming the pair and the options that
+    help."""
+    from crossview import api
+
+    advice = ("give a smaller --size HxW" if size is not None else
+              "run at a lower resolution with --size HxW, or give smaller images")
+    for (a, b), (h, w) in zip(pairs, sizes, strict=True):
+        try:
+            api.check_memory(model, h, w, task=task, lri=options.lri, size=size,
+                             device=options.device, advice=advice)
+        except UserError as error:
+            raise UserError(f"{a} and {b}: {error} (no output written)") from None
 
 
 def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
@@ -180,8 +203,9 @@ def run_dense(task: str, first: str, second: str, options: DenseOptions,
     from crossview import api
 
     size = _parse_size(options.size) if options.size else None
+    resolve_device(options.device, "--device")
     pairs = find_pairs(first, second)
-    check_pairs(pairs)
+    sizes = check_pairs(pairs)
     kind = "disparity" if task == "stereo" else "flow"
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
     files = {name: pair_file_names(name, views, kind, options) for name in output_names(pairs)}
@@ -192,6 +216,7 @@ def run_dense(task: str, first: str, second: str, options: DenseOptions,
             disable=len(pairs) < 2 or not _stderr.is_terminal) as progress:
         staged_as = dict(zip(destinations, staged, strict=True))
         model = load_model_for(task, options)
+        check_memory(task, model, pairs, sizes, options, size)
         bar = progress.add_task(task, total=len(pairs))
         for names, (a, b) in zip(files.values(), pairs, strict=True):
             images = io.read_image(a), io.read_image(b)

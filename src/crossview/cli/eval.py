@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from torch import nn
 
 from crossview.bench.report import print_table, write_json
+from crossview.device import resolve_device
 from crossview.distributed import (
     barrier,
     close_distributed,
@@ -81,9 +82,13 @@ def register_predictor(task: str, builder: PredictorBuilder) -> None:
 
 
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
-                    precision: str, warn: bool = True) -> Predictor:
+                    precision: str, warn: bool = True,
+                    sample_size: tuple[int, int] | None = None) -> Predictor:
     """A predictor running the registered model ``name`` through :mod:`crossview.api`
-    (``warn``: print loading warnings, such as random weights, on stderr)."""
+    (``warn``: print loading warnings, such as random weights, on stderr). With
+    ``sample_size`` (``(H, W)`` every sample has), a model that would need more memory than
+    this machine has is refused now (:func:`crossview.api.check_memory`), before any sample is
+    read or generated."""
     if task == "semantic":
         return _semantic_predictor(name, weights)
     from crossview import api
@@ -101,6 +106,9 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
         model = api.load_model(name, weights, device=device)
     for warning in caught if warn else ():
         _stderr.print(f"warning: {warning.message}", markup=False)
+    if sample_size is not None:
+        api.check_memory(model, *sample_size, task=task, device=device,
+                         advice="evaluate at a smaller size (the dataset's size=HxW option)")
     return _PREDICTORS[task](model, device, precision)
 
 
@@ -110,6 +118,12 @@ def _model_task(name: str) -> str | None:
     from crossview.models.registry import get_spec, list_models
 
     return get_spec(name).task if name.lower() in list_models() else None
+
+
+def _declared_size(data: object) -> tuple[int, int] | None:
+    """The ``(H, W)`` of every sample of a generated dataset (its ``config.size``), if any."""
+    size = getattr(getattr(data, "config", None), "size", None)
+    return None if size is None else (int(size[0]), int(size[1]))
 
 
 def _semantic_predictor(name: str, weights: Path | None) -> Predictor:
@@ -193,7 +207,7 @@ def eval_command(
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
     limit: Annotated[int | None, typer.Option(
-        "--limit", min=0, help="Evaluate the first N samples only.")] = None,
+        "--limit", help="Evaluate the first N samples only (N >= 1).")] = None,
     json_path: Annotated[Path | None, typer.Option(
         "--json", help="Also write the results as JSON here.")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:1, ...")] = "cpu",
@@ -215,6 +229,9 @@ def eval_command(
     if model is None or dataset is None:
         raise UserError("crossview eval needs --model NAME and --dataset KIND:PATH "
                         "(--list shows the dataset kinds)")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, got {limit}")
+    resolve_device(device, "--device")
     if json_path is not None:
         check_output_file(json_path, "--json")
     data, kind = open_dataset(dataset, task=_model_task(model))
@@ -223,7 +240,7 @@ def eval_command(
     if info.enabled and device.startswith("cuda"):
         device = f"cuda:{info.local_rank}"
     predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
-                                warn=info.is_main)
+                                warn=info.is_main, sample_size=_declared_size(data))
     total = len(data) if limit is None else min(limit, len(data))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())

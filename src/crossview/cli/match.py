@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 
 from crossview.data import io
+from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.output import check_output_files, staged_files
 
@@ -74,10 +75,16 @@ def match_command(
 
     if points is not None and points_file is not None:
         raise UserError("give either --points or --points-file, not both")
+    resolve_device(device, "--device")
     if points_file is not None:
         if not points_file.is_file():
             raise UserError(f"{points_file}: no such points file")
-        pts = parse_points(points_file.read_text(), str(points_file))
+        try:
+            text = points_file.read_text()
+        except UnicodeDecodeError:
+            raise UserError(f"{points_file}: not a text file (expected one x,y per line)"
+                            ) from None
+        pts = parse_points(text, str(points_file))
     elif points is not None:
         pts = parse_points(points, "--points")
     else:

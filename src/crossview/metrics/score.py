@@ -126,9 +126,11 @@ class MetricAccumulator:
         return {name: sum(scores, Score(0.0, 0)) for name, scores in self._scores.items()}
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """``{metric: {"pooled": ..., "image_mean": ...}}`` over the samples seen so far."""
+        """``{metric: {"pooled": ..., "image_mean": ...}}`` over the samples seen so far (NaN
+        for a metric that has seen none)."""
         out = {}
-        for name, scores in self._scores.items():
+        for name in dict.fromkeys([*(metric.name for metric in self.metrics), *self._scores]):
+            scores = self._scores.get(name, [])
             per_image = [score.value for score in scores if score.count]
             out[name] = {
                 "pooled": sum(scores, Score(0.0, 0)).value,

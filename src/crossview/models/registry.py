@@ -63,7 +63,11 @@ def register_model(spec: ModelSpec, *, replace: bool = False) -> ModelSpec:
 
 
 def get_spec(name: str) -> ModelSpec:
-    """The spec registered under ``name``; :class:`UserError` listing the names otherwise."""
+    """The spec registered under ``name``; :class:`UserError` listing the names otherwise
+    (``TypeError`` if ``name`` is not a string)."""
+    if not isinstance(name, str):
+        raise TypeError(f"the model name must be a string, got {name!r}; choose one of: "
+                        f"{', '.join(list_models())}")
     try:
         return _REGISTRY[name.lower()]
     except KeyError:

@@ -1,9 +1,11 @@
 """Load weights into a model: published ``.pth`` checkpoints, bare state dicts, ``.safetensors``.
 
 Nothing is ever unpickled beyond tensors and plain containers (``torch.load(...,
-weights_only=True)``). Keys and shapes are checked before loading, and a mismatch raises a
-:class:`~crossview.errors.UserError` naming the first offenders, so a wrong file is reported as
-what it is rather than as a torch traceback.
+weights_only=True)``); a file that holds other Python objects is refused for safety, naming
+them where torch can list them. Every tensor must be finite: a file holding NaN or infinity
+(a diverged training run) is refused naming the tensor. Keys and shapes are checked before
+loading, and a mismatch raises a :class:`~crossview.errors.UserError` naming the first
+offenders, so a wrong file is reported as what it is rather than as a torch traceback.
 
 MatchStereo and MatchFlow share one architecture, so keys and shapes cannot tell stereo weights
 from flow weights. ``.safetensors`` written by crossview therefore record their task in the
@@ -40,7 +42,8 @@ def read_state_dict(path: str | os.PathLike[str], task: str | None = None
     task is refused. Anything else goes through ``torch.load(weights_only=True)``: a bare state
     dict, or a checkpoint dict holding it under ``"model"`` or ``"state_dict"`` (the published
     MatchStereo checkpoints use ``"model"``).
-    Raises :class:`UserError` for a missing, unreadable, non-state-dict or other-task file.
+    Raises :class:`UserError` for a missing, unreadable, non-state-dict, other-task or
+    non-finite file.
     """
     path = Path(path)
     if not path.is_file():
@@ -51,7 +54,7 @@ def read_state_dict(path: str | os.PathLike[str], task: str | None = None
         if task is not None and recorded is not None and recorded != task:
             raise UserError(f"{path}: the file records task {recorded!r} but {task!r} weights "
                             "are expected")
-        return tensors
+        return check_finite(tensors, path)
     content = load_tensors_only(path)
     if isinstance(content, Mapping):
         for key in ("model", "state_dict"):
@@ -62,7 +65,20 @@ def read_state_dict(path: str | os.PathLike[str], task: str | None = None
             isinstance(v, torch.Tensor) for v in content.values()):
         raise UserError(f"{path}: not a state dict (expected name -> tensor, or a checkpoint "
                         "with one under 'model' or 'state_dict')")
-    return dict(content)
+    return check_finite(dict(content), path)
+
+
+def check_finite(tensors: dict[str, torch.Tensor], path: str | os.PathLike[str]
+                 ) -> dict[str, torch.Tensor]:
+    """``tensors`` unchanged if every floating-point one is finite, else a :class:`UserError`
+    naming ``path``, the first tensor holding NaN or infinity and how many do."""
+    bad = [key for key, value in tensors.items()
+           if value.is_floating_point() and not bool(torch.isfinite(value).all())]
+    if bad:
+        others = f" (and {len(bad) - 1} more tensors)" if len(bad) > 1 else ""
+        raise UserError(f"{path}: tensor {bad[0]!r}{others} holds NaN or infinite values; "
+                        "these weights are unusable (a diverged training run?)")
+    return tensors
 
 
 def read_safetensors(path: str | os.PathLike[str]
@@ -106,19 +122,25 @@ def record_task(path: str | os.PathLike[str], task: str, **metadata: str) -> Pat
 
 def load_tensors_only(path: str | os.PathLike[str], what: str = "weights") -> object:
     """``torch.load(path, weights_only=True)`` on the CPU; every failure is one
-    :class:`UserError` line ``"{path}: cannot read {what} (why)"``."""
+    :class:`UserError` line ``"{path}: cannot read {what} (why)"``.
+
+    A pickle that torch's weights-only unpickler refuses (its ``pickle.UnpicklingError``,
+    whatever the wording) holds Python objects other than tensors and plain containers: it is
+    refused for safety, naming the objects where torch can list them. A file that is not a
+    pickle at all (no zip archive, no pickle protocol mark) is reported as not a checkpoint.
+    """
     weights = what == "weights"  # the hints below are about weight files
     foreign = "not a PyTorch checkpoint" + (" or a .safetensors file" if weights else "")
     try:
         with warnings.catch_warnings():  # a refused file needs no advice about pickle protocols
             warnings.filterwarnings("ignore", message="Detected pickle protocol")
             return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as error:
-        if "Unsupported global" in str(error):  # else a stray byte was taken for an opcode
+    except pickle.UnpicklingError:
+        if _is_pickle(path):  # else a stray byte of another file was taken for an opcode
             advice = "; give .safetensors or a plain state dict" if weights else ""
-            raise UserError(f"{path}: cannot read {what} (it holds pickled Python objects "
-                            f"other than tensors, which crossview does not unpickle{advice})"
-                            ) from None
+            raise UserError(f"{path}: cannot read {what} (it holds pickled Python objects other "
+                            f"than tensors{_unsafe_globals(path)}; refused for safety, crossview "
+                            f"does not unpickle them{advice})") from None
         detail = foreign
     except PermissionError:
         detail = "permission denied"
@@ -128,6 +150,24 @@ def load_tensors_only(path: str | os.PathLike[str], what: str = "weights") -> ob
     except Exception:  # the unpickler fails in many ways (KeyError, EOFError, ...) on other files
         detail = foreign
     raise UserError(f"{path}: cannot read {what} ({detail})")
+
+
+def _is_pickle(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` starts like what ``torch.save`` writes: a zip archive, or a pickle of
+    protocol 2 or later (``PROTO`` opcode)."""
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
+
+
+def _unsafe_globals(path: str | os.PathLike[str]) -> str:
+    """``": posix.system, ..."``: the classes and functions the file's pickle names that torch
+    does not allow, as torch lists them (zip checkpoints only; ``""`` when it cannot)."""
+    try:
+        names = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+    except Exception:  # a legacy or damaged file: the refusal stands without the names
+        return ""
+    return f": {', '.join(names[:SHOWN])}{', ...' if len(names) > SHOWN else ''}" if names else ""
 
 
 def check_state_dict(model: nn.Module, state_dict: Mapping[str, torch.Tensor],

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
+from crossview import settings
 from crossview.errors import UserError
 from crossview.metrics.flow import flow_endpoint_error
 from crossview.metrics.stereo import bad_pixels, endpoint_error
@@ -87,7 +88,8 @@ def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
 
 def build_model(cfg: Config) -> torch.nn.Module:
     """The registry model ``cfg.model.name`` (randomly initialised), its configuration
-    fields replaced by ``cfg.model.overrides`` (lists become tuples)."""
+    fields replaced by ``cfg.model.overrides``, each checked like the configuration's own
+    fields (``config: model.overrides.heads must be >= 1, got 0``)."""
     from crossview.models.matchstereo.model import MatchStereo
     from crossview.models.registry import get_spec
     spec = get_spec(cfg.model.name)
@@ -97,13 +99,11 @@ def build_model(cfg: Config) -> torch.nn.Module:
     model = spec.build()
     if not cfg.model.overrides:
         return model
-    overrides = {k: tuple(v) if isinstance(v, list) else v
-                 for k, v in cfg.model.overrides.items()}
+    values = {**dataclasses.asdict(model.config), **cfg.model.overrides}
     try:
-        config = dataclasses.replace(model.config, **overrides)
-    except (TypeError, ValueError) as error:
-        raise UserError(f"config: model.overrides do not fit {cfg.model.name!r}: "
-                        f"{error}") from error
+        config = settings.build(type(model.config), values, "model.overrides")
+    except settings.SettingError as error:
+        raise UserError(f"config: {error}") from None
     return MatchStereo(config, task=cfg.task)
 
 

@@ -1,16 +1,16 @@
 """Training configuration: a YAML file validated into nested dataclasses.
 
-Every section is a dataclass with defaults; a key the dataclass does not know is an error that
-names it with its full path (``train.stpes``), and a value of the wrong type is an error naming
-the key and the expected type. ``load_config(path)`` reads a file, ``config_from_dict`` a
-mapping (the Python API).
+Every section is a dataclass with defaults, and every field declares its type and range
+(:func:`crossview.settings.setting`): a key the dataclass does not know is an error that names
+it with its full path (``train.stpes``), and so is a value of the wrong type or out of range
+(``config: optim.lr must be > 0, got -0.001``). ``load_config(path)`` reads a file,
+``config_from_dict`` a mapping (the Python API). ``model.overrides`` are checked against the
+model's own configuration when the model is built (:func:`crossview.train.build.build_model`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,13 @@ from typing import Any
 import yaml
 
 from crossview.errors import UserError
+from crossview.settings import SettingError, build, check, setting
+
+SEED_MAX = 2**31 - 1  # seeds are mixed into 64-bit generator seeds (seed * 1_000_003 + epoch)
+POSITIVE = {"low": 0, "low_open": True}
+NON_NEGATIVE = {"low": 0}
+AT_LEAST_1 = {"low": 1}
+SEED = {"low": 0, "high": SEED_MAX}
 
 
 @dataclass
@@ -32,65 +39,69 @@ class ModelConfig:
 class DataConfig:
     """Training and validation data (dataset names of :mod:`crossview.data`)."""
 
-    train: str = "synthetic-stereo"
-    train_size: int = 10000
-    val: str = "synthetic-stereo"
-    val_size: int = 16
-    height: int = 192
-    width: int = 256
-    seed: int = 0
+    train: str = setting("synthetic-stereo", choices=("synthetic-stereo", "synthetic-flow"))
+    train_size: int = setting(10000, **AT_LEAST_1)
+    val: str = setting("synthetic-stereo", choices=("synthetic-stereo", "synthetic-flow"))
+    val_size: int = setting(16, **NON_NEGATIVE)
+    height: int = setting(192, **AT_LEAST_1)
+    width: int = setting(256, **AT_LEAST_1)
+    seed: int = setting(0, **SEED)
 
 
 @dataclass
 class LossConfig:
     """Weights and parameters of the paper's loss terms (a weight of 0 switches a term off)."""
 
-    init_weight: float = 1.0
-    self_weight: float = 1.0
-    cross_weight: float = 1.0
-    gamma: float = 0.9
+    init_weight: float = setting(1.0, **NON_NEGATIVE)
+    self_weight: float = setting(1.0, **NON_NEGATIVE)
+    cross_weight: float = setting(1.0, **NON_NEGATIVE)
+    gamma: float = setting(0.9, low=0, high=1, low_open=True)
     noc_mask: bool = True
-    noc_threshold: float = 1.0
-    consistency_eps: float = 0.01
-    adl_window: int = 3
-    adl_cluster_eps: float = 1.0
-    adl_alpha: float = 0.8
-    adl_scale: float = 0.8
+    noc_threshold: float = setting(1.0, **POSITIVE)
+    consistency_eps: float = setting(0.01, **NON_NEGATIVE)
+    adl_window: int = setting(3, low=1, odd=True)
+    adl_cluster_eps: float = setting(1.0, **NON_NEGATIVE)
+    adl_alpha: float = setting(0.8, low=0, high=1)
+    adl_scale: float = setting(0.8, **POSITIVE)
 
 
 @dataclass
 class OptimConfig:
-    """AdamW with a one-cycle learning-rate schedule and gradient-norm clipping."""
+    """AdamW with a one-cycle learning-rate schedule and gradient-norm clipping (0: none)."""
 
-    lr: float = 4e-4
-    weight_decay: float = 0.05
-    betas: tuple[float, float] = (0.9, 0.999)
-    pct_start: float = 0.05
-    grad_clip: float = 1.0
+    lr: float = setting(4e-4, **POSITIVE)
+    weight_decay: float = setting(0.05, **NON_NEGATIVE)
+    betas: tuple[float, float] = setting((0.9, 0.999), low=0, high=1, high_open=True)
+    pct_start: float = setting(0.05, low=0, high=1)
+    grad_clip: float = setting(1.0, **NON_NEGATIVE)
 
 
 @dataclass
 class TrainConfig:
-    """The loop: steps, global batch, precision, cadence of logs, validation and checkpoints."""
+    """The loop: steps, global batch, precision, cadence of logs, validation and checkpoints.
 
-    steps: int = 1000
-    batch_size: int = 2
-    precision: str = "fp32"
+    ``device`` is checked against this machine when training starts
+    (:func:`crossview.device.resolve_device`)."""
+
+    steps: int = setting(1000, **AT_LEAST_1)
+    batch_size: int = setting(2, **AT_LEAST_1)
+    precision: str = setting("fp32", choices=("fp32", "bf16", "fp16"))
     device: str = "cpu"
-    seed: int = 0
+    seed: int = setting(0, **SEED)
     out_dir: str = "runs/train"
-    log_every: int = 10
-    val_every: int = 200
-    ckpt_every: int = 100
-    keep_last: int = 3
-    max_nonfinite: int = 10
+    log_every: int = setting(10, **AT_LEAST_1)
+    val_every: int = setting(200, **AT_LEAST_1)
+    ckpt_every: int = setting(100, **AT_LEAST_1)
+    keep_last: int = setting(3, **AT_LEAST_1)
+    max_nonfinite: int = setting(10, **AT_LEAST_1)
 
 
 @dataclass
 class Config:
-    """A whole training run."""
+    """A whole training run; every field is checked on construction (:class:`SettingError`
+    naming the key)."""
 
-    task: str = "stereo"
+    task: str = setting("stereo", choices=("stereo", "flow"))
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     loss: LossConfig = field(default_factory=LossConfig)
@@ -98,68 +109,18 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
-        if self.task not in ("stereo", "flow"):
-            raise UserError(f"config: task must be 'stereo' or 'flow', got {self.task!r}")
-        if self.train.precision not in ("fp32", "bf16", "fp16"):
-            raise UserError("config: train.precision must be fp32, bf16 or fp16, got "
-                            f"{self.train.precision!r}")
-        for key in ("steps", "batch_size", "log_every", "val_every", "ckpt_every", "keep_last",
-                    "max_nonfinite"):
-            if getattr(self.train, key) < 1:
-                raise UserError(f"config: train.{key} must be >= 1")
-        for key in ("train_size", "height", "width"):
-            if getattr(self.data, key) < 1:
-                raise UserError(f"config: data.{key} must be >= 1")
-        if self.data.val_size < 0:
-            raise UserError("config: data.val_size must be >= 0")
-
-
-def _convert(value: Any, annotation: Any, path: str) -> Any:
-    """Check/convert one YAML value against a dataclass field annotation."""
-    origin = typing.get_origin(annotation)
-    if dataclasses.is_dataclass(annotation):
-        if not isinstance(value, dict):
-            raise UserError(f"config: {path} must be a mapping, got {value!r}")
-        return _build(annotation, value, path)
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise UserError(f"config: {path} must be a mapping, got {value!r}")
-        return dict(value)
-    if origin is tuple:
-        kinds = typing.get_args(annotation)
-        if not isinstance(value, list | tuple) or len(value) != len(kinds):
-            raise UserError(f"config: {path} must be a list of {len(kinds)} values, got {value!r}")
-        return tuple(_convert(v, k, f"{path}[{i}]") for i, (v, k) in enumerate(zip(value, kinds,
-                                                                                    strict=True)))
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in typing.get_args(annotation):
-            return None
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
-    if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if annotation in (int, str, bool) and type(value) is annotation:
-        return value
-    raise UserError(f"config: {path} must be {getattr(annotation, '__name__', annotation)}, "
-                    f"got {value!r}")
-
-
-def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {}
-    for key, value in values.items():
-        path = f"{prefix}.{key}" if prefix else str(key)
-        if key not in known:
-            raise UserError(f"config: unknown key {path!r} (known: {', '.join(sorted(known))})")
-        kwargs[key] = _convert(value, hints[key], path)
-    return cls(**kwargs)
+        check(self)
 
 
 def config_from_dict(values: dict[str, Any]) -> Config:
-    """Validate a nested mapping (as read from YAML) into a :class:`Config`."""
+    """Validate a nested mapping (as read from YAML) into a :class:`Config`; every mistake is a
+    :class:`UserError` ``config: KEY ...``."""
     if not isinstance(values, dict):
         raise UserError(f"config: the top level must be a mapping, got {type(values).__name__}")
-    return _build(Config, values)
+    try:
+        return build(Config, values)
+    except SettingError as error:
+        raise UserError(f"config: {error}") from None
 
 
 def load_config(path: str | Path) -> Config:

@@ -31,6 +31,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from crossview.attention.match import NonFiniteError
+from crossview.device import resolve_device
 from crossview.distributed import (
     DistInfo,
     all_reduce_sum,
@@ -149,13 +151,14 @@ class Trainer:
                  init_weights: str | Path | None = None, grow: bool = False,
                  progress: bool = True, on_step: StepCallback | None = None) -> None:
         self.cfg = cfg
+        device = resolve_device(cfg.train.device, "config: train.device")
         self.dist: DistInfo = init_distributed(cfg.train.device)
-        if cfg.train.device.startswith("cuda"):
+        if device.type == "cuda":
             self.device = torch.device("cuda", self.dist.local_rank)
         else:
             if cfg.train.precision == "fp16":
                 raise UserError("train.precision fp16 needs a CUDA device; use bf16 on CPU")
-            self.device = torch.device(cfg.train.device)
+            self.device = device
         if cfg.train.batch_size % self.dist.world_size:
             raise UserError(f"train.batch_size ({cfg.train.batch_size}) must be divisible by "
                             f"the number of processes ({self.dist.world_size})")
@@ -279,16 +282,19 @@ class Trainer:
                                 cfg.data.seed)
         batch = self._batch(self.train_set, shard(indices, self.dist))
         self.forward.train()
-        with self._autocast():
-            outputs = self.forward(batch["img0"], batch["img1"])
-        loss, logs = training_loss(outputs, batch["gt"], batch["valid"], cfg.task, cfg.loss)
+        outputs = self._forward(batch)
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.unscale_(self.optimizer)
-        params = [p for p in self.model.parameters() if p.grad is not None]
-        max_norm = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else math.inf
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
-        finite = math.isfinite(float(loss.detach())) and math.isfinite(grad_norm)
+        if outputs is None:  # the fields diverged inside the forward: no loss, no gradient
+            loss, logs, grad_norm = None, {"loss": math.nan}, math.nan
+        else:
+            loss, logs = training_loss(outputs, batch["gt"], batch["valid"], cfg.task, cfg.loss)
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)
+            params = [p for p in self.model.parameters() if p.grad is not None]
+            max_norm = cfg.optim.grad_clip if cfg.optim.grad_clip > 0 else math.inf
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        finite = (loss is not None and math.isfinite(float(loss.detach()))
+                  and math.isfinite(grad_norm))
         if finite:
             self.scaler.step(self.optimizer)
             self.nonfinite_run = 0
@@ -296,7 +302,8 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             self.nonfinite_total += 1
             self.nonfinite_run += 1
-        self.scaler.update()
+        if loss is not None:  # the scaler's update reads the inf checks of unscale_
+            self.scaler.update()
         lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used
         with warnings.catch_warnings():  # a skipped first step trips torch's order check
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
@@ -307,8 +314,28 @@ class Trainer:
         self.step += 1
         if self.nonfinite_run >= cfg.train.max_nonfinite:
             raise UserError(f"stopping at step {self.step}: {self.nonfinite_run} steps in a row "
-                            "had a non-finite loss or gradient (lower optim.lr, or use fp32)")
+                            "had a non-finite loss, gradient or field (lower optim.lr, or use "
+                            "fp32)")
         return logs
+
+    def _forward(self, batch: dict[str, torch.Tensor]) -> dict[str, Any] | None:
+        """The training forward, or ``None`` when its fields became non-finite (diverged
+        weights raise inside MatchAttention before a loss exists; the step counts as
+        non-finite). Under torchrun every rank learns whether any rank diverged: all skip the
+        step together, or, if only some did, all stop with one error instead of waiting for
+        each other's gradients."""
+        try:
+            with self._autocast():
+                outputs = self.forward(batch["img0"], batch["img1"])
+        except NonFiniteError:
+            outputs = None
+        if self.dist.enabled:
+            diverged = all_reduce_sum(torch.tensor([float(outputs is None)]), self.dist)[0]
+            if 0 < diverged < self.dist.world_size:
+                raise UserError(f"stopping at step {self.step + 1}: the fields became "
+                                f"non-finite on {int(diverged)} of {self.dist.world_size} "
+                                "processes (lower optim.lr, or use fp32)")
+        return outputs
 
     def _mean_over_ranks(self, logs: dict[str, float]) -> dict[str, float]:
         if not self.dist.enabled:
@@ -320,7 +347,8 @@ class Trainer:
 
     @torch.no_grad()
     def validate(self) -> dict[str, float]:
-        """EPE (and bad-2 for stereo) of the reference view over the validation set."""
+        """EPE (and bad-2 for stereo) of the reference view over the validation set (NaN if
+        the model's fields diverged)."""
         from crossview.train.build import field_errors
         self.model.eval()
         mine = list(shard_strided(len(self.val_set), self.dist))
@@ -328,9 +356,13 @@ class Trainer:
         totals = torch.zeros(3, dtype=torch.float64)
         for start in range(0, len(mine), per_batch):
             batch = self._batch(self.val_set, mine[start:start + per_batch])
-            with self._autocast():
-                outputs = self.model.forward_fields(batch["img0"], batch["img1"],
-                                                    task=self.cfg.task)
+            try:
+                with self._autocast():
+                    outputs = self.model.forward_fields(batch["img0"], batch["img1"],
+                                                        task=self.cfg.task)
+            except NonFiniteError:  # diverged weights: the metrics say so, the guard stops
+                totals += torch.tensor([math.nan, math.nan, 1.0], dtype=torch.float64)
+                continue
             b = batch["img0"].shape[0]
             totals += field_errors(outputs["field"][:b].float(), batch["gt"][:b],
                                    batch["valid"][:b], self.cfg.task)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crossview.settings import SettingError, check, setting
+
 REGRESSION_WINDOW = 5  # k of the initial windowed regression (tokens at 1/32)
 
 
@@ -29,34 +31,33 @@ class MatchStereoConfig:
             adapted frozen ImageNet features to every encoder scale (a crossview hybrid model,
             :mod:`crossview.models.matchstereo.pretrained_features`).
 
+    Every field is type- and range-checked on construction
+    (:class:`crossview.settings.SettingError`, a ``ValueError``, naming the field:
+    ``heads must be int, got 'two'``).
+
     The published defaults are MatchStereo-T; see :data:`VARIANTS` for S and B. Smaller models
     for tests or fast training just change these fields, e.g.
     ``MatchStereoConfig(dims=(16, 32, 48, 64), encoder_depths=(1, 1, 1, 1),
     decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)``.
     """
 
-    dims: tuple[int, int, int, int] = (32, 64, 128, 160)
-    encoder_depths: tuple[int, int, int, int] = (2, 2, 6, 2)
-    decoder_layers: tuple[int, int, int, int] = (8, 8, 8, 2)
-    radii: tuple[int, int, int, int] = (2, 2, 1, 1)
-    heads: int = 4
+    dims: tuple[int, int, int, int] = setting((32, 64, 128, 160), low=1)
+    encoder_depths: tuple[int, int, int, int] = setting((2, 2, 6, 2), low=0)
+    decoder_layers: tuple[int, int, int, int] = setting((8, 8, 8, 2), low=0)
+    radii: tuple[int, int, int, int] = setting((2, 2, 1, 1), low=0)
+    heads: int = setting(4, low=1)
     attn_to_proj: bool = True
     gating: bool = True
     noc_mask_embedding: bool = True
-    field_scale_init: float = 0.1
-    noc_threshold: float = 2.0
-    encoder_head: int = 1000
-    pretrained_features: str = ""
+    field_scale_init: float = setting(0.1, low=0, low_open=True)  # fields are divided by it
+    noc_threshold: float = setting(2.0, low=0, low_open=True)
+    encoder_head: int = setting(1000, low=0)
+    pretrained_features: str = setting("", choices=("", "efficientnet-lite0"))
 
     def __post_init__(self) -> None:
-        for name in ("dims", "encoder_depths", "decoder_layers", "radii"):
-            value = getattr(self, name)
-            if len(value) != 4:
-                raise ValueError(f"{name} needs 4 entries (one per scale), got {value!r}")
-        for dim in self.dims:
-            if dim % self.heads:
-                raise ValueError(f"every channel count must divide by heads={self.heads}, "
-                                 f"got dims={self.dims}")
+        check(self)
+        if any(dim % self.heads for dim in self.dims):
+            raise SettingError(f"dims must each divide by heads={self.heads}, got {self.dims}")
 
     @property
     def decoder_dims(self) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ from torch import nn
 from crossview.models.matchstereo.config import MatchStereoConfig
 from crossview.models.matchstereo.correlation import InitCorrelation
 from crossview.models.matchstereo.decoder import MatchDecoderScale
+from crossview.models.matchstereo.memory import inference_bytes
 from crossview.models.matchstereo.pretrained_features import PretrainedFeatures
 from crossview.nn.encoder import ConvFormer
 from crossview.nn.upsample import UpConv, UpMask, convex_upsample
@@ -60,6 +61,11 @@ class MatchStereo(nn.Module):
         self.up_masks = nn.ModuleList(
             [nn.Identity()] + [UpMask(dims[i - 1], dims[i - 1], 2) for i in range(1, 4)]
             + [UpMask(dims[3], 2 * dims[3], 4)])
+
+    def inference_bytes(self, batch: int, height: int, width: int, task: str) -> int:
+        """Peak memory in bytes of an inference on ``batch`` pairs padded to ``height x width``
+        px (:func:`crossview.models.matchstereo.memory.inference_bytes`)."""
+        return inference_bytes(self.config, task, batch, height, width)
 
     def forward(self, img0: torch.Tensor, img1: torch.Tensor) -> dict[str, object]:
         """:meth:`forward_fields` with the model's own task."""

@@ -1,0 +1,71 @@
+"""How much memory a run may use, and refusing a run that would need more, before it starts.
+
+A run that cannot fit fails late and badly: the allocator raises after minutes of work, or the
+kernel's out-of-memory killer ends the process (and others). Callers that can estimate what a
+run needs (:func:`crossview.api.check_memory`) compare it with :func:`available_memory` and
+refuse with one line that says what to change.
+
+The memory available is ``$CROSSVIEW_MAX_MEMORY_GB`` (GiB) when set (a limit of the user's
+choosing; tests use it to be independent of the machine), else for CUDA devices the free device
+memory, else the kernel's ``MemAvailable`` (``/proc/meminfo``: what can be allocated without
+swapping), else the free physical pages (``os.sysconf``); ``None`` where none of these can be
+read, and nothing is refused then.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import torch
+
+from crossview.errors import UserError
+
+ENV_VAR = "CROSSVIEW_MAX_MEMORY_GB"
+GIB = 2**30
+
+
+def available_memory(device: torch.device | str = "cpu") -> tuple[int, str] | None:
+    """``(bytes, where the figure comes from)`` a run on ``device`` may use, or ``None``."""
+    limit = os.environ.get(ENV_VAR)
+    if limit:
+        try:
+            gib = float(limit)
+        except ValueError:
+            gib = math.nan
+        if not math.isfinite(gib) or gib <= 0:
+            raise UserError(f"${ENV_VAR} must be a positive number of GiB, got {limit!r}")
+        return int(gib * GIB), f"${ENV_VAR}"
+    device = torch.device(device)
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free, f"free on {device}"
+    meminfo = Path("/proc/meminfo")
+    if meminfo.is_file():
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024, "MemAvailable"
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free memory"
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(count: float) -> str:
+    """``27.3 GiB``, ``512 MiB``: binary units, three significant figures."""
+    for unit, size in (("TiB", 2**40), ("GiB", GIB), ("MiB", 2**20)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count / 2**10:.3g} KiB"
+
+
+def check_memory(needed: int, what: str, advice: str,
+                 device: torch.device | str = "cpu") -> None:
+    """:class:`UserError` ``"{what} needs about N GiB of memory (estimate), more than the M GiB
+    available (source); {advice}"`` if ``needed`` bytes exceed :func:`available_memory`."""
+    available = available_memory(device)
+    if available is None or needed <= available[0]:
+        return
+    raise UserError(f"{what} needs about {format_bytes(needed)} of memory (estimate), more than "
+                    f"the {format_bytes(available[0])} available ({available[1]}); {advice}")
