@@ -40,16 +40,18 @@ def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPa
     assert "ratio" not in rows[("reference", "fp32")]
 
 
-def test_measure_runs_one_small_case() -> None:
+@pytest.mark.parametrize("model", ["T", "matchstereo-mini"])
+def test_measure_runs_one_small_case(model: str) -> None:
     import torch
 
     from crossview.attention import set_backend
 
     threads = torch.get_num_threads()
     try:  # measure() is meant for a child process: it sets threads and backend process-wide
-        row = bench.measure({"model": "T", "size": [192, 192], "precision": "fp32",
+        row = bench.measure({"model": model, "size": [192, 192], "precision": "fp32",
                              "backend": "cpu", "threads": 1, "repeats": 1, "warmup": 0})
     finally:
         torch.set_num_threads(threads)
         set_backend(None)
     assert row["status"] == "ok" and row["median_s"] > 0 and row["peak_rss_mib"] > 0
+    assert row["model"] == model

@@ -251,7 +251,8 @@ def attention(
 @app.command("model")
 def model(
     models: Annotated[list[str] | None, typer.Option(
-        "--model", help="T, S or B (repeatable; default all three).")] = None,
+        "--model", help="T, S, B or a registered stereo model name such as matchstereo-mini "
+                        "(repeatable; default T, S and B).")] = None,
     sizes: Annotated[list[str] | None, typer.Option(
         "--size", help="Image sizes HxW (repeatable; default 384x1248 and 1536x1536).")] = None,
     big: Annotated[bool, typer.Option(help="Also run MatchStereo-T at 2176x3840.")] = True,
@@ -274,13 +275,16 @@ def model(
     from crossview.bench.model import MODELS, PRECISIONS, SIZES, bench_model, default_cases
     from crossview.bench.report import print_table, write_json
     from crossview.errors import UserError
+    from crossview.models.registry import get_spec, list_models
 
     check_output_file(json_path, "--json")
 
-    chosen = [m.upper() for m in models] if models else list(MODELS)
+    chosen = [m.upper() if m.upper() in MODELS else m.lower() for m in models or MODELS]
     chosen_precisions = precisions or list(PRECISIONS)
-    if set(chosen) - set(MODELS) or set(chosen_precisions) - set(PRECISIONS):
-        raise UserError(f"--model takes {', '.join(MODELS)}; --precision takes "
+    stereo_names = [n for n in list_models() if get_spec(n).task == "stereo"]
+    if set(chosen) - set(MODELS) - set(stereo_names) or set(chosen_precisions) - set(PRECISIONS):
+        raise UserError(f"--model takes {', '.join(MODELS)} or a stereo model name "
+                        f"({', '.join(stereo_names)}); --precision takes "
                         f"{', '.join(PRECISIONS)}")
     if repeats <= 0 or threads <= 0:
         raise UserError("--repeats and --threads must be positive")
