@@ -16,6 +16,7 @@ from safetensors.torch import save_file
 from crossview import api
 from crossview.cli.app import main
 from crossview.data import io
+from crossview.models.defaults import DEFAULT_STEREO_MODEL
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
 from crossview.train.checkpoint import export_weights
@@ -195,12 +196,13 @@ def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list
         "NaN weights pth": ([str(left), str(right), "--weights", str(nan_pth), *FAST],
                             "nan.pth: tensor 'up_masks.4.2.weight' holds NaN or infinite"),
         "huge image": ([str(huge[0]), str(huge[1])],
-                       f"{huge[0]} and {huge[1]}: matchstereo-mini at 8000x8000 px needs about "),
+                       f"{huge[0]} and {huge[1]}: {DEFAULT_STEREO_MODEL} at 8000x8000 px "
+                       "needs about "),
         "huge image advice": ([str(huge[0]), str(huge[1])],
                               "more than the 16 GiB available ($CROSSVIEW_MAX_MEMORY_GB); run "
                               "at a lower resolution with --size HxW, or give smaller images"),
         "huge size": ([str(left), str(right), "--size", "100000x100000"],
-                      "matchstereo-mini at 100000x100000 px (images of 192x200 px resized) "
+                      f"{DEFAULT_STEREO_MODEL} at 100000x100000 px (images of 192x200 px resized) "
                       "needs about "),
         "large size": ([str(left), str(right), "--size", "20000x20000"],
                        "at 20000x20000 px (images of 192x200 px resized) needs about "),

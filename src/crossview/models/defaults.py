@@ -8,5 +8,5 @@ docs/training.md). The published architectures (``matchstereo-t/-s/-b``, ``match
 
 from __future__ import annotations
 
-DEFAULT_STEREO_MODEL = "matchstereo-mini"
+DEFAULT_STEREO_MODEL = "matchstereo-hybrid"
 DEFAULT_FLOW_MODEL = "matchflow-mini"
