@@ -57,7 +57,7 @@ def test_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str,
 
 def test_default_model_is_the_bundled_one(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """Without --model the bundled matchflow-mini runs (no random-weights warning) and finds the
+    """Without --model the bundled default flow model runs (no random-weights warning) and finds the
     frames' shift: frame 1 is scikit-image's cat photograph (held out from training) moved 2 px
     down and 3 px left."""
     frame = np.asarray(Image.fromarray(skimage.data.chelsea()).resize((256, 192)))

@@ -1,12 +1,14 @@
 """The models that run when the user names none (kept import-free so the CLI stays fast).
 
 Both defaults are weights bundled with the package, trained by crossview on its synthetic
-engine (``matchstereo-mini``, ``matchflow-mini``; recipe and measured accuracy in
-docs/training.md). The published architectures (``matchstereo-t/-s/-b``, ``matchflow-b``) need
-``weights=`` (a published checkpoint) and warn otherwise.
+engine: ``matchstereo-hybrid`` and ``matchflow-hybrid``, the small ``matchstereo-mini`` /
+``matchflow-mini`` networks with adapted frozen ImageNet features, which generalise better to
+real photographs (recipe and measured accuracy in docs/training.md and docs/real-eval.md). The
+published architectures (``matchstereo-t/-s/-b``, ``matchflow-b``) need ``weights=`` (a
+published checkpoint) and warn otherwise.
 """
 
 from __future__ import annotations
 
 DEFAULT_STEREO_MODEL = "matchstereo-hybrid"
-DEFAULT_FLOW_MODEL = "matchflow-mini"
+DEFAULT_FLOW_MODEL = "matchflow-hybrid"
