@@ -15,12 +15,12 @@ import argparse
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from skimage import data as skdata  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from skimage import data as skdata
 
-import crossview  # noqa: E402
-from crossview.data.datasets.registry import open_dataset  # noqa: E402
+import crossview
+from crossview.data.datasets.registry import open_dataset
 
 
 def scenes(root: str) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
