@@ -60,3 +60,22 @@ def test_field_errors_are_disparity_epe_and_bad2() -> None:
     assert totals.tolist() == [8.0, 2.0, 3.0]
     flow = field_errors(pred, gt, valid, "flow")
     assert flow.tolist() == [3.0 + 1.0 + 6.0, 0.0, 3.0]
+
+
+@pytest.mark.parametrize("task", ["stereo", "flow"])
+@pytest.mark.parametrize("augment", ["standard", "camera"])
+def test_augmented_training_crops_to_the_size_and_leaves_validation_clean(task: str,
+                                                                          augment: str) -> None:
+    data = {"train": f"synthetic-{task}", "val": f"synthetic-{task}", "train_size": 2,
+            "val_size": 1, "height": 32, "width": 48}
+    plain_train, plain_val = build_datasets(config_from_dict({"task": task, "data": data}))
+    train, val = build_datasets(config_from_dict(
+        {"task": task, "data": {**data, "augment": augment, "render_scale": 1.5}}))
+    assert train[0]["img0"].shape == (3, 32, 48) and train[0]["gt"].shape == (2, 32, 48, 2)
+    assert not torch.equal(train[0]["img0"], plain_train[0]["img0"])
+    assert torch.equal(val[0]["img0"], plain_val[0]["img0"])
+    assert torch.equal(train[1]["gt"], train[1]["gt"])  # deterministic per index
+    with pytest.raises(UserError, match="render_scale"):
+        config_from_dict({"data": {"render_scale": 0.5}})
+    with pytest.raises(UserError, match="augment"):
+        config_from_dict({"data": {"augment": "heavy"}})

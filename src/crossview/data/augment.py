@@ -21,7 +21,9 @@ Steps (defaults are the published values):
   ``yjitter``), which makes the pair slightly unrectified; each view's labels stay registered
   with its image (``disparity`` with ``image0``, ``disparity1`` with ``image1``) and remain the
   horizontal disparities of the unshifted pair;
-- flow only: random horizontal (0.5) and vertical (0.1) flips of both images and labels.
+- flow only: random horizontal (0.5) and vertical (0.1) flips of both images and labels;
+- optionally (``camera``, not in the published recipes), per-view sensor effects on the crop:
+  exposure, tone, vignetting, blur, noise, monochrome rigs, 8-bit storage.
 """
 
 from __future__ import annotations
@@ -32,20 +34,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from crossview.data.camera_effects import CameraEffects, luma
 from crossview.pixel_grid import to_grid_coords
 
 Sample = dict[str, torch.Tensor]
 
 # the entries that describe the pixels of image1 (the y jitter moves them with it)
 SECOND_VIEW = ("image1", "disparity1", "valid1", "valid_noc1", "flow_backward")
-
-# ITU-R BT.601 luma, the weights torchvision's colour jitter uses for grey
-_LUMA = (0.299, 0.587, 0.114)
-
-
-def _grey(image: torch.Tensor) -> torch.Tensor:
-    return (image[0] * _LUMA[0] + image[1] * _LUMA[1] + image[2] * _LUMA[2])[None]
-
 
 def _hue_matrix(shift: float) -> torch.Tensor:
     """``[3, 3]`` RGB rotation about the grey axis by ``shift`` turns (hue shift in YIQ)."""
@@ -103,10 +98,10 @@ class ColorJitter:
             if step == 0:
                 out = out * params.brightness
             elif step == 1:
-                mean = _grey(out).mean()
+                mean = luma(out).mean()
                 out = (out - mean) * params.contrast + mean
             elif step == 2:
-                grey = _grey(out)
+                grey = luma(out)
                 out = (out - grey) * params.saturation + grey
             else:
                 out = torch.einsum("ij,jhw->ihw", _hue_matrix(params.hue), out)
@@ -271,6 +266,9 @@ class Augmentor:
         max_y_jitter: stereo vertical shift of ``image1`` in pixels (0 disables).
         flip_x_probability, flip_y_probability: flow flips (keep 0 for stereo: a horizontal
             flip would turn a left image into a right one).
+        camera: sensor effects per view (:mod:`crossview.data.camera_effects`), applied last
+            to the cropped images, as a camera records the final pixels (None: off, the
+            published recipes).
     """
 
     crop: tuple[int, int]
@@ -286,6 +284,7 @@ class Augmentor:
     max_y_jitter: int = 0
     flip_x_probability: float = 0.0
     flip_y_probability: float = 0.0
+    camera: CameraEffects | None = None
 
     def _spatial(self, rng: np.random.Generator, h: int, w: int) -> SpatialParams:
         ch, cw = self.crop
@@ -327,7 +326,10 @@ class Augmentor:
         out["image1"] = erase_rectangles(out["image1"], rng, probability=self.erase_probability,
                                          sizes=self.erase_sizes)
         h, w = out["image0"].shape[-2:]
-        return spatial_transform(out, self._spatial(rng, h, w), self.crop)
+        out = spatial_transform(out, self._spatial(rng, h, w), self.crop)
+        if self.camera is not None:
+            out["image0"], out["image1"] = self.camera(out["image0"], out["image1"], rng)
+        return out
 
 
 def stereo_augmentor(crop: tuple[int, int], **overrides: object) -> Augmentor:

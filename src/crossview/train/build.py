@@ -2,8 +2,9 @@
 
 Dataset names: ``synthetic-stereo`` and ``synthetic-flow`` (the seeded engine of
 :mod:`crossview.data.synthetic`, rendered at ``data.height x data.width``). Training uses the
-``train`` split with ``data.seed``; validation the same split with seed ``data.seed + 1000``
-(an unrelated stream), so the held-out benchmarks (split ``heldout``) stay unseen.
+``train`` split with ``data.seed`` (augmented as ``data.augment`` says); validation the same
+split with seed ``data.seed + 1000`` (an unrelated stream), so the held-out benchmarks
+(split ``heldout``) stay unseen.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import torch
 from torch.utils.data import Dataset
 
 from crossview import settings
+from crossview.data.augment import Augmentor, flow_augmentor, stereo_augmentor
+from crossview.data.camera_effects import CameraEffects
 from crossview.errors import UserError
 from crossview.metrics.flow import flow_endpoint_error
 from crossview.metrics.stereo import bad_pixels, endpoint_error
@@ -63,23 +66,38 @@ class TrainingView(Dataset):
         return self.convert(self.dataset[index])
 
 
-def _synthetic(name: str, length: int, seed: int, size: tuple[int, int]) -> TrainingView:
+def _augmentor(task: str, augment: str, crop: tuple[int, int]) -> Augmentor | None:
+    """The training transform that ``data.augment`` names (None for ``none``)."""
+    if augment == "none":
+        return None
+    camera = CameraEffects() if augment == "camera" else None
+    make = stereo_augmentor if task == "stereo" else flow_augmentor
+    return make(crop, camera=camera)
+
+
+def _synthetic(name: str, length: int, seed: int, size: tuple[int, int],
+               transform: Augmentor | None = None) -> TrainingView:
     if name == "synthetic-stereo":
         from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
-        return TrainingView(SyntheticStereo(length, seed=seed, config=StereoConfig(size=size)),
-                            stereo_training_sample)
+        return TrainingView(SyntheticStereo(length, seed=seed, config=StereoConfig(size=size),
+                                            transform=transform), stereo_training_sample)
     if name == "synthetic-flow":
         from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
-        return TrainingView(SyntheticFlow(length, seed=seed, config=FlowConfig(size=size)),
-                            flow_training_sample)
+        return TrainingView(SyntheticFlow(length, seed=seed, config=FlowConfig(size=size),
+                                          transform=transform), flow_training_sample)
     raise UserError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
 
 
 def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
-    """The training and validation sets named by ``cfg.data``."""
+    """The training and validation sets named by ``cfg.data``; only training samples are
+    augmented (validation stays the clean render, comparable across recipes)."""
     data = cfg.data
     size = (data.height, data.width)
-    train = _synthetic(data.train, data.train_size, data.seed, size)
+    transform = _augmentor(cfg.task, data.augment, size)
+    render = size
+    if transform is not None:
+        render = (round(data.height * data.render_scale), round(data.width * data.render_scale))
+    train = _synthetic(data.train, data.train_size, data.seed, render, transform)
     val = None
     if data.val_size > 0:
         val = _synthetic(data.val, data.val_size, data.seed + VALIDATION_SEED_OFFSET, size)

@@ -37,7 +37,14 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    """Training and validation data (dataset names of :mod:`crossview.data`)."""
+    """Training and validation data (dataset names of :mod:`crossview.data`).
+
+    ``augment`` applies to training samples only: ``none`` (the clean render at
+    ``height x width``), ``standard`` (RAFT-Stereo / RAFT augmentation: colour, erasing, scale,
+    y jitter or flips) or ``camera`` (standard plus per-view sensor effects:
+    :mod:`crossview.data.camera_effects`). Augmented scenes are rendered ``render_scale`` times
+    larger than the crop so that the random scale can also shrink them.
+    """
 
     train: str = setting("synthetic-stereo", choices=("synthetic-stereo", "synthetic-flow"))
     train_size: int = setting(10000, **AT_LEAST_1)
@@ -46,6 +53,8 @@ class DataConfig:
     height: int = setting(192, **AT_LEAST_1)
     width: int = setting(256, **AT_LEAST_1)
     seed: int = setting(0, **SEED)
+    augment: str = setting("none", choices=("none", "standard", "camera"))
+    render_scale: float = setting(1.0, low=1.0)
 
 
 @dataclass
