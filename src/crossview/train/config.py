@@ -44,6 +44,11 @@ class DataConfig:
     y jitter or flips) or ``camera`` (standard plus per-view sensor effects:
     :mod:`crossview.data.camera_effects`). Augmented scenes are rendered ``render_scale`` times
     larger than the crop so that the random scale can also shrink them.
+
+    ``real``: a folder of unlabelled real image sequences
+    (:mod:`crossview.data.datasets.image_sequences`, flow only) for the self-supervised term
+    ``loss.photometric_weight``; each step adds ``real_batch_size`` crops of ``height x width``
+    of frame pairs at most ``real_max_gap`` frames apart to the synthetic batch.
     """
 
     train: str = setting("synthetic-stereo", choices=("synthetic-stereo", "synthetic-flow"))
@@ -55,11 +60,17 @@ class DataConfig:
     seed: int = setting(0, **SEED)
     augment: str = setting("none", choices=("none", "standard", "camera"))
     render_scale: float = setting(1.0, low=1.0)
+    real: str = ""
+    real_batch_size: int = setting(1, **AT_LEAST_1)
+    real_max_gap: int = setting(2, **AT_LEAST_1)
 
 
 @dataclass
 class LossConfig:
-    """Weights and parameters of the paper's loss terms (a weight of 0 switches a term off)."""
+    """Weights and parameters of the paper's loss terms (a weight of 0 switches a term off),
+    and of the self-supervised term on unlabelled real pairs (``photometric_weight``, needs
+    ``data.real``; ``smooth_weight`` weighs its smoothness against its census term:
+    :mod:`crossview.train.photometric`)."""
 
     init_weight: float = setting(1.0, **NON_NEGATIVE)
     self_weight: float = setting(1.0, **NON_NEGATIVE)
@@ -72,6 +83,8 @@ class LossConfig:
     adl_cluster_eps: float = setting(1.0, **NON_NEGATIVE)
     adl_alpha: float = setting(0.8, low=0, high=1)
     adl_scale: float = setting(0.8, **POSITIVE)
+    photometric_weight: float = setting(0.0, **NON_NEGATIVE)
+    smooth_weight: float = setting(0.5, **NON_NEGATIVE)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from crossview.attention.match import NonFiniteError
+from crossview.data.datasets.image_sequences import ImageSequencePairs
 from crossview.device import resolve_device
 from crossview.distributed import (
     DistInfo,
@@ -47,6 +48,7 @@ from crossview.train import checkpoint as ckpt
 from crossview.train import runlog
 from crossview.train.config import Config, config_to_dict
 from crossview.train.losses import training_loss
+from crossview.train.photometric import photometric_loss
 
 StepCallback = Callable[[int, dict[str, float]], bool | None]
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -71,10 +73,11 @@ def batch_indices(step: int, batch_size: int, dataset_size: int, seed: int) -> l
 
 
 def collate(samples: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Stack samples; both-view ground truth becomes ``[2B, ...]``, reference rows first."""
-    batch = {key: torch.stack([s[key] for s in samples]) for key in ("img0", "img1", "gt",
-                                                                      "valid")}
-    if batch["gt"].dim() == 5:  # [B, 2, H, W, 2]
+    """Stack samples; both-view ground truth becomes ``[2B, ...]``, reference rows first
+    (unlabelled samples hold only ``img0``/``img1``)."""
+    batch = {key: torch.stack([s[key] for s in samples])
+             for key in ("img0", "img1", "gt", "valid") if key in samples[0]}
+    if "gt" in batch and batch["gt"].dim() == 5:  # [B, 2, H, W, 2]
         batch["gt"] = batch["gt"].transpose(0, 1).flatten(0, 1)
         batch["valid"] = batch["valid"].transpose(0, 1).flatten(0, 1)
     return batch
@@ -102,6 +105,27 @@ class _Fields(nn.Module):
 
     def forward(self, img0: torch.Tensor, img1: torch.Tensor) -> dict[str, Any]:
         return self.model.forward_fields(img0, img1, task=self.task)
+
+
+def pair_rows(outputs: dict[str, Any], pairs: range, total: int) -> dict[str, Any]:
+    """A two-view forward's outputs restricted to some of its pairs.
+
+    Every tensor of ``outputs`` (and of its lists) holding both views of ``total`` pairs on the
+    batch axis (``[2 * total, ...]``, reference rows first) keeps the rows of ``pairs`` in both
+    views; anything else passes unchanged.
+    """
+    rows = torch.tensor([*pairs, *(p + total for p in pairs)])
+
+    def pick(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.ndim > 0 and value.shape[0] == 2 * total:
+            return value.index_select(0, rows.to(value.device))
+        if isinstance(value, list):
+            return [pick(v) for v in value]
+        return value
+
+    if len(pairs) == total:
+        return outputs
+    return {key: pick(value) for key, value in outputs.items()}
 
 
 class _StopRequested:
@@ -174,6 +198,7 @@ class Trainer:
         self.val_set = val_set
         if len(train_set) == 0:
             raise UserError("the training set is empty")
+        self.real_set = self._real_pairs()
         self.run_dir = Path(cfg.train.out_dir)
         self.progress = progress
         self.on_step = on_step
@@ -275,19 +300,52 @@ class Trainer:
         batch = collate([dataset[i] for i in indices])
         return {k: v.to(self.device) for k, v in batch.items()}
 
+    def _real_pairs(self) -> ImageSequencePairs | None:
+        """The unlabelled real pairs of the self-supervised term, when it is on."""
+        cfg = self.cfg
+        if cfg.loss.photometric_weight == 0:
+            return None
+        if cfg.task != "flow" or not cfg.data.real:
+            raise UserError("config: loss.photometric_weight needs task flow and data.real (a "
+                            "folder of unlabelled image sequences)")
+        if cfg.data.real_batch_size % self.dist.world_size:
+            raise UserError(f"data.real_batch_size ({cfg.data.real_batch_size}) must be "
+                            f"divisible by the number of processes ({self.dist.world_size})")
+        return ImageSequencePairs(cfg.data.real, cfg.data.train_size,
+                                  (cfg.data.height, cfg.data.width),
+                                  max_gap=cfg.data.real_max_gap, seed=cfg.data.seed)
+
     def train_step(self) -> dict[str, float]:
-        """One optimisation step on this rank's share of the global batch of ``self.step``."""
+        """One optimisation step on this rank's share of the global batch of ``self.step``
+        (with the self-supervised term, the real pairs join the synthetic ones in one
+        forward)."""
         cfg = self.cfg
         indices = batch_indices(self.step, cfg.train.batch_size, len(self.train_set),
                                 cfg.data.seed)
         batch = self._batch(self.train_set, shard(indices, self.dist))
+        synthetic = batch["img0"].shape[0]
+        if self.real_set is not None:
+            real_indices = batch_indices(self.step, cfg.data.real_batch_size, len(self.real_set),
+                                         cfg.data.seed + 1)
+            real = self._batch(self.real_set, shard(real_indices, self.dist))
+            batch["img0"] = torch.cat([batch["img0"], real["img0"]])
+            batch["img1"] = torch.cat([batch["img1"], real["img1"]])
         self.forward.train()
         outputs = self._forward(batch)
         self.optimizer.zero_grad(set_to_none=True)
         if outputs is None:  # the fields diverged inside the forward: no loss, no gradient
             loss, logs, grad_norm = None, {"loss": math.nan}, math.nan
         else:
-            loss, logs = training_loss(outputs, batch["gt"], batch["valid"], cfg.task, cfg.loss)
+            pairs = batch["img0"].shape[0]
+            loss, logs = training_loss(pair_rows(outputs, range(synthetic), pairs), batch["gt"],
+                                       batch["valid"], cfg.task, cfg.loss)
+            if self.real_set is not None:
+                real_field = pair_rows(outputs, range(synthetic, pairs), pairs)["field"]
+                term, real_logs = photometric_loss(
+                    batch["img0"][synthetic:], batch["img1"][synthetic:], real_field,
+                    smooth_weight=cfg.loss.smooth_weight)
+                loss = loss + cfg.loss.photometric_weight * term
+                logs.update(real_logs, loss=float(loss.detach()))
             self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
             params = [p for p in self.model.parameters() if p.grad is not None]
