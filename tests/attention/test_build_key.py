@@ -1,6 +1,6 @@
 """The parts of a build's key (crossview.attention.build_key) that read the machine: the CPU
 fingerprint and the compiler identity. How the whole key names builds is tested in
-test_match_cpu_build.py, on the fused kernels' real key."""
+match/test_cpu_build.py, on the fused kernels' real key."""
 
 from __future__ import annotations
 

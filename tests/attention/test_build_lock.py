@@ -13,8 +13,8 @@ from types import ModuleType
 
 import pytest
 
-from crossview.attention import match_cpu
 from crossview.attention.build_lock import STALE_AFTER_SECONDS, wait_for_build_lock
+from crossview.attention.match import cpu_build
 
 
 def _lock(folder: Path, age: float) -> Path:
@@ -92,7 +92,7 @@ def test_the_kernel_loader_clears_a_stale_lock_before_loading(
     import torch.utils.cpp_extension as cpp_extension
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    build_dir = tmp_path / match_cpu.build_name()
+    build_dir = tmp_path / cpu_build.build_name()
     lock = _lock(build_dir, 2 * STALE_AFTER_SECONDS)
     calls = []
     module = ModuleType("fake_kernels")
@@ -102,7 +102,7 @@ def test_the_kernel_loader_clears_a_stale_lock_before_loading(
         return module
 
     monkeypatch.setattr(cpp_extension, "load", fake_load)
-    assert match_cpu._build.__wrapped__() is module  # the uncached build, with the fake load
+    assert cpu_build._build.__wrapped__() is module  # the uncached build, with the fake load
     assert calls == [(str(build_dir), False)]  # in torch's build directory, lock gone first
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"warning: removed {lock}"), err

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from crossview.attention import match_cpu
+from crossview.attention.match import cpu_build
 from crossview.bench import attention
 from crossview.cli.app import main
 
-pytestmark = pytest.mark.skipif(match_cpu.unavailable_reason() is not None,
-                                reason=f"{match_cpu.unavailable_reason()}")
+pytestmark = pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
+                                reason=f"{cpu_build.unavailable_reason()}")
 
 
 def test_quick_bench_writes_json_and_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -200,7 +200,7 @@ def attention(
     """MatchAttention: fused cpu kernels vs reference backend vs SDPA global attention."""
     from rich.progress import Progress
 
-    from crossview.attention.match_backend import unavailable_reason
+    from crossview.attention.match import unavailable_reason
     from crossview.bench.attention import (
         MEMORY_COLUMNS,
         QUICK_SIZES,

@@ -1,8 +1,9 @@
-"""How crossview.attention.match_cpu builds the fused kernels: one build directory per key (source,
-flags, compiler, torch, CPU) side by side in the torch extensions cache, one compile shared by
-concurrent first runs, and the reference backend with one warning where nothing can be built.
+"""How crossview.attention.match.cpu_build builds the fused kernels: one build directory per key
+(source, flags, compiler, torch, CPU) side by side in the torch extensions cache, one compile
+shared by concurrent first runs, and the reference backend with one warning where nothing can be
+built.
 
-Only the default build compiles for real (once, shared with test_match_cpu.py); the other tests
+Only the default build compiles for real (once, shared with test_cpu.py); the other tests
 replace torch's ``load`` or the compiler, so they take seconds."""
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import pytest
 import torch
 import torch.utils.cpp_extension as cpp_extension
 
-from crossview.attention import build_key, match_attention, match_backend, match_cpu
-from crossview.attention.match_backend import BUILD_PROBLEM, BackendChoice, choose_backend
+from crossview.attention import build_key, match_attention
+from crossview.attention.match import choose, cpu_build
+from crossview.attention.match.choose import BackendChoice, choose_backend
+from crossview.attention.match.cpu_build import BUILD_PROBLEM
 from hang_guard import HANG_GUARD_SECONDS
 
 can_build = pytest.mark.skipif(
@@ -37,24 +40,24 @@ def _script(path: Path, body: str) -> str:
     return str(path)
 
 
-@pytest.mark.skipif(match_cpu.unavailable_reason() is not None,
-                    reason=f"{match_cpu.unavailable_reason()}")
+@pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
+                    reason=f"{cpu_build.unavailable_reason()}")
 def test_the_default_build_lives_in_the_directory_its_key_names() -> None:
-    name = match_cpu.build_name()
-    assert name == match_cpu.build_name()  # stable: every test and process reuses the one build
+    name = cpu_build.build_name()
+    assert name == cpu_build.build_name()  # stable: every test and process reuses the one build
     build_dir = Path(cpp_extension._get_build_directory(name, verbose=False))
-    assert match_cpu.extension().__file__ == str(build_dir / f"{name}.so")
-    assert (build_dir / match_cpu.SOURCE.name).read_bytes() == match_cpu.SOURCE.read_bytes()
+    assert cpu_build.extension().__file__ == str(build_dir / f"{name}.so")
+    assert (build_dir / cpu_build.SOURCE.name).read_bytes() == cpu_build.SOURCE.read_bytes()
 
 
 def _edit_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    edited = tmp_path / match_cpu.SOURCE.name  # another checkout, one comment apart
-    edited.write_bytes(match_cpu.SOURCE.read_bytes() + b"\n// edited\n")
-    monkeypatch.setattr(match_cpu, "SOURCE", edited)
+    edited = tmp_path / cpu_build.SOURCE.name  # another checkout, one comment apart
+    edited.write_bytes(cpu_build.SOURCE.read_bytes() + b"\n// edited\n")
+    monkeypatch.setattr(cpu_build, "SOURCE", edited)
 
 
 def _other_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(match_cpu, "CFLAGS", [*match_cpu.CFLAGS, "-mno-avx512f"])
+    monkeypatch.setattr(cpu_build, "CFLAGS", [*cpu_build.CFLAGS, "-mno-avx512f"])
 
 
 def _other_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -86,18 +89,18 @@ def test_a_changed_input_builds_beside_the_other_build(
         return ModuleType(name)
 
     monkeypatch.setattr(cpp_extension, "load", fake_load)
-    first = match_cpu._build.__wrapped__().__name__  # the uncached build, with the fake load
-    assert first == match_cpu.build_name()
+    first = cpu_build._build.__wrapped__().__name__  # the uncached build, with the fake load
+    assert first == cpu_build.build_name()
     change(monkeypatch, tmp_path)
-    second = match_cpu._build.__wrapped__().__name__
+    second = cpu_build._build.__wrapped__().__name__
     assert second != first
     assert sorted(path.name for path in extensions.iterdir()) == sorted([first, second])
     for name in (first, second):
         assert (extensions / name / f"{name}.so").read_text() == name  # neither replaced
-    copy = extensions / second / match_cpu.SOURCE.name
-    assert copy.read_bytes() == match_cpu.SOURCE.read_bytes()
+    copy = extensions / second / cpu_build.SOURCE.name
+    assert copy.read_bytes() == cpu_build.SOURCE.read_bytes()
     monkeypatch.undo()
-    assert match_cpu.build_name() == first  # back to the first build's inputs, back to its key
+    assert cpu_build.build_name() == first  # back to the first build's inputs, back to its key
 
 
 # Stands in for g++ under torch's real build (ninja, lock, import): logs each compile and link,
@@ -137,9 +140,9 @@ else:
 FIRST_RUN = """
 import sys
 from pathlib import Path
-from crossview.attention import match_cpu
+from crossview.attention.match import cpu_build
 Path(sys.argv[1]).touch()
-built = match_cpu._build()
+built = cpu_build._build()
 print(built if isinstance(built, str) else built.__file__)
 """
 
@@ -152,7 +155,7 @@ def test_concurrent_first_runs_compile_once_and_share_the_build(
     started.mkdir()
     fake_cxx = _script(tmp_path / "g++", f"#!{sys.executable}\n{FAKE_CXX}")
     monkeypatch.setenv("CXX", fake_cxx)
-    name = match_cpu.build_name()
+    name = cpu_build.build_name()
     env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(extensions), FAKE_CXX_LOG=str(log),
                FAKE_CXX_STARTED=str(started))
     runs = [subprocess.Popen([sys.executable, "-c", FIRST_RUN, str(started / str(run))], env=env,
@@ -199,17 +202,17 @@ def test_without_a_build_auto_falls_back_with_one_warning(
         simulate: Simulate, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     simulate(monkeypatch, tmp_path)
     # a process that has neither built nor warned yet
-    monkeypatch.setattr(match_cpu, "_build", functools.cache(match_cpu._build.__wrapped__))
-    monkeypatch.setattr(match_backend, "_warned", set())
-    monkeypatch.setattr(match_backend, "_default", None)
-    monkeypatch.delenv(match_backend.ENV_VAR, raising=False)
+    monkeypatch.setattr(cpu_build, "_build", functools.cache(cpu_build._build.__wrapped__))
+    monkeypatch.setattr(choose, "_warned", set())
+    monkeypatch.setattr(choose, "_default", None)
+    monkeypatch.delenv(choose.ENV_VAR, raising=False)
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 5, 6, 2, 8, generator=gen) for _ in range(3))
     rel_pos = torch.randn(1, 5, 6, 1, 2, generator=gen)
     with pytest.warns(RuntimeWarning) as record:
         out = match_attention(q, k, v, rel_pos, 1)
         match_attention(q.double(), k.double(), v.double(), rel_pos.double(), 1)
-    why = match_cpu.unavailable_reason()
+    why = cpu_build.unavailable_reason()
     assert why is not None and why.startswith(f"{BUILD_PROBLEM}: ")
     assert reason.format(tmp_path=tmp_path) in why
     assert [str(warning.message) for warning in record] == [
@@ -232,7 +235,7 @@ for dtype in (torch.float32, torch.float64, torch.float32):
 def test_the_fallback_warning_comes_once_per_process(tmp_path: Path) -> None:
     # PYTHONWARNINGS=always: the warnings module repeats every warning, so once is crossview's
     env = dict(os.environ, CXX=str(tmp_path / "no-c++"), PYTHONWARNINGS="always")
-    env.pop(match_backend.ENV_VAR, None)
+    env.pop(choose.ENV_VAR, None)
     result = subprocess.run([sys.executable, "-c", FALLBACK_RUN], env=env, capture_output=True,
                             text=True, timeout=HANG_GUARD_SECONDS)
     assert result.returncode == 0, result.stderr

@@ -1,6 +1,6 @@
-"""Tests of crossview.attention.match (the public match_attention): semantics (golden vectors,
-naive formulas), gradients and input validation. The fused backend is held to these semantics
-in test_match_cpu.py."""
+"""Tests of crossview.attention.match.function (the public match_attention): semantics (golden
+vectors, naive formulas), gradients and input validation. Every other backend is held to the
+reference in test_backends.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 
 from crossview.attention import match_attention
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / \
+GOLDEN = Path(__file__).resolve().parents[4] / "shared" / "golden" / \
     "match_attention_op_vectors.safetensors"
 
 

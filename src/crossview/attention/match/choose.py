@@ -1,10 +1,13 @@
-"""Which MatchAttention backend runs: a process-wide default and the reasons a backend is skipped.
+"""Which MatchAttention backend runs: the backends in order of preference, a process-wide
+default, and the reasons a backend is skipped.
 
-Backends, in order of preference for ``"auto"``:
+Backends, in order of preference for ``"auto"`` (:data:`BACKENDS`):
 
-- ``cpu``: fused C++ kernels (see :mod:`crossview.attention.match_cpu`), CPU tensors only,
+- ``cpu``: fused C++ kernels (:mod:`crossview.attention.match.cpu`), CPU tensors only,
   compiled on first use;
-- ``reference``: plain PyTorch (:mod:`crossview.attention.match_reference`), any device.
+- ``reference``: plain PyTorch (:mod:`crossview.attention.match.reference`), any device.
+
+A GPU backend (issue 22) goes first, from its own file beside ``cpu.py``.
 
 The default is ``"auto"``; :func:`set_backend` or the environment variable
 ``CROSSVIEW_MATCH_BACKEND`` change it for the whole process, so a whole model can be run and
@@ -19,10 +22,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-BACKENDS = ("cpu", "reference")
-ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
-BUILD_PROBLEM = "the C++ extension cannot be built"
+from crossview.attention.match import cpu, reference
+from crossview.attention.match.backend import Backend
 
+BACKENDS: tuple[Backend, ...] = (cpu.BACKEND, reference.BACKEND)
+ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
+
+_by_name = {backend.name: backend for backend in BACKENDS}
 _default: str | None = None
 _warned: set[str] = set()
 
@@ -36,9 +42,9 @@ class BackendChoice:
 
 
 def _check_name(name: str, where: str) -> str:
-    if name not in ("auto", *BACKENDS):
+    if name not in ("auto", *_by_name):
         raise ValueError(f"unknown MatchAttention backend {name!r} from {where}; "
-                         f"choose one of {('auto', *BACKENDS)}")
+                         f"choose one of {('auto', *_by_name)}")
     return name
 
 
@@ -72,16 +78,7 @@ def unavailable_reason(name: str, device: torch.device | str = "cpu",
     Asking about ``cpu`` compiles the C++ extension the first time (cached afterwards).
     """
     _check_name(name, "unavailable_reason")
-    if name == "reference":
-        return None
-    device = torch.device(device)
-    if device.type != "cpu":
-        return f"tensors are on {device.type}, the fused kernels run on cpu only"
-    if dtype not in (torch.float32, torch.float64, torch.bfloat16):
-        return f"dtype {dtype} is not float32, float64 or bfloat16"
-    from crossview.attention import match_cpu
-
-    return match_cpu.unavailable_reason()
+    return _by_name[name].unavailable_reason(torch.device(device), dtype)
 
 
 def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
@@ -104,7 +101,7 @@ def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torc
             raise RuntimeError(f"MatchAttention backend {requested!r} cannot run: {reason}")
         return BackendChoice(requested)
     skipped: dict[str, str] = {}
-    for name in BACKENDS:
+    for name in _by_name:
         reason = unavailable_reason(name, device, dtype)
         if reason is None:
             return BackendChoice(name, skipped)
@@ -112,11 +109,15 @@ def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torc
     raise AssertionError("the reference backend is always available")
 
 
-def warn_fallback_once(choice: BackendChoice) -> None:
-    """Warn once per process when the fused cpu backend was skipped because it cannot be built."""
-    reason = choice.skipped.get("cpu")
-    if reason is None or not reason.startswith(BUILD_PROBLEM) or "cpu" in _warned:
-        return
-    _warned.add("cpu")
-    warnings.warn(f"MatchAttention falls back to the slow reference backend: {reason}",
-                  RuntimeWarning, stacklevel=3)
+def backend_for(device: torch.device, dtype: torch.dtype, backend: str = "auto") -> Backend:
+    """The backend :func:`choose_backend` picks, warning once per process for each preferred
+    backend that was skipped although these tensors suit it (it cannot be built or is not
+    installed here), since the fallback is much slower."""
+    choice = choose_backend(device, dtype, backend)
+    chosen = _by_name[choice.name]
+    for name, reason in choice.skipped.items():
+        if name not in _warned and _by_name[name].unsupported(device, dtype) is None:
+            _warned.add(name)
+            warnings.warn(f"MatchAttention falls back to the {chosen.label} backend: {reason}",
+                          RuntimeWarning, stacklevel=3)
+    return chosen

@@ -1,17 +1,21 @@
 """The fused MatchAttention kernels as PyTorch custom operators (``torch.library``).
 
-``crossview::match_attention`` and ``crossview::match_attention_backward`` wrap the C++ kernels
-of :mod:`crossview.attention.match_cpu`; fake (meta) implementations give their output shapes, so
-``torch.compile`` and ``torch.export`` see one opaque op, and ``register_autograd`` connects the
-backward kernel. Inputs are validated by :func:`crossview.attention.match_attention`.
+``crossview::match_attention`` and ``crossview::match_attention_backward`` run the C++ kernels
+of :mod:`crossview.attention.match.cpu_build` on CPU tensors; fake (meta) implementations give
+their output shapes, so ``torch.compile`` and ``torch.export`` see one opaque op, and
+``register_autograd`` connects the backward kernel. Inputs are validated by
+:func:`crossview.attention.match.match_attention`.
+
+A GPU backend (issue 22) adds its device's kernels to these two ops from its own file
+(``match_attention_op.register_kernel("cuda")``), keeping their schema, fakes and autograd.
 """
 
 from __future__ import annotations
 
 import torch
 
-from crossview.attention import match_cpu
-from crossview.attention.match import check_finite_rel_pos
+from crossview.attention.match import cpu_build
+from crossview.attention.match.checks import check_finite_rel_pos
 
 
 @torch.library.custom_op("crossview::match_attention", mutates_args=(), device_types="cpu")
@@ -21,7 +25,7 @@ def match_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_po
     """Fused forward: ``out [B, Hq, Wq, h, Cv]`` and the mixed weights
     ``[B, Hq, Wq, h, (2r+2)^2]`` (an empty ``[0]`` tensor unless ``need_attn``)."""
     check_finite_rel_pos(rel_pos)
-    out, attn = match_cpu.extension().forward(q, k, v, rel_pos, radius, l1, scale, need_attn)
+    out, attn = cpu_build.extension().forward(q, k, v, rel_pos, radius, l1, scale, need_attn)
     return out, attn
 
 
@@ -41,7 +45,7 @@ def match_attention_backward_op(grad_out: torch.Tensor, grad_attn: torch.Tensor 
                                 rel_pos: torch.Tensor, radius: int, l1: bool, scale: float,
                                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fused backward: gradients of q, k, v and rel_pos (same shapes as those inputs)."""
-    grad_q, grad_k, grad_v, grad_rel = match_cpu.extension().backward(
+    grad_q, grad_k, grad_v, grad_rel = cpu_build.extension().backward(
         grad_out, grad_attn, q, k, v, rel_pos, radius, l1, scale)
     return grad_q, grad_k, grad_v, grad_rel
 

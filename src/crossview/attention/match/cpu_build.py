@@ -1,4 +1,4 @@
-"""Build (on first use) and load the fused C++ MatchAttention kernels.
+"""Build (on first use) and load the fused C++ MatchAttention kernels of the ``cpu`` backend.
 
 The sources in ``csrc/`` are compiled with ``torch.utils.cpp_extension.load`` (ninja) into the
 torch extensions cache (``$TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions/pyXY_cpu``), in
@@ -6,9 +6,9 @@ a directory named ``crossview_match_attention_KEY``: the key hashes the source, 
 torch, Python and CPU (see :mod:`crossview.attention.build_key`), so builds for several
 checkouts, environments or CPUs live side by side, and a ``-march=native`` binary is never loaded
 on another CPU model. The fused kernels are built on Linux only. A failed build is remembered for
-the process; the reason is what :func:`crossview.attention.choose_backend` reports. A build lock
-left by a killed compile is removed after a while instead of blocking every later process (see
-:mod:`crossview.attention.build_lock`).
+the process; the reason is what :func:`crossview.attention.match.choose_backend` reports. A build
+lock left by a killed compile is removed after a while instead of blocking every later process
+(see :mod:`crossview.attention.build_lock`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from types import ModuleType
 
 from crossview.attention.build_key import build_key
 from crossview.attention.build_lock import wait_for_build_lock
-from crossview.attention.match_backend import BUILD_PROBLEM
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "match_attention.cpp"
 # tuples: torch's load appends its own flags to the lists it is given, which would change the key
 CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno")
 LDFLAGS = ("-fopenmp",)
 NAME = "crossview_match_attention"
+BUILD_PROBLEM = "the C++ extension cannot be built"  # how every reason of this file starts
 
 
 def _compiler() -> str:
@@ -77,6 +77,7 @@ def _build() -> ModuleType | str:
         name = build_name(source)
     except (OSError, subprocess.SubprocessError) as error:
         return f"{BUILD_PROBLEM}: the C++ compiler {cxx!r} does not run ({error})"
+    # imported here, on the first build only: it pulls in setuptools (0.1 s on every import)
     from torch.utils.cpp_extension import _get_build_directory, load
 
     try:

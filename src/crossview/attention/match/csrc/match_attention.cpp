@@ -2,7 +2,7 @@
 //
 // Layout (all contiguous, heads-last): q [B, Hq, Wq, h, C], k [B, Hk, Wk, h, C],
 // v [B, Hk, Wk, h, Cv], rel_pos [B, Hq, Wq, h or 1, 2] (x, y). The semantics are those of
-// crossview/attention/match_reference.py; these kernels never gather windows into tensors:
+// crossview/attention/match/reference.py; these kernels never gather windows into tensors:
 // each query works on a few small per-thread buffers of (2r+2)^2 scores.
 //
 // Forward: one task per query position (b, y, x), looping over heads (so a rel_pos shared by

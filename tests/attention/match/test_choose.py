@@ -1,14 +1,17 @@
-"""Tests of crossview.attention.match_backend: the process-wide default and choose_backend."""
+"""Tests of crossview.attention.match.choose: the process-wide default, choose_backend and the
+reasons it gives."""
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Iterator
 
 import pytest
 import torch
 
 from crossview.attention import choose_backend, match_attention, set_backend
-from crossview.attention.match_backend import ENV_VAR, get_backend
+from crossview.attention.match.choose import ENV_VAR, backend_for, get_backend, unavailable_reason
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +43,18 @@ def test_unknown_names_raise(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="unknown MatchAttention backend"):
         match_attention(q, q, q, torch.zeros(1, 4, 4, 1, 2), 1)
 
+
+
+@pytest.mark.parametrize(("device", "dtype", "reason"), [
+    ("meta", torch.float32, "tensors are on meta, the fused kernels run on cpu only"),
+    ("cpu", torch.float16, "dtype torch.float16 is not float32, float64 or bfloat16"),
+])
+def test_tensors_the_cpu_backend_does_not_suit_go_to_the_reference_silently(
+        device: str, dtype: torch.dtype, reason: str) -> None:
+    assert unavailable_reason("cpu", device, dtype) == reason
+    assert choose_backend(device, dtype).skipped == {"cpu": reason}
+    with pytest.raises(RuntimeError, match=re.escape(f"backend 'cpu' cannot run: {reason}")):
+        choose_backend(device, dtype, backend="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: nothing is broken here
+        assert backend_for(torch.device(device), dtype).name == "reference"

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from crossview.attention import match_attention, match_cpu
-from crossview.attention.match_op import match_attention_backward_op, match_attention_op
+from crossview.attention import match_attention
+from crossview.attention.match import cpu_build
+from crossview.attention.match.op import match_attention_backward_op, match_attention_op
 
-pytestmark = pytest.mark.skipif(match_cpu.unavailable_reason() is not None,
-                                reason=f"{match_cpu.unavailable_reason()}")
+pytestmark = pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
+                                reason=f"{cpu_build.unavailable_reason()}")
 
 
 def _inputs(shared: bool = True) -> tuple[torch.Tensor, ...]:

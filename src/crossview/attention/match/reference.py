@@ -1,4 +1,5 @@
-"""MatchAttention in plain PyTorch: the readable statement of the semantics (any device).
+"""The reference MatchAttention backend: plain PyTorch, the readable statement of the semantics
+(any device).
 
 For every query at (x, y) the window centre is ``(x, y) + rel_pos``, clamped to
 ``[r, Wk-1-r-1e-3] x [r, Hk-1-r-1e-3]`` so the whole expanded window stays inside the key map.
@@ -16,6 +17,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from crossview.attention.match.backend import Backend
+from crossview.attention.match.checks import check_finite_rel_pos
 
 
 def clamped_centres(rel_pos: torch.Tensor, radius: int, key_hw: tuple[int, int]) -> torch.Tensor:
@@ -96,3 +100,20 @@ def match_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     out = out.unflatten(2, (hq, wq)).permute(0, 2, 3, 1, 4)
     attn = attn.unflatten(2, (hq, wq)).permute(0, 2, 3, 1, 4)
     return out, attn
+
+
+def _forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,
+             radius: int, similarity: str, scale: float,
+             need_attn: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """:attr:`Backend.forward`: bfloat16 is computed in float32 (the weights always come back)."""
+    check_finite_rel_pos(rel_pos)
+    if q.dtype == torch.bfloat16:
+        out, attn = match_attention_reference(q.float(), k.float(), v.float(), rel_pos.float(),
+                                              radius, similarity, scale)
+        return out.to(q.dtype), attn.to(q.dtype)
+    return match_attention_reference(q, k, v, rel_pos, radius, similarity, scale)
+
+
+# Runs any device and dtype, needs nothing built: always available, the chooser's last resort.
+BACKEND = Backend(name="reference", label="slow reference",
+                  unsupported=lambda device, dtype: None, missing=lambda: None, forward=_forward)

@@ -1,0 +1,27 @@
+"""MatchAttention: the public operator, its backends and the chooser between them.
+
+The files, each importing only files listed above it:
+
+- ``checks.py``: input checks shared by the operator and the backends;
+- ``backend.py``: what a backend provides (:class:`Backend`): its "can I run here?" checks,
+  which return the reason it cannot, and its forward;
+- ``reference.py``: the reference backend, plain PyTorch on any device (the readable semantics);
+- ``cpu_build.py``: building (on first use) and loading the fused C++ kernels (``csrc/``);
+- ``op.py``: those kernels as the torch custom ops ``crossview::match_attention`` and
+  ``crossview::match_attention_backward``, with fake kernels and autograd;
+- ``cpu.py``: the fused cpu backend (the custom ops on CPU tensors);
+- ``choose.py``: the backends in order of preference, the process-wide default, the choice
+  and the reasons behind it;
+- ``function.py``: :func:`match_attention` (check, choose, run).
+
+A GPU backend (issue 22) is one more file beside ``cpu.py`` defining its ``BACKEND``, listed
+first in ``choose.BACKENDS``; its kernels join the custom ops of ``op.py``.
+"""
+
+from crossview.attention.match.checks import NonFiniteError as NonFiniteError
+from crossview.attention.match.choose import BackendChoice as BackendChoice
+from crossview.attention.match.choose import choose_backend as choose_backend
+from crossview.attention.match.choose import get_backend as get_backend
+from crossview.attention.match.choose import set_backend as set_backend
+from crossview.attention.match.choose import unavailable_reason as unavailable_reason
+from crossview.attention.match.function import match_attention as match_attention

@@ -1,0 +1,31 @@
+"""The fused ``cpu`` MatchAttention backend: C++ kernels (``csrc/``, built on first use by
+:mod:`crossview.attention.match.cpu_build`) run as the custom ops of
+:mod:`crossview.attention.match.op`, on CPU tensors of every supported dtype."""
+
+from __future__ import annotations
+
+import torch
+
+from crossview.attention.match import cpu_build
+from crossview.attention.match.backend import Backend
+from crossview.attention.match.checks import DTYPES
+from crossview.attention.match.op import match_attention_op
+
+
+def _unsupported(device: torch.device, dtype: torch.dtype) -> str | None:
+    if device.type != "cpu":
+        return f"tensors are on {device.type}, the fused kernels run on cpu only"
+    if dtype not in DTYPES:
+        return f"dtype {dtype} is not float32, float64 or bfloat16"
+    return None
+
+
+def _forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,
+             radius: int, similarity: str, scale: float,
+             need_attn: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """:attr:`Backend.forward`; without ``need_attn`` the weights are an empty ``[0]`` tensor."""
+    return match_attention_op(q, k, v, rel_pos, radius, similarity == "l1", scale, need_attn)
+
+
+BACKEND = Backend(name="cpu", label="fused cpu", unsupported=_unsupported,
+                  missing=cpu_build.unavailable_reason, forward=_forward)
