@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from crossview.attention.match import match_attention
-from crossview.bench.report import peak_cpu_bytes, time_call
-from crossview.data.io import atomic_output
+from crossview.bench.measure import peak_cpu_bytes, time_call
+from crossview.output import atomic_output
 
 SIZES = (64, 128, 256, 512)
 QUICK_SIZES = (32, 64)
