@@ -17,10 +17,12 @@ Disparity maps are 16-bit PNGs (``d * 256``, 0 = unknown), flow maps 16-bit RGB 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
 
 FOLDERS = {
@@ -93,3 +95,17 @@ class KITTIFlow(_KITTI):
             "image1": io.read_image(self._path("left", entry.replace("_10.", "_11."))),
             "flow": flow, "valid": valid, "valid_noc": valid_noc & valid,
         }
+
+
+register_dataset(DatasetKind(
+    "kitti2015", "stereo", partial(KITTIStereo, year=2015),
+    ("d1_all", "d1_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 stereo training"))
+register_dataset(DatasetKind(
+    "kitti2012", "stereo", partial(KITTIStereo, year=2012),
+    ("bad3_noc", "bad3", "epe_noc", "epe"), "pooled", "KITTI 2012 stereo training"))
+register_dataset(DatasetKind(
+    "kitti2015-flow", "flow", partial(KITTIFlow, year=2015),
+    ("fl_all", "fl_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 flow training"))
+register_dataset(DatasetKind(
+    "kitti2012-flow", "flow", partial(KITTIFlow, year=2012),
+    ("out3_noc", "out3", "epe_noc", "epe"), "pooled", "KITTI 2012 flow training"))
