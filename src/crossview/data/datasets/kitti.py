@@ -97,15 +97,11 @@ class KITTIFlow(_KITTI):
         }
 
 
-register_dataset(DatasetKind(
-    "kitti2015", "stereo", partial(KITTIStereo, year=2015),
-    ("d1_all", "d1_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 stereo training"))
-register_dataset(DatasetKind(
-    "kitti2012", "stereo", partial(KITTIStereo, year=2012),
-    ("bad3_noc", "bad3", "epe_noc", "epe"), "pooled", "KITTI 2012 stereo training"))
-register_dataset(DatasetKind(
-    "kitti2015-flow", "flow", partial(KITTIFlow, year=2015),
-    ("fl_all", "fl_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 flow training"))
-register_dataset(DatasetKind(
-    "kitti2012-flow", "flow", partial(KITTIFlow, year=2012),
-    ("out3_noc", "out3", "epe_noc", "epe"), "pooled", "KITTI 2012 flow training"))
+# (kind, task, reader, year, the metrics the benchmark reports)
+for _name, _task, _reader, _year, _metrics in (
+        ("kitti2015", "stereo", KITTIStereo, 2015, ("d1_all", "d1_all_noc", "epe", "epe_noc")),
+        ("kitti2012", "stereo", KITTIStereo, 2012, ("bad3_noc", "bad3", "epe_noc", "epe")),
+        ("kitti2015-flow", "flow", KITTIFlow, 2015, ("fl_all", "fl_all_noc", "epe", "epe_noc")),
+        ("kitti2012-flow", "flow", KITTIFlow, 2012, ("out3_noc", "out3", "epe_noc", "epe"))):
+    register_dataset(DatasetKind(_name, _task, partial(_reader, year=_year), _metrics, "pooled",
+                                 f"KITTI {_year} {_task} training"))
