@@ -16,10 +16,8 @@ from crossview import api
 from crossview.attention.match_backend import unavailable_reason
 from crossview.bench import attention as attention_bench
 from crossview.bench import camera as camera_bench
-from crossview.bench import data as data_bench
 from crossview.bench import match as match_bench
 from crossview.bench import model as model_bench
-from crossview.bench import train as train_bench
 from crossview.cli.options import parse_size
 from crossview.errors import UserError
 from crossview.output import check_output_file, check_output_files, staged_files
@@ -85,6 +83,9 @@ def data(
         "bench-results/data.json"),
 ) -> None:
     """Synthetic data throughput (samples/s on one thread): stereo, flow, warps, multi-view."""
+    # imported when run: the synthetic data engine would slow every `crossview --help`
+    from crossview.bench import data as data_bench
+
     check_output_file(json_path, "--json")
     chosen = case or list(data_bench.CASES)
     unknown = [c for c in chosen if c not in data_bench.CASES]
@@ -294,6 +295,10 @@ def train(
         "bench-results/train.json"),
 ) -> None:
     """Training steps/s and samples/s, fused versus reference MatchAttention, in one run."""
+    # imported when run: the trainer and the synthetic data engine would slow every
+    # `crossview --help`
+    from crossview.bench import train as train_bench
+
     check_output_file(json_path, "--json")
     models = model or ["matchstereo-mini", "matchstereo-t"]
     backends = backend or list(train_bench.BACKENDS)
