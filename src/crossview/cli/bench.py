@@ -13,7 +13,6 @@ import typer
 from rich.progress import Progress
 
 from crossview import api
-from crossview.attention.match_backend import unavailable_reason
 from crossview.bench import attention as attention_bench
 from crossview.bench import camera as camera_bench
 from crossview.bench import match as match_bench
@@ -187,9 +186,7 @@ def attention(
     repeats = (2 if quick else 5) if repeats is None else repeats
     if repeats <= 0:
         raise UserError(f"--repeats must be positive, got {repeats}")
-    reason = unavailable_reason("cpu")
-    if reason is not None:
-        raise UserError(f"the fused MatchAttention cpu backend cannot run: {reason}")
+    attention_bench.check_fused_backend()
     radii = attention_bench.RADII[:1] if quick else attention_bench.RADII
     sizes = attention_bench.QUICK_SIZES if quick else attention_bench.SIZES
     with Progress(transient=True) as progress:
