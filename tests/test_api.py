@@ -15,7 +15,7 @@ import crossview
 from crossview import api
 from crossview.errors import UserError
 from crossview.geometry.consistency import noc_mask
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo, MatchStereoConfig, inference
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -41,21 +41,21 @@ def _pair(h: int = 200, w: int = 230, b: int = 1) -> tuple[torch.Tensor, torch.T
 
 def test_pad_top_right_by_replication_and_crop() -> None:
     x = torch.arange(2 * 3 * 5 * 7, dtype=torch.float32).view(2, 3, 5, 7)
-    padded = api._pad(x)
+    padded = inference._pad(x)
     assert padded.shape == (2, 3, 32, 32)
     torch.testing.assert_close(padded[..., 27:, :7], x)            # image at the bottom left
     torch.testing.assert_close(padded[..., 0, :7], x[..., 0, :])   # top rows repeat row 0
     torch.testing.assert_close(padded[..., 27:, 31], x[..., :, 6])  # right columns repeat
     field = padded.permute(0, 2, 3, 1)[..., :2]
-    torch.testing.assert_close(api._crop(field, 5, 7), x.permute(0, 2, 3, 1)[..., :2])
+    torch.testing.assert_close(inference._crop(field, 5, 7), x.permute(0, 2, 3, 1)[..., :2])
 
 
 def test_disparity_equals_the_padded_model_run(model: MatchStereo) -> None:
     left, right = _pair()
     result = api.estimate_disparity(left, right, model=model)
     with torch.no_grad():
-        out = model.forward_fields(api._pad(left), api._pad(right))
-    field = api._crop(out["field"], 200, 230)
+        out = model.forward_fields(inference._pad(left), inference._pad(right))
+    field = inference._crop(out["field"], 200, 230)
     torch.testing.assert_close(result.disparity, (-field[:1, ..., 0]).clamp(min=0))
     torch.testing.assert_close(result.disparity_right, field[1:, ..., 0].clamp(min=0))
     torch.testing.assert_close(result.valid, noc_mask(field, 8.0)[:1])
@@ -95,7 +95,7 @@ def test_fixed_resolution_at_own_size_is_identity(model: MatchStereo) -> None:
 
 def test_fixed_resolution_rescales(flow_model: MatchStereo, monkeypatch) -> None:
     field = torch.ones(2, 192, 256, 2)
-    monkeypatch.setattr(api, "_run", lambda *args: (field, field))
+    monkeypatch.setattr(inference, "_run", lambda *args: (field, field))
     result = api.estimate_flow(*_pair(384, 384), model=flow_model, size=(192, 256))
     assert result.flow.shape == (1, 2, 384, 384)
     torch.testing.assert_close(result.flow[:, 0], torch.full((1, 384, 384), 1.5))
@@ -116,8 +116,8 @@ def test_lri_feeds_the_half_resolution_field(model: MatchStereo, monkeypatch) ->
     (half_shape, half_init, half_out), (full_shape, init, _) = calls
     assert half_shape == (1, 3, 224, 224) and half_init is None  # 200x210, padded
     assert full_shape == (1, 3, 416, 448)
-    coarse = api._crop(half_out["field"], 200, 210)
-    expected = api._resize_field(coarse, (13, 14)) * (2 / 32)
+    coarse = inference._crop(half_out["field"], 200, 210)
+    expected = inference._resize_field(coarse, (13, 14)) * (2 / 32)
     torch.testing.assert_close(init, expected)
 
 
@@ -234,7 +234,7 @@ def test_bad_arguments_are_one_error_naming_them(model: MatchStereo, flow_model:
 @pytest.mark.parametrize(("lri", "size", "extra"), [
     (False, None, lambda m: 0),
     (True, None, lambda m: m.inference_bytes(1, 320, 320, "stereo")),  # + the half pass
-    (False, (256, 288), lambda m: api.RESIZE_BYTES_PER_PIXEL * 630 * 620
+    (False, (256, 288), lambda m: inference.RESIZE_BYTES_PER_PIXEL * 630 * 620
      - m.inference_bytes(1, 640, 640, "stereo") + m.inference_bytes(1, 256, 288, "stereo")),
 ])
 def test_check_memory_returns_the_estimate_it_checked(model: MatchStereo, lri: bool, size,

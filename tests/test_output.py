@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from crossview.data.io import atomic_output
 from crossview.errors import UserError
-from crossview.output import check_output_files, staged_files
+from crossview.output import atomic_output, check_output_files, staged_files
 from hang_guard import HANG_GUARD_SECONDS
 
 
@@ -95,7 +94,7 @@ def test_check_output_files_names_the_bad_path_and_creates_nothing(
 
 _KILLED_MID_BLOCK = """
 import os, signal, sys
-from crossview.data.io import atomic_output
+from crossview.output import atomic_output
 from crossview.output import staged_files
 with staged_files([sys.argv[1] + "/a.txt"]) as (a,):
     a.write_text("half done")

@@ -26,7 +26,7 @@ import torch
 from rich.progress import track
 
 import crossview
-from crossview.bench.report import write_json
+from crossview.report import write_json
 from crossview.data.synthetic.heldout import get_heldout
 
 BANDS = (0.0, 16.0, 32.0, 64.0, 96.0, float("inf"))  # true disparity bands, pixels

@@ -6,7 +6,8 @@ new files, creating missing parents only for the probe; :func:`check_output_file
 same for the directories of a command's output files and refuses a name taken by a directory.
 :func:`staged_files` is the one way a command publishes its outputs: they are written into a
 hidden staging directory beside their destinations and moved into place only when the whole
-command succeeded, so a failed or interrupted command leaves the file system as it was.
+command succeeded, so a failed or interrupted command leaves the file system as it was;
+:func:`atomic_output` does it for one file written by library code (weights, checkpoints).
 
 Every temporary name crossview creates in a user's directory records its owner, host and
 process id (``.crossview-staging-HOST-PID-XXXXXXXX`` directories,
@@ -52,6 +53,37 @@ def owned_prefix(kind: str) -> str:
     """The start of a temporary name of this process: ``.crossview-KIND-HOST-PID-``; ``kind``
     is ``staging`` (directories) or ``tmp`` (files)."""
     return f".crossview-{kind}-{socket.gethostname()}-{os.getpid()}-"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds.
+
+    On an exception the temporary file is removed and ``path`` is left untouched. The
+    temporary name keeps the suffix of ``path`` so that writers that infer formats still work,
+    and records its owner, so that one left by a killed process can be told and removed
+    (:func:`remove_stale_temporaries`).
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise UserError(f"{path}: directory {path.parent} does not exist")
+    handle, name = tempfile.mkstemp(prefix=owned_prefix("tmp"), suffix=path.suffix,
+                                    dir=path.parent)
+    os.close(handle)
+    tmp = Path(name)
+    try:
+        yield tmp
+        # mkstemp creates 0600 files; give the result the mode a plain open() would have.
+        tmp.chmod(0o666 & ~_umask())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _missing(directory: Path) -> list[Path]:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
 import json
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +15,7 @@ from crossview.cli.app import main
 from crossview.data import io
 from crossview.metrics import endpoint_error, flow_endpoint_error
 from crossview.models import registry
+from crossview.models.matchstereo.inference import dense_predictor
 
 H, W = 20, 24
 
@@ -44,7 +47,8 @@ class _ImageField(nn.Module):
 @pytest.fixture
 def fake_models(monkeypatch: pytest.MonkeyPatch) -> None:
     for task in ("stereo", "flow"):
-        spec = registry.ModelSpec(f"test-{task}", build=lambda t=task: _ImageField(t), task=task)
+        spec = registry.ModelSpec(f"test-{task}", build=lambda t=task: _ImageField(t), task=task,
+                                  predictor=partial(dense_predictor, task=task))
         monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
 
 
@@ -232,17 +236,14 @@ def test_list_shows_kinds(capsys: pytest.CaptureFixture[str]) -> None:
     assert "kitti2015" in out and "stereo metrics (--metrics): avgerr" in out
 
 
-def test_other_tasks_need_a_registered_predictor(monkeypatch: pytest.MonkeyPatch,
-                                                 tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from crossview.cli import eval as cli_eval
+def test_a_model_is_run_by_its_family_predictor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     from crossview.data.datasets import registry as datasets
     from crossview.metrics import registry as metrics
     from crossview.metrics.score import MetricSpec, Score
 
     monkeypatch.setattr(datasets, "_KINDS", dict(datasets._KINDS))
     monkeypatch.setattr(metrics, "_METRICS", dict(metrics._METRICS))
-    monkeypatch.setattr(cli_eval, "_PREDICTORS", dict(cli_eval._PREDICTORS))
     samples = [{"name": "p", "image0": np.zeros((2, 2, 3), np.uint8), "answer": 7.0}]
     datasets.register_dataset(datasets.DatasetKind("toy", "toy", lambda: samples, ("err",),
                                                    "pooled", "toy", needs_path=False))
@@ -253,8 +254,9 @@ def test_other_tasks_need_a_registered_predictor(monkeypatch: pytest.MonkeyPatch
     out = tmp_path / "toy.json"
     argv = ["eval", "--model", "test-toy", "--dataset", "toy", "--json", str(out)]
     assert _run(argv) == 2
-    assert "cannot run toy models" in capsys.readouterr().err
-    cli_eval.register_predictor("toy", lambda model, device, precision: lambda sample: 5.0)
+    assert "model 'test-toy' has no benchmark predictor" in capsys.readouterr().err
+    spec = dataclasses.replace(spec, predictor=lambda model, device, precision: lambda s: 5.0)
+    monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
     assert _run(argv) == 0
     assert json.loads(out.read_text())["mean"] == {"err": 2.0}
 

@@ -298,3 +298,23 @@ def test_subprocess_exit_code_and_no_traceback(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=HANG_GUARD_SECONDS)
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_each_image_is_read_once_and_the_model_looked_up_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    from crossview.models import registry
+
+    reads: list[str] = []
+    lookups: list[str] = []
+    read_image, get_spec = io.read_image, registry.get_spec
+    monkeypatch.setattr(io, "read_image", lambda path: reads.append(Path(path).name)
+                        or read_image(path))
+    monkeypatch.setattr(registry, "get_spec", lambda name: lookups.append(name)
+                        or get_spec(name))
+    left, right = _write_pair(tmp_path / "in")
+    code, _, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"), *FAST],
+                        capsys)
+    assert code == 0, err
+    assert sorted(reads) == ["scene_l.png", "scene_r.png"]
+    assert lookups == ["cli-test-stereo"]

@@ -1,4 +1,5 @@
-"""The model registry: built-in names, registering in code, bundled weights described by JSON."""
+"""The model registry: every family's names, registering in code, overrides, bundled weights
+described by JSON."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import crossview
 from crossview.errors import UserError
 from crossview.models import registry
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.specs import register_bundled
+from crossview.settings import SettingError
 
 
 def test_builtin_names_and_tasks() -> None:
@@ -42,11 +45,53 @@ def test_bundled_json_description(tmp_path: Path) -> None:
     save_file(state, tmp_path / "mini.safetensors")
     (tmp_path / "mini.json").write_text(json.dumps(
         {"name": "bundled-mini", "task": "stereo", "config": config, "description": "test"}))
-    registry._register_bundled(tmp_path)
+    register_bundled(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # bundled weights: no random-weights warning
         loaded = crossview.load_model("bundled-mini")
     assert torch.equal(loaded.state_dict()["up_masks.4.2.bias"], state["up_masks.4.2.bias"])
     (tmp_path / "broken.json").write_text("{\"name\": \"x\"}")
     with pytest.raises(ValueError, match=r"broken\.json"):
-        registry._register_bundled(tmp_path)
+        register_bundled(tmp_path)
+
+
+@pytest.mark.parametrize(("name", "task"), [
+    ("matchstereo-t", "stereo"), ("matchstereo-hybrid", "stereo"), ("matchstereo-mini", "stereo"),
+    ("matchflow-b", "flow"), ("matchflow-hybrid", "flow"), ("matchflow-mini", "flow"),
+    ("transformatcher", "semantic"), ("multiview", "novel-view"),
+])
+def test_every_family_is_listed_with_its_task(name: str, task: str) -> None:
+    assert name in crossview.list_models()
+    assert name in crossview.list_models(task)
+    assert registry.get_spec(name).task == task
+
+
+def test_list_models_by_task_partitions_the_names() -> None:
+    tasks = {registry.get_spec(name).task for name in crossview.list_models()}
+    by_task = [name for task in sorted(tasks) for name in crossview.list_models(task)]
+    assert sorted(by_task) == crossview.list_models()
+    assert crossview.list_models("no-such-task") == []
+
+
+def test_overrides_replace_config_fields_and_are_checked() -> None:
+    model = registry.get_spec("matchstereo-t").build(decoder_layers=(1, 1, 1, 1), heads=2)
+    assert model.config.decoder_layers == (1, 1, 1, 1) and model.config.heads == 2
+    assert registry.get_spec("multiview").build(depth=1).config.depth == 1
+    with pytest.raises(SettingError, match=r"overrides\.heads"):
+        registry.get_spec("matchstereo-t").build(heads=0)
+    with pytest.raises(SettingError, match=r"unknown key 'overrides\.colour'"):
+        registry.get_spec("multiview").build(colour="red")
+
+
+def test_load_model_serves_every_family() -> None:
+    matcher = crossview.load_model("transformatcher")
+    assert matcher.model_name == "transformatcher" and matcher.task == "semantic"
+    assert matcher.weights_source.endswith("transformatcher_lite0.safetensors")
+    with pytest.warns(crossview.api.RandomWeightsWarning, match="multiview has no weights"):
+        viewer = crossview.load_model("multiview", conditioning="gta", depth=1)
+    assert viewer.config.conditioning == "gta" and viewer.weights_source is None
+    random = crossview.api.build_model("matchstereo-mini")
+    bundled = crossview.load_model("matchstereo-mini")
+    assert random.weights_source is None and random.task == "stereo"
+    assert not torch.equal(random.state_dict()["up_masks.4.2.bias"],
+                           bundled.state_dict()["up_masks.4.2.bias"])

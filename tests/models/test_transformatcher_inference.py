@@ -9,7 +9,6 @@ from crossview.errors import UserError
 from crossview.eval import evaluate
 from crossview.metrics import get_metrics
 from crossview.metrics.keypoints import THRESHOLD_KINDS
-from crossview.models.transformatcher.draw import match_lines, warp_source_to_target
 from crossview.models.transformatcher.inference import (
     _dense_flow,
     keypoint_predictor,
@@ -18,6 +17,7 @@ from crossview.models.transformatcher.inference import (
 )
 from crossview.models.transformatcher.model import TransforMatcher
 from crossview.models.transformatcher.softargmax import grid_centres
+from crossview.viz import match_lines, warp_source_to_target
 
 
 def test_identity_coords_give_zero_flow_and_scaled_targets() -> None:

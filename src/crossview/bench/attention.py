@@ -16,9 +16,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from crossview.attention.match import match_attention
-from crossview.bench.report import peak_cpu_bytes, time_call
-from crossview.data.io import atomic_output
+from crossview.attention.match import match_attention, unavailable_reason
+from crossview.bench.measure import peak_cpu_bytes, time_call
+from crossview.errors import UserError
+from crossview.output import atomic_output
 
 SIZES = (64, 128, 256, 512)
 QUICK_SIZES = (32, 64)
@@ -116,6 +117,14 @@ def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, refere
 def reference_gather_bytes(size: int, radius: int) -> int:
     """Bytes of one ``[N, heads, (2r+2)^2, C]`` window gather of the reference backend."""
     return size * size * HEADS * (2 * radius + 2) ** 2 * CHANNELS * 4
+
+
+def check_fused_backend() -> None:
+    """:class:`UserError` saying why, if the fused MatchAttention cpu backend cannot run here
+    (the benchmark compares it with the others)."""
+    reason = unavailable_reason("cpu")
+    if reason is not None:
+        raise UserError(f"the fused MatchAttention cpu backend cannot run: {reason}")
 
 
 def bench_attention(sizes: Sequence[int] = SIZES, radii: Sequence[int] = RADII, *,

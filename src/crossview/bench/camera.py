@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from crossview.attention.camera import prope_attention
-from crossview.bench.report import time_call
+from crossview.bench.measure import time_call
 from crossview.geometry.cameras import random_se3
 
 METHODS = ("sdpa", "prope", "gta")

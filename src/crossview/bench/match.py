@@ -24,7 +24,8 @@ from typing import Any
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from crossview.bench.report import time_call
+from crossview.bench.measure import time_call
+from crossview.models.transformatcher.inference import match_pair
 from crossview.models.transformatcher.model import MatchRefiner, TransforMatcher
 
 CHANNELS = 11  # EfficientNet-Lite0 correlation layers
@@ -82,7 +83,7 @@ def peak_rss_above_baseline(fn: Callable[[], Any]) -> int:
 
 
 def time_wall_and_cpu(fn: Callable[[], Any], repeats: int) -> dict[str, float]:
-    """:func:`~crossview.bench.report.time_call` (one warm-up call) plus ``cpu_s``, the mean
+    """:func:`~crossview.bench.measure.time_call` (one warm-up call) plus ``cpu_s``, the mean
     process CPU time per timed call (all threads; on a shared machine this, not the wall time,
     is what the call costs)."""
     fn()
@@ -162,8 +163,6 @@ def bench_layers(grids: list[int], *, memory_cap: float, flop_cap: float, repeat
 
 def bench_model(model: TransforMatcher, repeats: int) -> list[dict[str, Any]]:
     """Seconds per 240 x 240 pair: one forward, and ``match_pair`` (both directions)."""
-    from crossview.models.transformatcher.inference import match_pair
-
     size = model.image_size
     gen = torch.Generator().manual_seed(0)
     src, tgt = (torch.rand(1, 3, size, size, generator=gen) * 255 for _ in range(2))

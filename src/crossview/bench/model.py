@@ -18,6 +18,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
+
+from crossview.api import build_model, estimate_disparity
+from crossview.attention import set_backend
+from crossview.bench.measure import peak_rss_bytes, time_call
+
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
 # stereo model names are benchmarked under their own name
 SIZES = ((384, 1248), (1536, 1536))
@@ -48,16 +54,9 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
 
 def measure(case: dict[str, Any]) -> dict[str, Any]:
     """Run one configuration in this process (the child side)."""
-    import torch
-
-    from crossview.api import estimate_disparity
-    from crossview.attention import set_backend
-    from crossview.bench.report import peak_rss_bytes, time_call
-    from crossview.models.registry import get_spec
-
     torch.set_num_threads(case["threads"])
     set_backend(case["backend"])
-    model = get_spec(MODELS.get(case["model"], case["model"])).build().eval()
+    model = build_model(MODELS.get(case["model"], case["model"]))
     h, w = case["size"]
     generator = torch.Generator().manual_seed(0)
     left = torch.rand(1, 3, h, w, generator=generator) * 255

@@ -16,6 +16,13 @@ from typing import Any
 
 import torch
 
+from crossview.api import build_model, model_task
+from crossview.attention import set_backend
+from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
+from crossview.train.build import stereo_training_sample
+from crossview.train.config import config_from_dict
+from crossview.train.trainer import Trainer
+
 BACKENDS = ("cpu", "reference")
 
 
@@ -38,27 +45,19 @@ def bench_train(models: Sequence[str], size: tuple[int, int], batch: int, *,
                 precision: str = "fp32",
                 on_case: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Time training steps for every ``model x backend``; one row per case."""
-    from crossview.attention import set_backend
-    from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
-    from crossview.models.registry import get_spec
-    from crossview.train.build import stereo_training_sample
-    from crossview.train.config import config_from_dict
-    from crossview.train.trainer import Trainer
-
     sample = stereo_training_sample(SyntheticStereo(1, config=StereoConfig(size=size))[0])
     cfg = config_from_dict({"train": {"steps": warmup + repeats + 1, "batch_size": batch,
                                       "precision": precision}})
     rows: list[dict[str, Any]] = []
     for name in models:
-        spec = get_spec(name)
-        if spec.task != "stereo":
+        if model_task(name) != "stereo":
             continue
         for backend in backends:
             if on_case is not None:
                 on_case(f"{name} {backend}")
             set_backend(backend)
             torch.manual_seed(0)
-            trainer = Trainer(cfg, model=spec.build(), train_set=[sample] * batch,
+            trainer = Trainer(cfg, model=build_model(name), train_set=[sample] * batch,
                               progress=False)
             times = _step_times(trainer, repeats, warmup)
             params = sum(p.numel() for p in trainer.model.parameters())

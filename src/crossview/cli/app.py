@@ -1,7 +1,6 @@
 """The root typer app and the entry point that turns user errors into exit code 2.
 
-Each command group lives in its own module of this package and is registered in
-:func:`_register_commands`.
+Each command (group) lives in its own module of this package and is registered below.
 """
 
 from __future__ import annotations
@@ -9,7 +8,14 @@ from __future__ import annotations
 import typer
 
 from crossview import __version__
+from crossview.cli import bench, experiment
+from crossview.cli.eval import eval_command
+from crossview.cli.flow import flow_command
+from crossview.cli.match import match_command
+from crossview.cli.plot_log import plot_log_command
 from crossview.cli.runner import run_app
+from crossview.cli.stereo import stereo_command
+from crossview.cli.train import train_command
 
 app = typer.Typer(
     name="crossview",
@@ -35,26 +41,14 @@ def _root(
     """Cross-view matching with attention: stereo, optical flow and semantic correspondence."""
 
 
-def _register_commands() -> None:
-    from crossview.cli import bench, experiment
-    from crossview.cli.eval import eval_command
-    from crossview.cli.flow import flow_command
-    from crossview.cli.match import match_command
-    from crossview.cli.plot_log import plot_log_command
-    from crossview.cli.stereo import stereo_command
-    from crossview.cli.train import train_command
-
-    app.add_typer(bench.app, name="bench")
-    app.add_typer(experiment.app, name="experiment")
-    app.command("eval")(eval_command)
-    app.command("match")(match_command)
-    app.command("stereo")(stereo_command)
-    app.command("flow")(flow_command)
-    app.command("train")(train_command)
-    app.command("plot-log")(plot_log_command)
-
-
-_register_commands()
+app.add_typer(bench.app, name="bench")
+app.add_typer(experiment.app, name="experiment")
+app.command("eval")(eval_command)
+app.command("match")(match_command)
+app.command("stereo")(stereo_command)
+app.command("flow")(flow_command)
+app.command("train")(train_command)
+app.command("plot-log")(plot_log_command)
 
 
 def main(argv: list[str] | None = None) -> None:

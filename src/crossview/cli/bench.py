@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import torch
 import typer
+from rich.progress import Progress
 
+from crossview import api
+from crossview.bench import attention as attention_bench
+from crossview.bench import camera as camera_bench
+from crossview.bench import match as match_bench
+from crossview.bench import model as model_bench
+from crossview.cli.options import parse_size
+from crossview.errors import UserError
 from crossview.output import check_output_file, check_output_files, staged_files
+from crossview.report import print_table, report_json, write_json
 
 app = typer.Typer(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
@@ -31,28 +41,21 @@ def camera(
         "bench-results/camera.json"),
 ) -> None:
     """PRoPE and GTA attention against plain SDPA: forward and backward, float32 CPU."""
-    import torch
-    from rich.progress import Progress
-
-    from crossview.bench.camera import METHODS, bench_camera
-    from crossview.bench.report import print_table, write_json
-    from crossview.errors import UserError
-
     check_output_file(json_path, "--json")
-
     views = views or [2, 8]
     if threads > 0:
         torch.set_num_threads(threads)
     if head_dim % 8 or min(views) <= 0 or min(patches, heads, repeats) <= 0 or threads < 0:
         raise UserError("--head-dim must be a multiple of 8; views, patches, heads, repeats > 0")
     with Progress(transient=True) as progress:
-        task = progress.add_task("camera attention", total=len(views) * len(METHODS) * 2)
+        task = progress.add_task("camera attention",
+                                 total=len(views) * len(camera_bench.METHODS) * 2)
 
         def on_step(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        rows = bench_camera(views, patches, heads, head_dim, repeats=repeats, on_step=on_step,
-                            flush_denormal=flush_denormal)
+        rows = camera_bench.bench_camera(views, patches, heads, head_dim, repeats=repeats,
+                                         on_step=on_step, flush_denormal=flush_denormal)
     print_table(
         f"camera attention, {heads} heads x {head_dim} channels, {patches}x{patches} patches/view",
         ["views", "tokens", "method", "pass", "median s", "min s", "ratio (median)",
@@ -64,18 +67,6 @@ def camera(
                                   "head_dim": head_dim, "patches": patches,
                                   "flush_denormal": flush_denormal, "rows": rows})
     typer.echo(f"wrote {path}")
-
-
-def _parse_size(text: str) -> tuple[int, int]:
-    from crossview.errors import UserError
-
-    try:
-        h, w = (int(part) for part in text.lower().split("x"))
-    except ValueError:
-        raise UserError(f"size must look like HxW (e.g. 256x512), got {text!r}") from None
-    if h < 16 or w < 16:
-        raise UserError(f"size must be at least 16x16, got {text!r}")
-    return h, w
 
 
 @app.command("data")
@@ -91,29 +82,26 @@ def data(
         "bench-results/data.json"),
 ) -> None:
     """Synthetic data throughput (samples/s on one thread): stereo, flow, warps, multi-view."""
-    from rich.progress import Progress
-
-    from crossview.bench.data import CASES, bench_data
-    from crossview.bench.report import print_table, write_json
-    from crossview.errors import UserError
+    # imported when run: the synthetic data engine would slow every `crossview --help`
+    from crossview.bench import data as data_bench
 
     check_output_file(json_path, "--json")
-
-    chosen = case or list(CASES)
-    unknown = [c for c in chosen if c not in CASES]
+    chosen = case or list(data_bench.CASES)
+    unknown = [c for c in chosen if c not in data_bench.CASES]
     if unknown:
-        raise UserError(f"unknown --case {', '.join(unknown)}; expected one of {', '.join(CASES)}")
+        raise UserError(f"unknown --case {', '.join(unknown)}; expected one of "
+                        f"{', '.join(data_bench.CASES)}")
     if count <= 0 or views <= 0:
         raise UserError("--count and --views must be positive")
-    sizes = {"warp": _parse_size(warp_size), "multiview": _parse_size(multiview_size)}
-    cases = [(c, sizes.get(c, _parse_size(size))) for c in chosen]
+    sizes = {"warp": parse_size(warp_size), "multiview": parse_size(multiview_size)}
+    cases = [(c, sizes.get(c, parse_size(size))) for c in chosen]
     with Progress(transient=True) as progress:
         task = progress.add_task("synthetic data", total=len(cases) * count)
 
         def on_sample(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        rows = bench_data(cases, count, views=views, on_sample=on_sample)
+        rows = data_bench.bench_data(cases, count, views=views, on_sample=on_sample)
     print_table(
         "synthetic data throughput, 1 torch thread",
         ["case", "size", "samples", "wall s", "samples/s (wall)", "samples/s (cpu)"],
@@ -142,16 +130,7 @@ def match(
         "bench-results/match.json"),
 ) -> None:
     """TransforMatcher: additive vs standard match-to-match attention, and the whole model."""
-    import torch
-    from rich.progress import Progress
-
-    from crossview.bench.match import bench_layers, bench_model
-    from crossview.bench.report import print_table, write_json
-    from crossview.errors import UserError
-    from crossview.models.transformatcher import TransforMatcher
-
     check_output_file(json_path, "--json")
-
     grids = grid or [6, 8, 9, 10, 12, 15, 20]
     if min(grids) <= 0 or repeats <= 0 or threads < 0 or min(memory_cap_gib, gflop_cap) <= 0:
         raise UserError("--grid, --repeats, --memory-cap-gib and --gflop-cap must be positive")
@@ -165,7 +144,7 @@ def match(
             def on_step(label: str) -> None:
                 progress.update(task, advance=1, description=label)
 
-            layers = bench_layers(grids, memory_cap=memory_cap_gib * 2**30,
+            layers = match_bench.bench_layers(grids, memory_cap=memory_cap_gib * 2**30,
                                   flop_cap=gflop_cap * 1e9, repeats=repeats, on_step=on_step)
         print_table(
             "match-to-match attention, 6 layers, 16 ch, 8 heads x 4, forward, float32 CPU",
@@ -174,7 +153,7 @@ def match(
             [[r["attention"], f"{r['grid']}^4 = {r['matches']}", r.get("median_s", "-"),
               r.get("cpu_s", "-"), r.get("peak_mib", "-"), r.get("us_per_match", "-"),
               r.get("bytes_per_match", "-"), r["status"]] for r in layers])
-    model_rows = bench_model(TransforMatcher(), repeats)  # speed does not depend on the weights
+    model_rows = match_bench.bench_model(api.load_model("transformatcher"), repeats)
     print_table("TransforMatcher per image pair (target <= 0.5 s; cpu s: all threads)",
                 ["case", "size", "median s", "min s", "cpu s", "peak MiB"],
                 [[r["case"], r["size"], r["median_s"], r["min_s"], r["cpu_s"], r["peak_mib"]]
@@ -198,23 +177,6 @@ def attention(
         "--plot", help="Also write a PNG of latency and memory against tokens.")] = None,
 ) -> None:
     """MatchAttention: fused cpu kernels vs reference backend vs SDPA global attention."""
-    from rich.progress import Progress
-
-    from crossview.attention.match import unavailable_reason
-    from crossview.bench.attention import (
-        MEMORY_COLUMNS,
-        QUICK_SIZES,
-        RADII,
-        SIZES,
-        SPEED_COLUMNS,
-        bench_attention,
-        memory_rows,
-        plot_attention,
-        speed_rows,
-    )
-    from crossview.bench.report import print_table, report_json
-    from crossview.errors import UserError
-
     check_output_file(json_path, "--json")
     if plot is not None:
         check_output_file(plot, "--plot")
@@ -224,27 +186,27 @@ def attention(
     repeats = (2 if quick else 5) if repeats is None else repeats
     if repeats <= 0:
         raise UserError(f"--repeats must be positive, got {repeats}")
-    reason = unavailable_reason("cpu")
-    if reason is not None:
-        raise UserError(f"the fused MatchAttention cpu backend cannot run: {reason}")
-    sizes, radii = (QUICK_SIZES, RADII[:1]) if quick else (SIZES, RADII)
+    attention_bench.check_fused_backend()
+    radii = attention_bench.RADII[:1] if quick else attention_bench.RADII
+    sizes = attention_bench.QUICK_SIZES if quick else attention_bench.SIZES
     with Progress(transient=True) as progress:
         task = progress.add_task("MatchAttention", total=len(sizes) * len(radii))
 
         def on_step(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        result = bench_attention(sizes, radii, repeats=repeats, on_step=on_step)
+        result = attention_bench.bench_attention(sizes, radii, repeats=repeats, on_step=on_step)
     print_table("MatchAttention, 4 heads x 64 ch, float32: median ms; x = reference / fused",
-                SPEED_COLUMNS, speed_rows(result))
+                attention_bench.SPEED_COLUMNS, attention_bench.speed_rows(result))
     print_table(f"Bandwidth bound (copy {result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s), fused "
-                "forward ns/token, peak allocated MiB", MEMORY_COLUMNS, memory_rows(result))
+                "forward ns/token, peak allocated MiB", attention_bench.MEMORY_COLUMNS,
+                attention_bench.memory_rows(result))
     for line in result["skipped"]:
         typer.echo(f"skipped: {line}")
     with staged_files(outputs) as staged:  # the JSON and the plot together, or neither
         staged[0].write_text(report_json({"benchmark": "attention", **result}))
         if plot is not None:
-            plot_attention(result, staged[1])
+            attention_bench.plot_attention(result, staged[1])
     typer.echo(f"wrote {' and '.join(outputs)}")
 
 
@@ -270,27 +232,22 @@ def model(
         "bench-results/model.json"),
 ) -> None:
     """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio (same run)."""
-    from rich.progress import Progress
-
-    from crossview.bench.model import MODELS, PRECISIONS, SIZES, bench_model, default_cases
-    from crossview.bench.report import print_table, write_json
-    from crossview.errors import UserError
-    from crossview.models.registry import get_spec, list_models
-
     check_output_file(json_path, "--json")
-
-    chosen = [m.upper() if m.upper() in MODELS else m.lower() for m in models or MODELS]
-    chosen_precisions = precisions or list(PRECISIONS)
-    stereo_names = [n for n in list_models() if get_spec(n).task == "stereo"]
-    if set(chosen) - set(MODELS) - set(stereo_names) or set(chosen_precisions) - set(PRECISIONS):
-        raise UserError(f"--model takes {', '.join(MODELS)} or a stereo model name "
+    letters, precision_names = model_bench.MODELS, model_bench.PRECISIONS
+    chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
+    chosen_precisions = precisions or list(precision_names)
+    stereo_names = api.list_models("stereo")
+    if set(chosen) - set(letters) - set(stereo_names) or set(chosen_precisions) - set(
+            precision_names):
+        raise UserError(f"--model takes {', '.join(letters)} or a stereo model name "
                         f"({', '.join(stereo_names)}); --precision takes "
-                        f"{', '.join(PRECISIONS)}")
+                        f"{', '.join(precision_names)}")
     if repeats <= 0 or threads <= 0:
         raise UserError("--repeats and --threads must be positive")
-    cases = default_cases(
-        chosen, [_parse_size(s) for s in sizes] if sizes else list(SIZES), chosen_precisions,
-        big=big, reference_sizes=[_parse_size(s) for s in reference_sizes or ["384x1248"]],
+    cases = model_bench.default_cases(
+        chosen, [parse_size(s) for s in sizes] if sizes else list(model_bench.SIZES),
+        chosen_precisions,
+        big=big, reference_sizes=[parse_size(s) for s in reference_sizes or ["384x1248"]],
         repeats=repeats, threads=threads,
         reference_models=[m.upper() for m in reference_models or ["T"]])
     with Progress(transient=True) as progress:
@@ -303,7 +260,7 @@ def model(
             write_json(json_path, {"benchmark": "model", "threads": threads, "rows": rows,
                                    "complete": len(rows) == len(cases)})
 
-        rows = bench_model(cases, on_case=on_case, on_rows=save)
+        rows = model_bench.bench_model(cases, on_case=on_case, on_rows=save)
 
     def fmt(value: float | None, digits: str = ".3g") -> str:
         return "-" if value is None else format(value, digits)
@@ -335,31 +292,27 @@ def train(
         "bench-results/train.json"),
 ) -> None:
     """Training steps/s and samples/s, fused versus reference MatchAttention, in one run."""
-    from rich.progress import Progress
-
-    from crossview.bench.report import print_table, write_json
-    from crossview.bench.train import BACKENDS, bench_train
-    from crossview.errors import UserError
+    # imported when run: the trainer and the synthetic data engine would slow every
+    # `crossview --help`
+    from crossview.bench import train as train_bench
 
     check_output_file(json_path, "--json")
-
     models = model or ["matchstereo-mini", "matchstereo-t"]
-    backends = backend or list(BACKENDS)
+    backends = backend or list(train_bench.BACKENDS)
     if batch < 1 or repeats < 1 or precision not in ("fp32", "bf16"):
         raise UserError("--batch and --repeats must be >= 1, --precision fp32 or bf16")
-    unknown = sorted(set(backends) - set(BACKENDS))
+    unknown = sorted(set(backends) - set(train_bench.BACKENDS))
     if unknown:
         raise UserError(f"unknown --backend {', '.join(unknown)}; expected one of "
-                        f"{', '.join(BACKENDS)}")
+                        f"{', '.join(train_bench.BACKENDS)}")
     with Progress(transient=True) as progress:
         task = progress.add_task("train steps", total=len(models) * len(backends))
 
         def on_case(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        rows = bench_train(models, _parse_size(size), batch, backends=backends,
+        rows = train_bench.bench_train(models, parse_size(size), batch, backends=backends,
                            repeats=repeats, precision=precision, on_case=on_case)
-    from rich.console import Console
 
     print_table(
         f"training steps, {size}, batch {batch}, {precision}",
@@ -367,6 +320,6 @@ def train(
          "samples/s", "x fused (wall)", "x fused (cpu)"],
         [[r["model"], r["params"], r["backend"], r["step_s"], r["cpu_s"], r["steps_per_s"],
           r["samples_per_s"], r["over_fused"], r["over_fused_cpu"]] for r in rows],
-        console=Console(width=160))
+        width=160)
     path = write_json(json_path, {"benchmark": "train", "rows": rows})
     typer.echo(f"wrote {path}")

@@ -1,42 +1,41 @@
-"""What ``crossview stereo`` and ``crossview flow`` share: options, pairing inputs, writing.
+"""What ``crossview stereo`` and ``crossview flow`` share: pairing inputs, running, writing.
 
 Inputs are two files, two directories (paired by file name, else by sorted order) or two glob
-patterns (paired in sorted order). Every input image is decoded and checked before the model
-runs, and every output file name is checked (not taken by a directory) before the model
-loads. All or nothing: the outputs of every pair go to a hidden staging directory inside the
-output directory and are moved into place only once the last pair is done, so a command that
-fails on any pair (or is interrupted) leaves the output directory as it was, and removes it if
-it created it (see :func:`crossview.output.staged_files`).
+patterns (paired in sorted order). Every input image is decoded once and checked before the
+model runs (the decoded images are kept for the run: all pairs are in memory together), and
+every output file name is checked (not taken by a directory) before the model loads. All or
+nothing: the outputs of every pair go to a hidden staging directory inside the output directory
+and are moved into place only once the last pair is done, so a command that fails on any pair
+(or is interrupted) leaves the output directory as it was, and removes it if it created it (see
+:func:`crossview.output.staged_files`).
 """
 
 from __future__ import annotations
 
 import glob
-import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
 import torch
-import typer
-from rich.console import Console
 from rich.progress import Progress
+from torch import nn
 
-from crossview.cli.bench import _parse_size
+from crossview import api
+from crossview.cli.options import parse_size
+from crossview.console import stderr, stdout
 from crossview.data import io
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.output import staged_files
 
-_stdout = Console(highlight=False)
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-# a result -> per view (first, second): raw [B, ...], valid [B, H, W], self_rpos [B, H, W, 2]
-_Fields = Callable[[object], list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]]
+# one view of a result: raw [B, ...] (disparity [B, H, W] or flow [B, H, W, 2]), valid
+# [B, H, W], self_rpos [B, H, W, 2]; a command gives a result's views (first, second)
+ViewTensors = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+Views = Callable[[object], list[ViewTensors]]
+Pair = tuple[np.ndarray, np.ndarray]  # the decoded images [H, W, 3] uint8 of a pair
 
 
 @dataclass(frozen=True)
@@ -90,32 +89,30 @@ def _expand(pattern: str) -> list[Path]:
     return matches
 
 
-def check_pairs(pairs: list[tuple[Path, Path]]) -> list[tuple[int, int]]:
-    """Every image decodes completely and both images of a pair have one size; returns the
-    ``(H, W)`` of each pair."""
-    sizes = []
+def read_pairs(pairs: list[tuple[Path, Path]]) -> list[Pair]:
+    """Every image decoded completely, and both images of a pair of one size."""
+    images = []
     for a, b in pairs:
-        (ha, wa), (hb, wb) = (io.read_image(path).shape[:2] for path in (a, b))
+        first, second = io.read_image(a), io.read_image(b)
+        (ha, wa), (hb, wb) = first.shape[:2], second.shape[:2]
         if (ha, wa) != (hb, wb):
             raise UserError(f"{a} is {wa}x{ha} but {b} is {wb}x{hb} (W x H); a pair needs one "
                             "size")
-        sizes.append((ha, wa))
-    return sizes
+        images.append((first, second))
+    return images
 
 
-def check_memory(task: str, model: object, pairs: list[tuple[Path, Path]],
-                 sizes: list[tuple[int, int]], options: DenseOptions,
+def check_memory(task: str, model: nn.Module, pairs: list[tuple[Path, Path]],
+                 images: list[Pair], options: DenseOptions,
                  size: tuple[int, int] | None) -> None:
     """Refuse, before the first pair runs, a pair whose run would need more memory than this
     machine has (:func:`crossview.api.check_memory`), naming the pair and the options that
     help."""
-    from crossview import api
-
     advice = ("give a smaller --size HxW" if size is not None else
               "run at a lower resolution with --size HxW, or give smaller images")
-    for (a, b), (h, w) in zip(pairs, sizes, strict=True):
+    for (a, b), (first, _) in zip(pairs, images, strict=True):
         try:
-            api.check_memory(model, h, w, task=task, lri=options.lri, size=size,
+            api.check_memory(model, *first.shape[:2], task=task, lri=options.lri, size=size,
                              device=options.device, advice=advice)
         except UserError as error:
             raise UserError(f"{a} and {b}: {error} (no output written)") from None
@@ -130,106 +127,55 @@ def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
     return [f"{i:05d}_{a.stem}" for i, (a, _) in enumerate(pairs)]
 
 
-def load_model_for(task: str, options: DenseOptions):
-    """The model, with a 'warning:' line on stderr when it runs on random weights."""
-    from crossview import api
-    from crossview.models.registry import get_spec
-
-    model_task = get_spec(options.model).task
-    if model_task != task:
-        raise UserError(f"model {options.model!r} estimates {model_task}; crossview {task} "
-                        f"needs a {task} model")
-
+def load_model_for(task: str, options: DenseOptions) -> nn.Module:
+    """The model, with a 'warning:' line on stderr when it runs on random weights; a model of
+    another task is a :class:`UserError`."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", api.RandomWeightsWarning)
         model = api.load_model(options.model, options.weights, device=options.device)
+    if model.task != task:
+        raise UserError(f"model {options.model!r} estimates {model.task}; crossview {task} "
+                        f"needs a {task} model")
     for warning in caught:
-        _stderr.print(f"warning: {warning.message}", markup=False)
+        stderr.print(f"warning: {warning.message}", markup=False)
     return model
 
 
-def make_command(task: str, *, inputs: tuple[tuple[str, str], tuple[str, str]],
-                 out_default: str, model_default: str, fmt_default: str, fmt_help: str,
-                 save_right_help: str, doc: str, views: tuple[str, str], fields: _Fields
-                 ) -> Callable[..., None]:
-    """A typer command for ``task`` with the options both dense commands share.
-
-    ``inputs`` names and documents the two positional arguments; ``views`` and ``fields`` say
-    what the files of one pair are (see :func:`run_dense`).
-    """
-    spec = [
-        (inputs[0][0], str, typer.Argument(help=inputs[0][1]), inspect.Parameter.empty),
-        (inputs[1][0], str, typer.Argument(help=inputs[1][1]), inspect.Parameter.empty),
-        ("out_dir", Path, typer.Option("-o", "--out", help="Output directory (created)."),
-         Path(out_default)),
-        ("model", str, typer.Option("--model", help="Model name (see crossview.list_models())."),
-         model_default),
-        ("weights", Path | None, typer.Option(
-            "--weights", help="Weights: published .pth checkpoint, bare state dict or "
-            ".safetensors."), None),
-        ("device", str, typer.Option("--device", help="cpu or cuda."), "cpu"),
-        ("precision", str, typer.Option("--precision", help="fp32, bf16 or fp16."), "fp32"),
-        ("lri", bool, typer.Option("--lri", help="Low-resolution initialisation (two passes)."),
-         False),
-        ("size", str | None, typer.Option(
-            "--size", help="Fixed-resolution inference at HxW, results resized back."), None),
-        ("save_right", bool, typer.Option("--save-right", help=save_right_help), False),
-        ("save_rpos", bool, typer.Option(
-            "--save-rpos", help="Also save the self relative positions as a picture "
-            "(paper Fig. 6)."), False),
-        ("fmt", str, typer.Option("--format", help=fmt_help), fmt_default),
-    ]
-
-    def command(**values: object) -> None:
-        first, second = (str(values.pop(name)) for name, _ in inputs)
-        run_dense(task, first, second, DenseOptions(**values), views, fields)
-
-    command.__signature__ = inspect.Signature([  # what typer reads to build the options
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                          annotation=Annotated[kind, info])
-        for name, kind, info, default in spec])
-    command.__doc__ = doc
-    return command
-
-
-def run_dense(task: str, first: str, second: str, options: DenseOptions,
-              views: tuple[str, str], fields: _Fields) -> None:
+def run_dense(task: str, first: str, second: str, options: DenseOptions, *,
+              views: tuple[str, str], tensors: Views) -> None:
     """Check everything, load the model, run every pair and write its outputs.
 
     The files of the pair named NAME are NAME_VIEW* for the first of ``views`` (and the second
-    with ``--save-right``); ``fields(result)`` gives their tensors. Nothing reaches
+    with ``--save-right``); ``tensors(result)`` gives their tensors. Nothing reaches
     ``options.out_dir`` unless every pair succeeds.
     """
-    from crossview import api
-
-    size = _parse_size(options.size) if options.size else None
+    size = parse_size(options.size) if options.size else None
     resolve_device(options.device, "--device")
     pairs = find_pairs(first, second)
-    sizes = check_pairs(pairs)
+    images = read_pairs(pairs)
     kind = "disparity" if task == "stereo" else "flow"
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
     files = {name: pair_file_names(name, views, kind, options) for name in output_names(pairs)}
     destinations = [options.out_dir / f for names in files.values() for f in names]
     # a transient bar shows nothing off a terminal but would leave an empty line on stderr
     with staged_files(destinations) as staged, Progress(
-            console=_stderr, transient=True,
-            disable=len(pairs) < 2 or not _stderr.is_terminal) as progress:
+            console=stderr, transient=True,
+            disable=len(pairs) < 2 or not stderr.is_terminal) as progress:
         staged_as = dict(zip(destinations, staged, strict=True))
         model = load_model_for(task, options)
-        check_memory(task, model, pairs, sizes, options, size)
+        check_memory(task, model, pairs, images, options, size)
         bar = progress.add_task(task, total=len(pairs))
-        for names, (a, b) in zip(files.values(), pairs, strict=True):
-            images = io.read_image(a), io.read_image(b)
+        for names, (a, b), pair in zip(files.values(), pairs, images, strict=True):
             try:
-                result = estimate(*images, model=model, device=options.device,
+                result = estimate(*pair, model=model, device=options.device,
                                   precision=options.precision, lri=options.lri, size=size)
             except UserError as error:
                 raise UserError(f"{a} and {b}: {error} (no output written)") from None
-            writers = pair_writers(images, fields(result), kind, options)
+            writers = pair_writers(pair, tensors(result), kind, options)
             for file_name, write in zip(names, writers, strict=True):
                 write(staged_as[options.out_dir / file_name])
             progress.advance(bar)
-    _stdout.print(f"wrote {len(pairs)} pair(s) to {options.out_dir}")
+    stdout.print(f"wrote {len(pairs)} pair(s) to {options.out_dir}")
 
 
 def raw_writer(array: np.ndarray, fmt: str, kind: str) -> tuple[str, Callable[[Path], None]]:
@@ -266,12 +212,12 @@ def pair_file_names(name: str, views: tuple[str, str], kind: str, options: Dense
             for end in ends]
 
 
-def pair_writers(images: tuple[np.ndarray, np.ndarray],
-                 views: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], kind: str,
+def pair_writers(images: Pair, views: list[ViewTensors], kind: str,
                  options: DenseOptions) -> list[Callable[[Path], None]]:
     """Writers of one pair's files (see :func:`pair_file_names`): ``views`` holds ``(raw
     [B, ...], valid [B, H, W], self_rpos [B, H, W, 2])`` of the first and the second view;
     batch row 0 is written."""
+    # imported when a pair is written: matplotlib (~0.13 s) would slow every `crossview --help`
     from crossview.viz import disparity_to_colour, flow_to_colour, mask_to_image, self_rpos_picture
 
     writers = []

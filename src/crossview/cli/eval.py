@@ -1,10 +1,11 @@
 """``crossview eval``: score a model on a benchmark with the benchmark's own metrics.
 
-Parses options, opens the dataset (:mod:`crossview.data.datasets.registry`), wraps
-:mod:`crossview.api` into a predictor, runs :func:`crossview.eval.evaluate` under a progress
-bar, and prints a per-sample and a mean table (and JSON with ``--json``). On kinds that have a
-classical baseline (real ``scenes``) it also scores the baseline (:mod:`crossview.baselines`)
-and prints one table per scene and one of the means, the baseline as a row under the model.
+Parses options, opens the dataset (:mod:`crossview.data.datasets.registry`), loads the model
+and its predictor through :mod:`crossview.api`, runs :func:`crossview.eval.evaluate` under a
+progress bar, and prints a per-sample and a mean table (and JSON with ``--json``). On kinds
+that have a classical baseline (real ``scenes``) it also scores the baseline
+(:mod:`crossview.baselines`) and prints one table per scene and one of the means, the baseline
+as a row under the model.
 
 ``torchrun --nproc-per-node N -m crossview eval ...`` runs it data-parallel: every rank checks
 the input and loads the model before the process group opens (bad input fails on every rank,
@@ -14,18 +15,14 @@ no rank waits), scores its strided share, and rank 0 alone shows progress, print
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
-import torch
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from torch import nn
 
-from crossview.bench.report import print_table, write_json
+from crossview import api
+from crossview.console import stderr
 from crossview.device import resolve_device
 from crossview.distributed import (
     barrier,
@@ -36,88 +33,35 @@ from crossview.distributed import (
 )
 from crossview.errors import UserError
 from crossview.eval import EvalResult, Predictor, evaluate
+from crossview.metrics import get_metrics, list_metrics
+from crossview.output import check_output_file
+from crossview.report import print_table, write_json
 
 if TYPE_CHECKING:
     from crossview.baselines import BaselineRun
-from crossview.output import check_output_file
-
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _image_batch(image: np.ndarray) -> torch.Tensor:
-    """``[H, W, 3]`` (uint8 or float 0..255) -> float ``[1, 3, H, W]``, the api's float form."""
-    return torch.from_numpy(np.ascontiguousarray(image, np.float32)).permute(2, 0, 1)[None]
-
-
-def _stereo(model: nn.Module, device: str, precision: str) -> Predictor:
-    from crossview import api
-
-    def predict(sample: Mapping[str, Any]) -> torch.Tensor:
-        first, second = _image_batch(sample["image0"]), _image_batch(sample["image1"])
-        return api.estimate_disparity(first, second, model=model, device=device,
-                                      precision=precision).disparity[0]
-
-    return predict
-
-
-def _flow(model: nn.Module, device: str, precision: str) -> Predictor:
-    from crossview import api
-
-    def predict(sample: Mapping[str, Any]) -> torch.Tensor:
-        first, second = _image_batch(sample["image0"]), _image_batch(sample["image1"])
-        return api.estimate_flow(first, second, model=model, device=device,
-                                 precision=precision).flow[0].permute(1, 2, 0)
-
-    return predict
-
-
-PredictorBuilder = Callable[[nn.Module, str, str], Predictor]
-_PREDICTORS: dict[str, PredictorBuilder] = {"stereo": _stereo, "flow": _flow}
-
-
-def register_predictor(task: str, builder: PredictorBuilder) -> None:
-    """Let ``crossview eval`` run models of ``task``: ``builder(model, device, precision)``
-    returns a ``sample -> prediction`` callable in the form the task's metrics read."""
-    _PREDICTORS[task] = builder
 
 
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                     precision: str, warn: bool = True,
                     sample_size: tuple[int, int] | None = None) -> Predictor:
-    """A predictor running the registered model ``name`` through :mod:`crossview.api`
-    (``warn``: print loading warnings, such as random weights, on stderr). With
-    ``sample_size`` (``(H, W)`` every sample has), a model that would need more memory than
-    this machine has is refused now (:func:`crossview.api.check_memory`), before any sample is
-    read or generated."""
-    if task == "semantic":
-        return _semantic_predictor(name, weights)
-    from crossview import api
-    from crossview.models.registry import get_spec
-
-    model_task = get_spec(name).task
+    """A predictor running the registered model ``name`` on a ``task`` benchmark
+    (:func:`crossview.api.predictor`; ``warn``: print loading warnings, such as random weights,
+    on stderr). With ``sample_size`` (``(H, W)`` every sample has), a model that would need
+    more memory than this machine has is refused now (:func:`crossview.api.check_memory`),
+    before any sample is read or generated."""
+    model_task = api.model_task(name)
     if model_task != task:
         raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
-                        "benchmark")
-    if task not in _PREDICTORS:
-        raise UserError(f"crossview eval cannot run {task} models yet (it runs: "
-                        f"{', '.join(sorted(_PREDICTORS))})")
+                        f"benchmark (its models: {', '.join(api.list_models(task)) or 'none'})")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", api.RandomWeightsWarning)
         model = api.load_model(name, weights, device=device)
     for warning in caught if warn else ():
-        _stderr.print(f"warning: {warning.message}", markup=False)
+        stderr.print(f"warning: {warning.message}", markup=False)
     if sample_size is not None:
         api.check_memory(model, *sample_size, task=task, device=device,
                          advice="evaluate at a smaller size (the dataset's size=HxW option)")
-    return _PREDICTORS[task](model, device, precision)
-
-
-def _model_task(name: str) -> str | None:
-    """The task of the registered model ``name``; None for other names (transformatcher, or a
-    typo that :func:`model_predictor` reports)."""
-    from crossview.models.registry import get_spec, list_models
-
-    return get_spec(name).task if name.lower() in list_models() else None
+    return api.predictor(model, device=device, precision=precision)
 
 
 def _declared_size(data: object) -> tuple[int, int] | None:
@@ -126,28 +70,14 @@ def _declared_size(data: object) -> tuple[int, int] | None:
     return None if size is None else (int(size[0]), int(size[1]))
 
 
-def _semantic_predictor(name: str, weights: Path | None) -> Predictor:
-    """TransforMatcher keypoint transfer (bundled refinement weights unless ``weights``)."""
-    if name != "transformatcher":
-        raise UserError(f"semantic benchmarks are evaluated with --model transformatcher, "
-                        f"not {name!r}")
-    from crossview.models.transformatcher.inference import (
-        keypoint_predictor,
-        load_transformatcher,
-    )
-
-    return keypoint_predictor(load_transformatcher(weights))
-
-
 def _print_datasets() -> None:
+    # imported when a dataset is opened or listed: the readers need SciPy (~0.3 s at start-up)
     from crossview.data.datasets import list_datasets
 
     rows = [(kind.name, kind.task, ", ".join(kind.metrics), kind.reduction, kind.description)
             for kind in list_datasets()]
     print_table("dataset kinds (--dataset KIND[,OPTION=VALUE...]:PATH)",
                 ["kind", "task", "metrics", "reduction", "description"], rows)
-    from crossview.metrics import list_metrics
-
     for task in sorted({kind.task for kind in list_datasets()}):
         typer.echo(f"{task} metrics (--metrics): {', '.join(list_metrics(task))}")
 
@@ -172,7 +102,7 @@ def _print_with_baseline(result: EvalResult, run: BaselineRun, model: str,
     """One table per scene (``per_sample``) and one of the means, each with the model's row and
     the baseline's (or a row saying why it is not available); the means' caption says what the
     baseline is."""
-    from crossview.baselines import INSTALL_HINT
+    from crossview.baselines import INSTALL_HINT  # (OpenCV, slow to import: see eval_command)
 
     name, metrics = run.baseline.name, result.metrics
     scored = dict(run.result.rows) if run.result is not None else {}
@@ -218,8 +148,8 @@ def eval_command(
         "--list", help="List the dataset kinds and exit.")] = False,
 ) -> None:
     """Evaluate a model on a benchmark: per-sample and mean table, optional JSON."""
+    # imported when a dataset is opened: the readers need SciPy (~0.3 s at start-up)
     from crossview.data.datasets import open_dataset
-    from crossview.metrics import get_metrics
 
     info = dist_info_from_env()  # everything up to init_distributed runs before any collective
     if list_kinds:
@@ -234,7 +164,9 @@ def eval_command(
     resolve_device(device, "--device")
     if json_path is not None:
         check_output_file(json_path, "--json")
-    data, kind = open_dataset(dataset, task=_model_task(model))
+    # the dataset's errors come first: a mistyped model name is reported by model_predictor
+    known = model.lower() in api.list_models()
+    data, kind = open_dataset(dataset, task=api.model_task(model) if known else None)
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
     specs = get_metrics(kind.task, names)
     if info.enabled and device.startswith("cuda"):
@@ -247,8 +179,8 @@ def eval_command(
     info = init_distributed(device)
     try:
         # a transient bar shows nothing off a terminal but would leave an empty line on stderr
-        with Progress(*columns, console=_stderr, transient=True,
-                      disable=not info.is_main or not _stderr.is_terminal) as progress:
+        with Progress(*columns, console=stderr, transient=True,
+                      disable=not info.is_main or not stderr.is_terminal) as progress:
             label = f"eval {kind.name}" + (f" (rank 0 of {info.world_size})" if info.enabled
                                            else "")
             task = progress.add_task(label, total=len(shard_strided(total, info)))

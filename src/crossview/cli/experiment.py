@@ -6,6 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import Progress
+
+from crossview.errors import UserError
+from crossview.output import check_output_files, check_writable
 
 app = typer.Typer(help="Reproducible experiments (results JSON, table, plot).",
                   no_args_is_help=True)
@@ -31,18 +35,16 @@ def camera_encodings(
     finished runs are skipped (resumable). Writes OUT/runs/*.json, OUT/results.json,
     OUT/table.md and OUT/plot.png.
     """
-    from rich.progress import Progress
-
-    from crossview.errors import UserError
+    # imported when the study runs: scikit-image and the study (~0.3 s) would slow every
+    # `crossview --help`
     from crossview.experiments.camera_encodings import (
+        CONDITIONINGS,
         SUMMARY_FILES,
         StudyConfig,
         run_study,
         summarize,
         with_budget,
     )
-    from crossview.models.multiview import CONDITIONINGS
-    from crossview.output import check_output_files, check_writable
 
     if (steps is not None and steps <= 0) or (seeds is not None and seeds <= 0) or jobs <= 0:
         raise UserError("--steps, --seeds and --jobs must be positive")

@@ -9,28 +9,40 @@ flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Annotated
 
-import torch
+import typer
 
-from crossview.cli.dense import make_command
-from crossview.models.defaults import DEFAULT_FLOW_MODEL
-
-if TYPE_CHECKING:  # the api loads torch models: not needed to build the command
-    from crossview.api import FlowResult
+from crossview.api import DEFAULT_FLOW_MODEL, FlowResult
+from crossview.cli import options
+from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
 
 
-def _fields(result: FlowResult) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+def _views(result: FlowResult) -> list[ViewTensors]:
     return [(result.flow.permute(0, 2, 3, 1), result.valid, result.self_rpos),
             (result.flow_backward.permute(0, 2, 3, 1), result.valid_backward,
              result.self_rpos_backward)]
 
 
-flow_command = make_command(
-    "flow", inputs=(("frame0", "First frame, directory or glob pattern."),
-                    ("frame1", "Second frame, directory or glob pattern.")),
-    out_default="flow-out", model_default=DEFAULT_FLOW_MODEL, fmt_default="flo",
-    fmt_help="Raw flow: flo, pfm, png16 or npy.",
-    save_right_help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.",
-    doc="Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns).",
-    views=("flow", "flow_backward"), fields=_fields)
+def flow_command(
+    frame0: Annotated[str, typer.Argument(help="First frame, directory or glob pattern.")],
+    frame1: Annotated[str, typer.Argument(help="Second frame, directory or glob pattern.")],
+    out_dir: options.OutDir = Path("flow-out"),
+    model: options.Model = DEFAULT_FLOW_MODEL,
+    weights: options.Weights = None,
+    device: options.Device = "cpu",
+    precision: options.Precision = "fp32",
+    lri: options.Lri = False,
+    size: options.FixedSize = None,
+    save_right: Annotated[bool, typer.Option(
+        "--save-right", help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.")
+    ] = False,
+    save_rpos: options.SaveRpos = False,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="Raw flow: flo, pfm, png16 or npy.")] = "flo",
+) -> None:
+    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns)."""
+    run_dense("flow", frame0, frame1, DenseOptions(
+        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
+        views=("flow", "flow_backward"), tensors=_views)

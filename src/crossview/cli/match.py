@@ -17,14 +17,14 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich.console import Console
 
+from crossview import api
+from crossview.console import stdout
 from crossview.data import io
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.output import check_output_files, staged_files
 
-_console = Console(highlight=False)
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _POINT = re.compile(rf"^\s*({_NUMBER})\s*[,\s]\s*({_NUMBER})\s*$")
 OUTPUT_NAMES = ("matches.json", "matches.csv", "matches.png", "warped.png")
@@ -70,8 +70,8 @@ def match_command(
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
 ) -> None:
     """Transfer keypoints from SRC to TGT (semantic correspondence) and draw the matches."""
-    from crossview import api
-    from crossview.models.transformatcher.draw import match_lines, warp_source_to_target
+    # imported when pictures are drawn: matplotlib (~0.13 s) would slow every `crossview --help`
+    from crossview.viz import match_lines, warp_source_to_target
 
     if points is not None and points_file is not None:
         raise UserError("give either --points or --points-file, not both")
@@ -106,5 +106,5 @@ def match_command(
         csv_file.write_text(_csv_text(points_px, transferred))
         io.write_image(picture_file, picture)
         io.write_image(warped_file, warped)
-    _console.print(f"{len(points_px)} points transferred; wrote {', '.join(OUTPUT_NAMES)} to "
+    stdout.print(f"{len(points_px)} points transferred; wrote {', '.join(OUTPUT_NAMES)} to "
                    f"{out_dir}")

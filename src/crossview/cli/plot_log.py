@@ -15,6 +15,7 @@ def plot_log_command(
     title: Annotated[str | None, typer.Option(help="Figure title.")] = None,
 ) -> None:
     """Plot loss terms, learning rate and validation metrics of a training log."""
+    # imported when a plot is drawn: matplotlib would slow every `crossview --help`
     from crossview.train.logplot import plot_log
 
     if log.is_dir():

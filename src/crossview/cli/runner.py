@@ -8,12 +8,10 @@ import signal
 import sys
 
 import typer
-from rich.console import Console
 
+from crossview.console import stderr
 from crossview.errors import UserError
 from crossview.output import Terminated, terminate_raises
-
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
@@ -23,8 +21,8 @@ def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
         with terminate_raises():
             app(args=argv)
     except UserError as error:
-        _stderr.print(f"error: {error}", markup=False)
+        stderr.print(f"error: {error}", markup=False)
         sys.exit(2)
     except Terminated as stop:
-        _stderr.print(f"error: {stop}", markup=False)
+        stderr.print(f"error: {stop}", markup=False)
         sys.exit(128 + signal.SIGTERM)

@@ -9,27 +9,38 @@ positions as ``NAME_disp_rpos.png``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Annotated
 
-import torch
+import typer
 
-from crossview.cli.dense import make_command
-from crossview.models.defaults import DEFAULT_STEREO_MODEL
-
-if TYPE_CHECKING:  # the api loads torch models: not needed to build the command
-    from crossview.api import StereoResult
+from crossview.api import DEFAULT_STEREO_MODEL, StereoResult
+from crossview.cli import options
+from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
 
 
-def _fields(result: StereoResult) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+def _views(result: StereoResult) -> list[ViewTensors]:
     return [(result.disparity, result.valid, result.self_rpos),
             (result.disparity_right, result.valid_right, result.self_rpos_right)]
 
 
-stereo_command = make_command(
-    "stereo", inputs=(("left", "Left image, directory or glob pattern."),
-                      ("right", "Right image, directory or glob pattern.")),
-    out_default="stereo-out", model_default=DEFAULT_STEREO_MODEL, fmt_default="pfm",
-    fmt_help="Raw disparity: pfm, png16 or npy.",
-    save_right_help="Also write the right view's disparity and mask.",
-    doc="Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns).",
-    views=("disp", "disp_right"), fields=_fields)
+def stereo_command(
+    left: Annotated[str, typer.Argument(help="Left image, directory or glob pattern.")],
+    right: Annotated[str, typer.Argument(help="Right image, directory or glob pattern.")],
+    out_dir: options.OutDir = Path("stereo-out"),
+    model: options.Model = DEFAULT_STEREO_MODEL,
+    weights: options.Weights = None,
+    device: options.Device = "cpu",
+    precision: options.Precision = "fp32",
+    lri: options.Lri = False,
+    size: options.FixedSize = None,
+    save_right: Annotated[bool, typer.Option(
+        "--save-right", help="Also write the right view's disparity and mask.")] = False,
+    save_rpos: options.SaveRpos = False,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="Raw disparity: pfm, png16 or npy.")] = "pfm",
+) -> None:
+    """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
+    run_dense("stereo", left, right, DenseOptions(
+        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
+        views=("disp", "disp_right"), tensors=_views)

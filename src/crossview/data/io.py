@@ -25,11 +25,8 @@ directory and then renames it, so a failed write leaves no partial file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +34,7 @@ from PIL import Image
 
 from crossview.data import png
 from crossview.errors import UserError
-from crossview.output import owned_prefix
+from crossview.output import atomic_output
 
 PathLike = str | os.PathLike[str]
 
@@ -62,37 +59,6 @@ def _require_file(path: PathLike) -> Path:
 
 def _read_bytes(path: PathLike) -> bytes:
     return _require_file(path).read_bytes()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-@contextlib.contextmanager
-def atomic_output(path: PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds.
-
-    On an exception the temporary file is removed and ``path`` is left untouched. The
-    temporary name keeps the suffix of ``path`` so that writers that infer formats still work,
-    and records its owner, so that one left by a killed process can be told and removed
-    (:func:`crossview.output.remove_stale_temporaries`).
-    """
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise UserError(f"{path}: directory {path.parent} does not exist")
-    handle, name = tempfile.mkstemp(prefix=owned_prefix("tmp"), suffix=path.suffix,
-                                    dir=path.parent)
-    os.close(handle)
-    tmp = Path(name)
-    try:
-        yield tmp
-        # mkstemp creates 0600 files; give the result the mode a plain open() would have.
-        tmp.chmod(0o666 & ~_umask())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _write_bytes(path: PathLike, data: bytes) -> None:

@@ -1,1 +1,1 @@
-"""Cameras, raymaps, coordinate grids, warping and consistency checks."""
+"""Cameras, raymaps, coordinate grids, warping, consistency checks and the disparity sign rule."""

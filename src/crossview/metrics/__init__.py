@@ -4,8 +4,9 @@
 - :mod:`crossview.metrics.flow`: flow EPE, N-px accuracy, outliers, KITTI Fl;
 - :mod:`crossview.metrics.score`: :class:`Score` per sample and :class:`MetricAccumulator`, which
   reduces over a dataset per pixel ("pooled") and per image ("image_mean");
+- :mod:`crossview.metrics.keypoints`: PCK of semantic keypoint transfer;
 - :mod:`crossview.metrics.registry`: named metrics (``"d1_all"``, ``"bad2_noc"``, ``"fl_all"``,
-  ...).
+  ``"pck@0.1_bbox"``, ...); importing this package registers them all.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from crossview.metrics.flow import (
     flow_errors,
     flow_outliers,
 )
+from crossview.metrics.keypoints import pck
 from crossview.metrics.registry import get_metrics, list_metrics, register_metric
 from crossview.metrics.score import REDUCTIONS, MetricAccumulator, MetricSpec, Score
 from crossview.metrics.stereo import bad_pixels, d1, disparity_errors, endpoint_error
@@ -37,5 +39,6 @@ __all__ = [
     "flow_outliers",
     "get_metrics",
     "list_metrics",
+    "pck",
     "register_metric",
 ]

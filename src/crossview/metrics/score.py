@@ -92,9 +92,17 @@ class MetricSpec:
 class MetricAccumulator:
     """Evaluate ``metrics`` sample by sample and reduce them over the dataset.
 
-    >>> acc = MetricAccumulator(metrics)          # doctest: +SKIP
-    >>> acc.update(prediction, sample)            # per-sample values, also kept in acc.rows
-    >>> acc.summary()["epe"]["pooled"]            # doctest: +SKIP
+    A toy metric: the prediction's absolute error, counted once per pixel of the sample.
+
+    >>> error = MetricSpec("err", "toy", lambda prediction, sample: Score(
+    ...     abs(prediction - sample["answer"]) * sample["pixels"], sample["pixels"]), "error")
+    >>> acc = MetricAccumulator([error])
+    >>> acc.update(5.0, {"answer": 7.0, "pixels": 4})  # per-sample values, also in acc.rows
+    {'err': 2.0}
+    >>> acc.update(1.0, {"answer": 1.0, "pixels": 1})
+    {'err': 0.0}
+    >>> acc.summary()["err"]  # per pixel: 8 / 5; per image: (2 + 0) / 2
+    {'pooled': 1.6, 'image_mean': 1.0}
     """
 
     metrics: Sequence[MetricSpec]

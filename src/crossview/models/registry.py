@@ -1,45 +1,71 @@
-"""Named models: what to build, for which task, and which weights come with the package.
+"""Named models of every family: what to build, for which task, with which default weights, and
+how to run it on a benchmark sample.
 
-Built in: ``matchstereo-t``, ``matchstereo-s``, ``matchstereo-b`` (stereo) and ``matchflow-b``
-(optical flow), the published architectures; their published weights are not shipped (pass
-them with ``weights=``). Others can be added two ways:
+A family is one folder of this package whose ``specs.py`` registers its models with
+:func:`register_model` (see docs/conventions.md, "Adding a model family"); the folders are
+found when a name is first looked up, so adding a family touches no other file. Registered
+today: ``matchstereo-t/-s/-b``, ``matchflow-b`` (published architectures, weights not shipped),
+the bundled ``matchstereo-mini/-hybrid`` and ``matchflow-mini/-hybrid``
+(:mod:`crossview.models.matchstereo.specs`), ``transformatcher``
+(:mod:`crossview.models.transformatcher.specs`) and ``multiview``
+(:mod:`crossview.models.multiview.specs`).
 
-- in code: ``register_model(ModelSpec("my-stereo", build=lambda: MatchStereo(cfg),
-  task="stereo", weights="my_stereo.safetensors"))``;
-- with data only: put ``NAME.safetensors`` and a ``NAME.json`` next to it in
-  ``crossview/models/weights/`` (shipped as package data). The JSON holds ``{"name": ...,
-  "task": "stereo" | "flow", "config": {MatchStereoConfig fields}, "description": ...}`` and
-  optionally ``"weights"`` (a file name in that folder; default ``NAME.safetensors``).
-
-A spec's ``weights`` is a file name inside that folder or an absolute path; it is what
-:func:`crossview.load_model` loads when the caller gives no weights.
+A spec's ``weights`` is a file name inside ``crossview/models/weights/`` or an absolute path;
+it is what :func:`crossview.load_model` loads when the caller gives no weights.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+import dataclasses
+import os
+import pkgutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 from torch import nn
 
+from crossview import settings
 from crossview.errors import UserError
-from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
-from crossview.models.matchstereo.model import MatchStereo
+from crossview.models.weights import load_weights
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+
+# ``sample -> prediction`` as crossview.eval runs it (disparity [H, W], flow [H, W, 2],
+# keypoints [N, 2]), built by ``predictor(model, device, precision)``
+Predictor = Callable[[Mapping[str, Any]], Any]
+PredictorBuilder = Callable[[nn.Module, str, str], Predictor]
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A registered model: ``build()`` returns a fresh, randomly initialised network."""
+    """A registered model.
+
+    Attributes:
+        name: what :func:`crossview.load_model` takes (looked up in lower case).
+        build: ``build(**overrides)`` returns a fresh, randomly initialised network; overrides
+            are the family's configuration fields (``dims=(8, 16, 16, 24)``, ...).
+        task: ``"stereo"``, ``"flow"``, ``"semantic"``, ``"novel-view"``: what the model
+            estimates (the benchmarks of that task can score it).
+        weights: the default weights file, or ``None`` when the package ships none.
+        description: one line for listings.
+        predictor: ``predictor(model, device, precision)`` -> a ``sample -> prediction``
+            callable for :func:`crossview.eval.evaluate`; ``None`` for models no benchmark
+            runs.
+        load: ``load(path, **overrides)`` builds the network from a weights file, for families
+            whose architecture depends on the file; default: ``build(**overrides)`` and load
+            ``path`` strictly (:func:`crossview.models.weights.load_weights`).
+    """
 
     name: str
-    build: Callable[[], nn.Module]
+    build: Callable[..., nn.Module]
     task: str
     weights: str | None = None
     description: str = ""
+    predictor: PredictorBuilder | None = None
+    load: Callable[..., nn.Module] | None = None
 
     @property
     def weights_path(self) -> Path | None:
@@ -49,8 +75,33 @@ class ModelSpec:
         path = Path(self.weights)
         return path if path.is_absolute() else WEIGHTS_DIR / path
 
+    def create(self, weights: str | os.PathLike[str] | None, **overrides: Any) -> nn.Module:
+        """The network with ``weights`` loaded (randomly initialised when ``None``)."""
+        if weights is None:
+            return self.build(**overrides)
+        if self.load is not None:
+            return self.load(weights, **overrides)
+        return load_weights(self.build(**overrides), weights)
+
+
+def configured(config: Any, make: Callable[[Any], nn.Module]) -> Callable[..., nn.Module]:
+    """A :attr:`ModelSpec.build` for a family configured by a dataclass: ``make(config)``, with
+    the overrides replacing its fields, each checked like the field itself
+    (:class:`crossview.settings.SettingError`, a ``ValueError``: ``overrides.heads must be
+    >= 1, got 0``)."""
+
+    def build(**overrides: Any) -> nn.Module:
+        if not overrides:
+            return make(config)
+        values = {**{f.name: getattr(config, f.name) for f in dataclasses.fields(config)},
+                  **overrides}
+        return make(settings.build(type(config), values, "overrides"))
+
+    return build
+
 
 _REGISTRY: dict[str, ModelSpec] = {}
+_families_found = False
 
 
 def register_model(spec: ModelSpec, *, replace: bool = False) -> ModelSpec:
@@ -62,12 +113,24 @@ def register_model(spec: ModelSpec, *, replace: bool = False) -> ModelSpec:
     return spec
 
 
+def _find_families() -> None:
+    """Import the ``specs`` module of every family folder once (each registers its models)."""
+    global _families_found
+    if _families_found:
+        return
+    _families_found = True
+    for family in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if family.ispkg and (Path(__file__).parent / family.name / "specs.py").is_file():
+            import_module(f"{__package__}.{family.name}.specs")
+
+
 def get_spec(name: str) -> ModelSpec:
     """The spec registered under ``name``; :class:`UserError` listing the names otherwise
     (``TypeError`` if ``name`` is not a string)."""
     if not isinstance(name, str):
         raise TypeError(f"the model name must be a string, got {name!r}; choose one of: "
                         f"{', '.join(list_models())}")
+    _find_families()
     try:
         return _REGISTRY[name.lower()]
     except KeyError:
@@ -75,41 +138,7 @@ def get_spec(name: str) -> ModelSpec:
                         f"{', '.join(list_models())}") from None
 
 
-def list_models() -> list[str]:
-    """Registered model names, sorted."""
-    return sorted(_REGISTRY)
-
-
-def _matchstereo(config: MatchStereoConfig, task: str) -> Callable[[], nn.Module]:
-    return lambda: MatchStereo(config, task=task)
-
-
-def _register_builtin() -> None:
-    for letter, variant in (("t", "tiny"), ("s", "small"), ("b", "base")):
-        register_model(ModelSpec(
-            f"matchstereo-{letter}", _matchstereo(VARIANTS[variant], "stereo"), "stereo",
-            description=f"MatchStereo-{letter.upper()} (published architecture, "
-                        f"matchstereo_{variant}_fsd.pth)"))
-    register_model(ModelSpec(
-        "matchflow-b", _matchstereo(VARIANTS["base"], "flow"), "flow",
-        description="MatchFlow-B (published architecture, matchflow_base_sintel.pth)"))
-
-
-def _register_bundled(folder: Path = WEIGHTS_DIR) -> None:
-    """Register every ``*.json`` description of bundled MatchStereo weights in ``folder``."""
-    for description in sorted(folder.glob("*.json")):
-        try:
-            meta = json.loads(description.read_text())
-            config = MatchStereoConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                          for k, v in meta.get("config", {}).items()})
-            spec = ModelSpec(meta["name"], _matchstereo(config, meta["task"]), meta["task"],
-                             weights=str(folder / meta.get("weights",
-                                                           f"{description.stem}.safetensors")),
-                             description=meta.get("description", ""))
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{description}: bad bundled model description ({error!r})") from None
-        register_model(spec, replace=True)
-
-
-_register_builtin()
-_register_bundled()
+def list_models(task: str | None = None) -> list[str]:
+    """Registered model names (of ``task`` only, if given), sorted."""
+    _find_families()
+    return sorted(name for name, spec in _REGISTRY.items() if task in (None, spec.task))

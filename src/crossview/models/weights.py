@@ -27,8 +27,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from crossview.data.io import atomic_output
 from crossview.errors import UserError
+from crossview.output import atomic_output
 
 SHOWN = 5  # offenders named per kind of mismatch
 TASK_KEY = "task"  # .safetensors metadata: the task the weights were trained for

@@ -17,6 +17,7 @@ import numpy as np
 
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
 
 SPLIT_FILE = "FlyingChairs_train_val.txt"
@@ -61,3 +62,8 @@ class FlyingChairs(BenchmarkDataset):
             "image1": io.read_image(entry.with_name(f"{stem}_img2.ppm")),
             "flow": flow, "valid": np.ones(flow.shape[:2], bool),
         }
+
+
+register_dataset(DatasetKind(
+    "chairs", "flow", FlyingChairs, ("epe", "1px", "3px", "5px"), "pooled",
+    "FlyingChairs (option: split=train|val|all, default val)"))

@@ -16,6 +16,7 @@ from pathlib import Path
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero, first_existing
 from crossview.data.datasets.middlebury import NONOCC
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 
 
 class ETH3D(BenchmarkDataset):
@@ -51,3 +52,8 @@ class ETH3D(BenchmarkDataset):
         if (gt / "mask0nocc.png").is_file():
             sample["valid_noc"] = valid & (io.read_image(gt / "mask0nocc.png")[..., 0] == NONOCC)
         return sample
+
+
+register_dataset(DatasetKind(
+    "eth3d", "stereo", ETH3D, ("bad1_noc", "bad1", "avgerr_noc", "avgerr"), "image_mean",
+    "ETH3D two-view training"))

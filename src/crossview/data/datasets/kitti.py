@@ -17,10 +17,12 @@ Disparity maps are 16-bit PNGs (``d * 256``, 0 = unknown), flow maps 16-bit RGB 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
 
 FOLDERS = {
@@ -93,3 +95,13 @@ class KITTIFlow(_KITTI):
             "image1": io.read_image(self._path("left", entry.replace("_10.", "_11."))),
             "flow": flow, "valid": valid, "valid_noc": valid_noc & valid,
         }
+
+
+# (kind, task, reader, year, the metrics the benchmark reports)
+for _name, _task, _reader, _year, _metrics in (
+        ("kitti2015", "stereo", KITTIStereo, 2015, ("d1_all", "d1_all_noc", "epe", "epe_noc")),
+        ("kitti2012", "stereo", KITTIStereo, 2012, ("bad3_noc", "bad3", "epe_noc", "epe")),
+        ("kitti2015-flow", "flow", KITTIFlow, 2015, ("fl_all", "fl_all_noc", "epe", "epe_noc")),
+        ("kitti2012-flow", "flow", KITTIFlow, 2012, ("out3_noc", "out3", "epe_noc", "epe"))):
+    register_dataset(DatasetKind(_name, _task, partial(_reader, year=_year), _metrics, "pooled",
+                                 f"KITTI {_year} {_task} training"))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero, first_existing
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
 
 RESOLUTIONS = ("F", "H", "Q")
@@ -96,3 +97,16 @@ class Middlebury(BenchmarkDataset):
         if right is not None:
             sample["disparity1"], sample["valid1"] = finite_or_zero(io.read_pfm(right))
         return sample
+
+
+MIDDEVAL3_NOTE = ("MiddEval3's online tables average the scenes with per-scene weights; these "
+                  "are unweighted means over the images (the per-scene weights are not applied), "
+                  "so they are not the tables' averages")
+METRICS = ("avgerr", "bad0.5", "bad1", "bad2", "bad4")
+register_dataset(DatasetKind(
+    "middlebury", "stereo", Middlebury, METRICS + tuple(f"{name}_noc" for name in METRICS),
+    "image_mean", "Middlebury MiddEval3 training (option: resolution=F|H|Q)",
+    note=MIDDEVAL3_NOTE))
+register_dataset(DatasetKind(
+    "middlebury2014", "stereo", Middlebury, METRICS, "image_mean",
+    "Middlebury 2014 full-size scenes (no occlusion masks)"))

@@ -22,6 +22,7 @@ import scipy.io
 
 from crossview.data import io
 from crossview.data.datasets.base import Sample
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.data.datasets.semantic import SemanticDataset, bounding_box, keypoint_pair
 from crossview.errors import UserError
 
@@ -82,3 +83,9 @@ class PFPascal(SemanticDataset):
         if boxes[0] is not None and boxes[1] is not None:
             sample["bbox0"], sample["bbox1"] = boxes
         return sample
+
+
+# semantic correspondence: keypoint transfer, PCK per pair (crossview.metrics.keypoints)
+register_dataset(DatasetKind(
+    "pfpascal", "semantic", PFPascal, tuple(f"pck@{alpha}_img" for alpha in (0.05, 0.1, 0.15)),
+    "image_mean", "PF-PASCAL (option: split=trn|val|test)"))

@@ -19,6 +19,7 @@ import numpy as np
 
 from crossview.data import io
 from crossview.data.datasets.base import Sample
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.data.datasets.semantic import SemanticDataset, keypoint_pair
 from crossview.errors import UserError
 
@@ -64,3 +65,9 @@ class PFWillow(SemanticDataset):
                 "image0": io.read_image(self._image_path(src)),
                 "image1": io.read_image(self._image_path(tgt)),
                 "keypoints0": kp0, "keypoints1": kp1, "valid_keypoints": valid}
+
+
+# semantic correspondence: keypoint transfer, PCK per pair (crossview.metrics.keypoints)
+register_dataset(DatasetKind(
+    "pfwillow", "semantic", PFWillow, tuple(f"pck@{alpha}_bbox-kp" for alpha in (0.05, 0.1, 0.15)),
+    "image_mean", "PF-WILLOW test pairs"))

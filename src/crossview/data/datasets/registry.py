@@ -1,4 +1,4 @@
-"""Dataset kinds by name, ``KIND[,OPTION=VALUE...]:PATH`` parsing, and each kind's metric set.
+"""Dataset kinds by name and ``KIND[,OPTION=VALUE...]:PATH`` parsing.
 
 >>> dataset, kind = open_dataset("kitti2015:/data/KITTI2015")          # doctest: +SKIP
 >>> dataset, kind = open_dataset("sintel,pass=final:/data/MPI-Sintel")  # doctest: +SKIP
@@ -8,8 +8,9 @@ benchmark itself reports and the reduction it uses over the dataset ("pooled" pe
 "image_mean" per image, see :mod:`crossview.metrics.score`). Kinds that need no path (the
 synthetic held-out benchmarks) are opened by their bare name. One name may stand for a kind of
 each task (``scenes``: folders of real stereo or flow scenes); the caller then says which task it
-wants (``crossview eval`` passes its model's). Other packages add kinds with
-:func:`register_dataset`.
+wants (``crossview eval`` passes its model's). Each reader module registers its own kinds, with
+the metrics its benchmark reports, next to the reader (:func:`register_dataset`, at the end of
+:mod:`.kitti` for example); other packages add kinds the same way.
 """
 
 from __future__ import annotations
@@ -45,9 +46,6 @@ class DatasetKind:
 
 
 _KINDS: dict[tuple[str, str], DatasetKind] = {}  # (name, task) -> kind
-MIDDEVAL3_NOTE = ("MiddEval3's online tables average the scenes with per-scene weights; these "
-                  "are unweighted means over the images (the per-scene weights are not applied), "
-                  "so they are not the tables' averages")
 
 
 def register_dataset(kind: DatasetKind) -> DatasetKind:
@@ -146,92 +144,3 @@ def open_dataset(spec: str, task: str | None = None
         raise UserError(f"dataset kind {name!r} takes no path; use --dataset {name}")
     dataset = kind.factory(path, **options) if kind.needs_path else kind.factory(**options)
     return dataset, kind
-
-
-def _register_builtins() -> None:
-    from crossview.data.datasets.chairs import FlyingChairs
-    from crossview.data.datasets.eth3d import ETH3D
-    from crossview.data.datasets.kitti import KITTIFlow, KITTIStereo
-    from crossview.data.datasets.middlebury import Middlebury
-    from crossview.data.datasets.sceneflow import SceneFlowFlow, SceneFlowStereo
-    from crossview.data.datasets.scenes import SceneFolders
-    from crossview.data.datasets.sintel import SintelFlow, SintelStereo
-    from crossview.data.datasets.synthetic import heldout_factory
-
-    middlebury = ("avgerr", "bad0.5", "bad1", "bad2", "bad4")
-    sceneflow = ("epe", "bad1", "bad3")
-    for subset in ("flyingthings3d", "driving", "monkaa"):
-        register_dataset(DatasetKind(
-            subset, "stereo", partial(SceneFlowStereo, subset=subset), sceneflow, "image_mean",
-            f"SceneFlow {subset} stereo (options: split=train|test, pass=clean|final)"))
-        register_dataset(DatasetKind(
-            f"{subset}-flow", "flow", partial(SceneFlowFlow, subset=subset),
-            ("epe", "1px", "3px", "5px"), "image_mean",
-            f"SceneFlow {subset} optical flow (options: split, pass, camera=left|right)"))
-    register_dataset(DatasetKind(
-        "middlebury", "stereo", Middlebury,
-        middlebury + tuple(f"{name}_noc" for name in middlebury), "image_mean",
-        "Middlebury MiddEval3 training (option: resolution=F|H|Q)",
-        note=MIDDEVAL3_NOTE))
-    register_dataset(DatasetKind(
-        "middlebury2014", "stereo", Middlebury, middlebury, "image_mean",
-        "Middlebury 2014 full-size scenes (no occlusion masks)"))
-    register_dataset(DatasetKind(
-        "eth3d", "stereo", ETH3D, ("bad1_noc", "bad1", "avgerr_noc", "avgerr"), "image_mean",
-        "ETH3D two-view training"))
-    register_dataset(DatasetKind(
-        "kitti2015", "stereo", partial(KITTIStereo, year=2015),
-        ("d1_all", "d1_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 stereo training"))
-    register_dataset(DatasetKind(
-        "kitti2012", "stereo", partial(KITTIStereo, year=2012),
-        ("bad3_noc", "bad3", "epe_noc", "epe"), "pooled", "KITTI 2012 stereo training"))
-    register_dataset(DatasetKind(
-        "kitti2015-flow", "flow", partial(KITTIFlow, year=2015),
-        ("fl_all", "fl_all_noc", "epe", "epe_noc"), "pooled", "KITTI 2015 flow training"))
-    register_dataset(DatasetKind(
-        "kitti2012-flow", "flow", partial(KITTIFlow, year=2012),
-        ("out3_noc", "out3", "epe_noc", "epe"), "pooled", "KITTI 2012 flow training"))
-    register_dataset(DatasetKind(
-        "sintel", "flow", SintelFlow, ("epe", "epe_noc", "1px", "3px", "5px"), "pooled",
-        "MPI Sintel flow training (option: pass=clean|final)"))
-    register_dataset(DatasetKind(
-        "sintel-stereo", "stereo", SintelStereo, ("epe", "epe_noc", "bad1", "bad3"), "pooled",
-        "MPI Sintel stereo training (option: pass=clean|final)"))
-    register_dataset(DatasetKind(
-        "chairs", "flow", FlyingChairs, ("epe", "1px", "3px", "5px"), "pooled",
-        "FlyingChairs (option: split=train|val|all, default val)"))
-    register_dataset(DatasetKind(
-        "synthetic-stereo", "stereo", heldout_factory("synthetic-stereo"),
-        ("epe", "epe_noc", "bad1", "bad3", "d1_all"), "pooled",
-        "held-out synthetic stereo, generated (options: length=N, size=HxW)", needs_path=False))
-    register_dataset(DatasetKind(
-        "synthetic-flow", "flow", heldout_factory("synthetic-flow"),
-        ("epe", "epe_noc", "1px", "3px", "5px", "fl_all"), "pooled",
-        "held-out synthetic flow, generated (options: length=N, size=HxW)", needs_path=False))
-    for task, metrics in (("stereo", ("bad1_holes", "bad2_holes", "bad3_holes", "epe_holes")),
-                          ("flow", ("epe_holes", "fl_all_holes"))):
-        register_dataset(DatasetKind(
-            "scenes", task, partial(SceneFolders, task=task), metrics, "image_mean",
-            f"real {task} scenes, a folder each (see crossview.data.datasets.scenes); scored "
-            "beside OpenCV's " + ("SGBM" if task == "stereo" else "DIS"), baseline=True))
-    _register_semantic()
-
-
-def _register_semantic() -> None:
-    """Semantic correspondence (keypoint transfer, PCK per pair; see metrics.keypoints)."""
-    import crossview.metrics.keypoints  # noqa: F401  (registers the pck@... metrics)
-    from crossview.data.datasets.pfpascal import PFPascal
-    from crossview.data.datasets.pfwillow import PFWillow
-    from crossview.data.datasets.spair import SPair71k
-
-    for name, factory, kind, description in (
-        ("spair71k", SPair71k, "bbox", "SPair-71k (options: split=trn|val|test, layout)"),
-        ("pfpascal", PFPascal, "img", "PF-PASCAL (option: split=trn|val|test)"),
-        ("pfwillow", PFWillow, "bbox-kp", "PF-WILLOW test pairs"),
-    ):
-        metrics = tuple(f"pck@{alpha}_{kind}" for alpha in (0.05, 0.1, 0.15))
-        register_dataset(DatasetKind(name, "semantic", factory, metrics, "image_mean",
-                                     description))
-
-
-_register_builtins()

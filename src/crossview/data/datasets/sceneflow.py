@@ -16,10 +16,12 @@ views; the flow PFMs have three channels of which the first two are (u, v).
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero, frame_number
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
 
 SEQUENCE_GLOBS = {
@@ -129,3 +131,13 @@ class SceneFlowFlow(_SceneFlow):
             "flow": flow, "valid": valid,
             "flow_backward": backward, "valid1": valid1,
         }
+
+
+for _subset in ("flyingthings3d", "driving", "monkaa"):
+    register_dataset(DatasetKind(
+        _subset, "stereo", partial(SceneFlowStereo, subset=_subset), ("epe", "bad1", "bad3"),
+        "image_mean", f"SceneFlow {_subset} stereo (options: split=train|test, pass=clean|final)"))
+    register_dataset(DatasetKind(
+        f"{_subset}-flow", "flow", partial(SceneFlowFlow, subset=_subset),
+        ("epe", "1px", "3px", "5px"), "image_mean",
+        f"SceneFlow {_subset} optical flow (options: split, pass, camera=left|right)"))

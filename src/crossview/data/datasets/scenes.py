@@ -40,12 +40,14 @@ a hole; an SGBM file holds OpenCV's raw int16 ``disparity * 16``, negative = hol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
 
 TASKS = ("stereo", "flow")
@@ -240,3 +242,11 @@ class SceneFolders(BenchmarkDataset):
             sample["baseline"] = _read_cached(entry.cached, entry.task)
             _check_size(entry.cached, sample["baseline"], entry.image0, size)
         return sample
+
+
+for _task, _metrics in (("stereo", ("bad1_holes", "bad2_holes", "bad3_holes", "epe_holes")),
+                        ("flow", ("epe_holes", "fl_all_holes"))):
+    register_dataset(DatasetKind(
+        "scenes", _task, partial(SceneFolders, task=_task), _metrics, "image_mean",
+        f"real {_task} scenes, a folder each (see crossview.data.datasets.scenes); scored "
+        "beside OpenCV's " + ("SGBM" if _task == "stereo" else "DIS"), baseline=True))

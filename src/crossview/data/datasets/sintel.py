@@ -27,6 +27,7 @@ import numpy as np
 
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample, frame_number
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
 
 PASSES = ("clean", "final")
@@ -126,3 +127,11 @@ class SintelStereo(BenchmarkDataset):
             "image1": io.read_image(self.training / f"{self.pass_}_right" / entry),
             "disparity": disparity, "valid": valid, "valid_noc": valid & ~occluded,
         }
+
+
+register_dataset(DatasetKind(
+    "sintel", "flow", SintelFlow, ("epe", "epe_noc", "1px", "3px", "5px"), "pooled",
+    "MPI Sintel flow training (option: pass=clean|final)"))
+register_dataset(DatasetKind(
+    "sintel-stereo", "stereo", SintelStereo, ("epe", "epe_noc", "bad1", "bad3"), "pooled",
+    "MPI Sintel stereo training (option: pass=clean|final)"))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from crossview.data import io
 from crossview.data.datasets.base import Sample
+from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.data.datasets.semantic import SemanticDataset, bounding_box, keypoint_pair
 from crossview.errors import UserError
 
@@ -61,3 +62,9 @@ class SPair71k(SemanticDataset):
         return {"name": entry, "category": category, "image0": images[0], "image1": images[1],
                 "keypoints0": kp0, "keypoints1": kp1, "valid_keypoints": valid,
                 "bbox0": boxes[0], "bbox1": boxes[1]}
+
+
+# semantic correspondence: keypoint transfer, PCK per pair (crossview.metrics.keypoints)
+register_dataset(DatasetKind(
+    "spair71k", "semantic", SPair71k, tuple(f"pck@{alpha}_bbox" for alpha in (0.05, 0.1, 0.15)),
+    "image_mean", "SPair-71k (options: split=trn|val|test, layout)"))

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from crossview.data.image_batch import sample_image
 from crossview.errors import UserError
 from crossview.models.transformatcher.model import TASK, TransforMatcher, uses_placement
 from crossview.models.transformatcher.softargmax import (
@@ -30,21 +31,19 @@ WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "transformatcher_lit
 EVAL_TAU = 0.05
 
 
-def load_transformatcher(weights: str | os.PathLike | None = None, *,
-                         backbone: str = "efficientnet-lite0",
-                         backbone_weights: str | os.PathLike | None = None) -> TransforMatcher:
+def load_transformatcher(weights: str | os.PathLike | None = None, **options: Any
+                         ) -> TransforMatcher:
     """TransforMatcher (240 x 240 input) with its trained weights: ``weights`` or the bundled
-    file trained on synthetic warps (EfficientNet-Lite0 backbone only). A file that carries a
-    tuned backbone restores it; a head-only file keeps the ImageNet backbone. A
-    ``.safetensors`` file recording another task (stereo or flow weights) is a
-    :class:`UserError`."""
+    file trained on synthetic warps (EfficientNet-Lite0 backbone only); ``options`` are the
+    constructor's (``backbone``, ``backbone_weights``, ...). A file that carries a tuned
+    backbone restores it; a head-only file keeps the ImageNet backbone. A ``.safetensors`` file
+    recording another task (stereo or flow weights) is a :class:`UserError`."""
     path = Path(weights) if weights is not None else WEIGHTS
-    if weights is None and backbone != "efficientnet-lite0":
+    if path == WEIGHTS and options.get("backbone", "efficientnet-lite0") != "efficientnet-lite0":
         raise UserError("the bundled TransforMatcher weights are for the efficientnet-lite0 "
                         "backbone; pass weights=... for another backbone")
     state = read_state_dict(path, task=TASK)
-    return transformatcher_from_state(state, path, backbone=backbone,
-                                      backbone_weights=backbone_weights).eval()
+    return transformatcher_from_state(state, path, **options).eval()
 
 
 def transformatcher_from_state(state: dict[str, Tensor], source: str | os.PathLike,
@@ -106,18 +105,20 @@ def match_pair(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
             _dense_flow(backward, (ht, wt), (hs, ws), shift))
 
 
-def keypoint_predictor(model: TransforMatcher) -> Callable[[Mapping[str, Any]], np.ndarray]:
+def keypoint_predictor(model: TransforMatcher, device: str = "cpu", precision: str = "fp32"
+                       ) -> Callable[[Mapping[str, Any]], np.ndarray]:
     """A ``crossview.eval`` predictor for semantic samples: transfers ``keypoints0`` of
-    ``image0`` into ``image1``; returns ``[N, 2]`` target pixels (invalid rows are ignored by
-    the PCK metrics)."""
+    ``image0`` into ``image1`` on ``device``; returns ``[N, 2]`` target pixels (invalid rows are
+    ignored by the PCK metrics). TransforMatcher runs in ``precision="fp32"`` only."""
+    if precision != "fp32":
+        raise UserError(f"TransforMatcher runs in fp32 only, not precision {precision!r}")
     model.eval()
 
     def predict(sample: Mapping[str, Any]) -> np.ndarray:
-        src, tgt = (torch.from_numpy(np.ascontiguousarray(sample[k], np.float32))
-                    .permute(2, 0, 1)[None] for k in ("image0", "image1"))
-        points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32))
+        src, tgt = (sample_image(sample[k]).to(device) for k in ("image0", "image1"))
+        points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32)).to(device)
         with torch.inference_mode():
             transferred, _, _ = match_pair(model, src, tgt, points)
-        return transferred.numpy()
+        return transferred.cpu().numpy()
 
     return predict

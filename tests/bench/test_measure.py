@@ -5,7 +5,7 @@ import sys
 
 import torch
 
-from crossview.bench.report import peak_cpu_bytes
+from crossview.bench.measure import peak_cpu_bytes
 
 
 def test_peak_cpu_bytes_sees_the_allocations_and_keeps_stderr_clean(capfd) -> None:

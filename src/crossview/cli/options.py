@@ -1,0 +1,34 @@
+"""Options that several commands share, declared once: ``crossview stereo`` and ``crossview
+flow`` take the same ones, and ``--size HxW`` is read the same way everywhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from crossview.errors import UserError
+
+Model = Annotated[str, typer.Option("--model", help="Model name (see crossview.list_models()).")]
+Weights = Annotated[Path | None, typer.Option(
+    "--weights", help="Weights: published .pth checkpoint, bare state dict or .safetensors.")]
+Device = Annotated[str, typer.Option("--device", help="cpu or cuda.")]
+Precision = Annotated[str, typer.Option("--precision", help="fp32, bf16 or fp16.")]
+OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]
+Lri = Annotated[bool, typer.Option("--lri", help="Low-resolution initialisation (two passes).")]
+FixedSize = Annotated[str | None, typer.Option(
+    "--size", help="Fixed-resolution inference at HxW, results resized back.")]
+SaveRpos = Annotated[bool, typer.Option(
+    "--save-rpos", help="Also save the self relative positions as a picture (paper Fig. 6).")]
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"HxW"`` -> ``(H, W)``, both at least 16; a :class:`UserError` otherwise."""
+    try:
+        h, w = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise UserError(f"size must look like HxW (e.g. 256x512), got {text!r}") from None
+    if h < 16 or w < 16:
+        raise UserError(f"size must be at least 16x16, got {text!r}")
+    return h, w

@@ -1,0 +1,198 @@
+"""MatchStereo / MatchFlow inference on image pairs of any size, and its memory estimate.
+
+Inputs are padded to a multiple of 32 by edge replication (height on the top, width on the
+right, as the published MatchStereo inference does) and the outputs cropped back. With
+``size`` the pair runs at a fixed resolution and the fields are resized back; with ``lri`` a
+half-resolution pass gives the initial field (low-resolution initialisation).
+:func:`predict_fields` is what :func:`crossview.estimate_disparity` and
+:func:`crossview.estimate_flow` run; :func:`dense_predictor` runs it on benchmark samples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from crossview import memory
+from crossview.data.image_batch import ImageLike, as_image_batch, sample_image
+from crossview.device import resolve_device
+from crossview.errors import UserError
+from crossview.geometry.consistency import noc_mask
+from crossview.geometry.disparity import field_to_disparity
+from crossview.models.registry import Predictor
+
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CONSISTENCY_THRESHOLD = 8.0  # px, as the published inference script
+# Fixed-resolution inference also holds full-size tensors besides the run: the float images,
+# their resized copies, and the fields and self relative positions resized back (measured: 131
+# B per input pixel for size=(256, 256) on 3008x3008, see crossview.models.matchstereo.memory).
+RESIZE_BYTES_PER_PIXEL = 150
+
+
+def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch: int = 1,
+                 lri: bool = False, size: tuple[int, int] | None = None,
+                 device: str | torch.device = "cpu", advice: str | None = None) -> int | None:
+    """Refuse (:class:`UserError`) a :func:`predict_fields` run on ``batch`` pairs of
+    ``height x width`` px that needs more memory than ``device`` has
+    (:func:`crossview.memory.available_memory`), before anything is allocated.
+
+    The estimate is the model's own (``model.inference_bytes(batch, H, W, task)`` at the padded
+    run size, calibrated in :mod:`crossview.models.matchstereo.memory`), plus that of the
+    half-resolution pass with ``lri`` (measured at 1024x1024: 34 % above the plain run), plus
+    :data:`RESIZE_BYTES_PER_PIXEL` per input pixel with ``size``. ``advice`` replaces the
+    default hint (the CLI names its options). Returns the estimate in bytes (``None`` for
+    models that cannot estimate, which are not checked).
+    """
+    estimate = getattr(model, "inference_bytes", None)
+    if estimate is None:
+        return None
+    run_h, run_w = size if size is not None else (height, width)
+    needed = estimate(batch, _ceil32(run_h), _ceil32(run_w), task)
+    if lri:
+        needed += estimate(batch, _ceil32(run_h // 2), _ceil32(run_w // 2), task)
+    if size is not None:
+        needed += RESIZE_BYTES_PER_PIXEL * batch * height * width
+    run = f"{run_h}x{run_w} px" + (f" (images of {height}x{width} px resized)"
+                                    if size is not None else "")
+    what = f"{getattr(model, 'model_name', type(model).__name__)} at {run}" + (
+        f", batch {batch}" if batch > 1 else "")
+    memory.check_memory(needed, what, advice or "pass a smaller size=(H, W) (fixed-resolution "
+                        "inference) or smaller images", resolve_device(device))
+    return needed
+
+
+def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
+                   device: str | torch.device = "cpu", precision: str = "fp32",
+                   lri: bool = False, size: tuple[int, int] | None = None,
+                   threshold: float = CONSISTENCY_THRESHOLD,
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Both views' fields of a pair (or batch of pairs) at full resolution.
+
+    Args:
+        model: a MatchStereo network (stereo or flow); moved to ``device``.
+        img0, img1: the pair in any form of :func:`crossview.data.image_batch.as_image_batch`.
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast; fields stay float32).
+        lri: low-resolution initialisation: a half-resolution pass gives the initial field.
+        size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
+        threshold: consistency threshold in px of the mask.
+
+    Returns:
+        ``field [2B, H, W, 2]`` (the first images' fields, then the second images'), the self
+        relative positions ``[2B, H, W, 2]`` (px) and the consistency mask ``[2B, H, W]`` bool
+        (:func:`crossview.geometry.consistency.noc_mask`), float32 on ``device``.
+    """
+    target = resolve_device(device)
+    dtype = PRECISIONS.get(precision)
+    if dtype is None:
+        raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    size = _run_size(size)
+    x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
+    if x0.shape[0] != x1.shape[0]:
+        raise UserError(f"the two images differ in batch size: the first holds {x0.shape[0]} "
+                        f"images, the second {x1.shape[0]} ([B, 3, H, W])")
+    if x0.shape != x1.shape:
+        raise UserError(f"the two images differ in size: {tuple(x0.shape[-2:])} and "
+                        f"{tuple(x1.shape[-2:])} (H, W)")
+    check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=size,
+                 device=target)
+    model.to(target)
+    x0, x1 = x0.to(target), x1.to(target)
+    autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
+                else contextlib.nullcontext())
+    with torch.inference_mode(), autocast:
+        if size is None:
+            field, rpos = _run(model, x0, x1, task, lri)
+        else:
+            field, rpos = _run_fixed(model, x0, x1, task, lri, size)
+    field, rpos = field.float(), rpos.float()
+    return field, rpos, noc_mask(field, threshold)
+
+
+def dense_predictor(model: nn.Module, device: str, precision: str, *, task: str) -> Predictor:
+    """A :func:`crossview.eval.evaluate` predictor: the first view's disparity ``[H, W]``
+    (stereo) or forward flow ``[H, W, 2]`` (flow) of a sample's ``image0``, ``image1``."""
+
+    def predict(sample: Mapping[str, Any]) -> torch.Tensor:
+        field, _, _ = predict_fields(model, sample_image(sample["image0"]),
+                                     sample_image(sample["image1"]), task, device=device,
+                                     precision=precision)
+        return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
+
+    return predict
+
+
+def _run_size(size: object) -> tuple[int, int] | None:
+    """``size`` checked: ``None`` or ``(H, W)``, two positive ints."""
+    if size is None:
+        return None
+    if (not isinstance(size, tuple | list) or len(size) != 2
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                       for v in size)):
+        raise TypeError(f"size must be (H, W), two ints, got {size!r}")
+    if min(size) < 1:
+        raise ValueError(f"size must be positive (H, W), got {tuple(size)}")
+    return int(size[0]), int(size[1])
+
+
+def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, lri: bool,
+               size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fixed-resolution inference: resize to ``size``, run, resize the fields back, rescale."""
+    h, w = x0.shape[-2:]
+    _check_size(model, *size, task, f"size={size} is")
+    field, rpos = _run(model, _resize(x0, size), _resize(x1, size), task, lri)
+    gain = torch.tensor([w / size[1], h / size[0]], device=field.device, dtype=field.dtype)
+    return _resize_field(field, (h, w)) * gain, _resize_field(rpos, (h, w)) * gain
+
+
+def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
+         lri: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """One padded pass (two with ``lri``); fields cropped to the input size."""
+    h, w = x0.shape[-2:]
+    init = None
+    if lri:
+        half = (h // 2, w // 2)
+        coarse, _ = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)
+        init = _resize_field(coarse, (_ceil32(h) // 32, _ceil32(w) // 32)) * (2 / 32)
+    _check_size(model, h, w, task)
+    out = model.forward_fields(_pad(x0), _pad(x1), task=task, init_field=init)
+    return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w)
+
+
+def _check_size(model: nn.Module, h: int, w: int, task: str, subject: str = "") -> None:
+    """:class:`UserError` ``"{subject} too small ..."`` (default subject: the images)."""
+    least_h, least_w = model.config.min_shape(task)
+    if _ceil32(h) < least_h or _ceil32(w) < least_w:
+        subject = subject or f"images of {h}x{w} px are"
+        raise UserError(f"{subject} too small: the model needs at least "
+                        f"{least_h - 31}x{least_w - 31} px (HxW) for {task} (padded to "
+                        f"multiples of 32, >= {least_h}x{least_w})")
+
+
+def _ceil32(n: int) -> int:
+    return -(-n // 32) * 32
+
+
+def _pad(x: torch.Tensor) -> torch.Tensor:
+    """Edge-replicate ``[B, 3, H, W]`` to multiples of 32: height on the top, width right."""
+    h, w = x.shape[-2:]
+    return F.pad(x, (0, _ceil32(w) - w, _ceil32(h) - h, 0), mode="replicate")
+
+
+def _crop(field: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """Undo :func:`_pad` on a channel-last ``[N, Hp, Wp, 2]`` field."""
+    return field[:, field.shape[1] - h:, :w]
+
+
+def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    return F.interpolate(x, size=size, mode="bilinear", align_corners=True)
+
+
+def _resize_field(field: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bilinear (``align_corners=True``) resize of ``[N, h, w, 2]``; values unchanged."""
+    return _resize(field.permute(0, 3, 1, 2), size).permute(0, 2, 3, 1)

@@ -1,0 +1,27 @@
+"""Reports: a table with 4 significant digits and text shown as written; JSON published whole
+with the machine it ran on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crossview.report import print_table, write_json
+
+
+def test_print_table_formats_floats_and_keeps_brackets(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    print_table("a [title]", ["name", "value"], [["[b]x[/b]", 3.14159265], ["y", 2]], width=60)
+    out = capsys.readouterr().out
+    assert "a [title]" in out and "[b]x[/b]" in out
+    assert "3.142" in out and "3.1415" not in out
+    assert max(len(line) for line in out.splitlines()) <= 60
+
+
+def test_write_json_adds_the_machine_and_publishes_whole(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "r.json", {"rows": [1, 2]})
+    payload = json.loads(path.read_text())
+    assert payload["rows"] == [1, 2] and {"torch", "cpu_count"} <= set(payload["machine"])
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no staging left behind
