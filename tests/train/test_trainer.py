@@ -17,7 +17,8 @@ from crossview.errors import UserError
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.train.checkpoint import latest_checkpoint, load_checkpoint, step_checkpoints
 from crossview.train.config import config_from_dict
-from crossview.train.trainer import Trainer, batch_indices, collate
+from crossview.train.recipes.fields import collate
+from crossview.train.trainer import Trainer, batch_indices
 from hang_guard import HANG_GUARD_SECONDS
 
 HERE = Path(__file__).parent
