@@ -38,7 +38,8 @@ def train_command(
         "--export", help="When train.steps are reached, write the model's weights to this "
         ".safetensors file (stereo/flow: and its registry description next to it, NAME.json, "
         "NAME = the file's stem). A run stopped early (Ctrl-C, SIGTERM) writes no export: it "
-        "says how to continue (--resume) or export the stopped state (--resume --export-only).")] = None,
+        "says how to continue (--resume) or export the stopped state "
+        "(--resume --export-only).")] = None,
     description: Annotated[str, typer.Option(
         help="Description stored with --export.")] = "",
     export_only: Annotated[bool, typer.Option(

@@ -46,36 +46,56 @@ class NoOptions:
     """A recipe without options: any key in the ``recipe`` section is an error."""
 
 
+def _checked(cls: type, values: dict[str, Any], prefix: str) -> Any:
+    """:func:`crossview.settings.build`, a mistake as one :class:`UserError` line."""
+    try:
+        return settings.build(cls, values, prefix)
+    except settings.SettingError as error:
+        raise UserError(f"config: {error}") from None
+
+
 class Recipe:
     """The family-specific half of a training run (see the module docstring for the parts).
 
     Subclasses set ``task``, ``datasets`` (the ``data.train``/``data.val`` names they read),
-    ``best`` (``(metric name, "min" | "max")``) and ``options_type``, and implement the
-    methods that raise :class:`NotImplementedError` here.
+    ``best`` (``(metric name, "min" | "max")``), ``options_type``, and for a family outside
+    the model registry ``model_name`` and ``overrides_type`` (the one ``model.name`` it trains
+    and the dataclass its ``model.overrides`` must fit), and implement the methods that raise
+    :class:`NotImplementedError` here.
     """
 
     task: str = ""
     datasets: tuple[str, ...] = ()
     best: tuple[str, str] = ("epe", "min")
     options_type: type = NoOptions
+    model_name: str = ""
+    overrides_type: type | None = None
 
     # ------------------------------------------------------------------ build
     def options(self, cfg: Config) -> Any:
         """The config's ``recipe`` section as :attr:`options_type` (:class:`UserError`
         ``config: recipe.KEY ...`` for a mistake)."""
-        try:
-            return settings.build(self.options_type, cfg.recipe, "recipe")
-        except settings.SettingError as error:
-            raise UserError(f"config: {error}") from None
+        return _checked(self.options_type, cfg.recipe, "recipe")
+
+    def overrides(self, cfg: Config) -> Any:
+        """``model.overrides`` as :attr:`overrides_type`, checked like the configuration's
+        own fields, once ``model.name`` is :attr:`model_name`."""
+        if cfg.model.name != self.model_name:
+            raise UserError(f"config: model.name is {cfg.model.name!r}, but a {self.task} run "
+                            f"trains {self.model_name!r}")
+        return _checked(self.overrides_type, cfg.model.overrides, "model.overrides")
 
     def check(self, cfg: Config) -> None:
-        """:class:`UserError` unless ``cfg`` is one this recipe can run (datasets, options)."""
+        """:class:`UserError` unless ``cfg`` is one this recipe can run (datasets, options,
+        model overrides)."""
         for key in ("train", "val"):
             name = getattr(cfg.data, key)
             if name not in self.datasets:
                 raise UserError(f"config: data.{key} is {name!r}, but a {self.task} run reads "
                                 f"{' or '.join(map(repr, self.datasets))}")
         self.options(cfg)
+        if self.overrides_type is not None:
+            self.overrides(cfg)
 
     def build_model(self, cfg: Config) -> nn.Module:
         """The randomly initialised network ``cfg.model`` names."""

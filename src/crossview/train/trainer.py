@@ -239,7 +239,11 @@ class Trainer:
                               f"{int(state['step'])})", markup=False)
         # through the current defaults: keys added since the checkpoint was written compare
         # as their defaults (the behaviour of the version that wrote it)
-        saved = config_to_dict(config_from_dict(state["config"]))
+        try:
+            saved = config_to_dict(config_from_dict(state["config"]))
+        except UserError as error:
+            raise UserError(f"--resume: the config in {latest} does not fit this version: "
+                            f"{error}") from None
         now = config_to_dict(self.cfg)
         for key in _FROZEN_ON_RESUME:
             if saved[key] != now[key]:

@@ -73,6 +73,9 @@ class NovelViewOptions:
 
     def __post_init__(self) -> None:
         settings.check(self)
+        if self.zoom[0] > self.zoom[1]:
+            raise settings.SettingError(f"zoom must be [low, high] with low <= high, got "
+                                        f"{list(self.zoom)}")
         if self.context + self.targets > self.views:
             raise settings.SettingError(f"context + targets ({self.context} + {self.targets}) "
                                         f"must be at most views ({self.views})")
@@ -132,17 +135,12 @@ class NovelViewRecipe(Recipe):
     datasets = ("camera-scenes",)
     best = ("psnr", "max")
     options_type = NovelViewOptions
+    model_name = MODEL_NAME
+    overrides_type = MultiViewOverrides
 
     def model_config(self, cfg: Config) -> MultiViewConfig:
-        """``model.overrides`` checked like the configuration's own fields, at the data's
-        image size."""
-        if cfg.model.name != MODEL_NAME:
-            raise UserError(f"config: model.name is {cfg.model.name!r}, but a novel-view run "
-                            f"trains {MODEL_NAME!r}")
-        try:
-            o = settings.build(MultiViewOverrides, cfg.model.overrides, "model.overrides")
-        except settings.SettingError as error:
-            raise UserError(f"config: {error}") from None
+        """The model's configuration: ``model.overrides`` at the data's image size."""
+        o = self.overrides(cfg)
         size = (cfg.data.height, cfg.data.width)
         if size[0] % o.patch or size[1] % o.patch:
             raise UserError(f"config: data.height x data.width is {size[0]}x{size[1]}, not a "

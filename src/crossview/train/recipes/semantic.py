@@ -168,21 +168,8 @@ class SemanticRecipe(Recipe):
     datasets = ("synthetic-warps",)
     best = ("pck@0.05_img", "max")
     options_type = SemanticOptions
-
-    def overrides(self, cfg: Config) -> TransforMatcherOverrides:
-        """``model.overrides`` checked like the configuration's own fields."""
-        if cfg.model.name != MODEL_NAME:
-            raise UserError(f"config: model.name is {cfg.model.name!r}, but a semantic run "
-                            f"trains {MODEL_NAME!r}")
-        try:
-            return settings.build(TransforMatcherOverrides, cfg.model.overrides,
-                                  "model.overrides")
-        except settings.SettingError as error:
-            raise UserError(f"config: {error}") from None
-
-    def check(self, cfg: Config) -> None:
-        super().check(cfg)
-        self.overrides(cfg)
+    model_name = MODEL_NAME
+    overrides_type = TransforMatcherOverrides
 
     def build_model(self, cfg: Config) -> nn.Module:
         o = self.overrides(cfg)
