@@ -1,18 +1,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from crossview.cli.app import main
-from crossview.experiments.camera_encodings import StudyConfig, run_study, summarize
+from crossview.experiments.camera_encodings import StudyConfig, run_dir, run_study, summarize
 from crossview.models.multiview import CONDITIONINGS
 
 
 def test_cached_scenes_follow_the_config(tmp_path: Path) -> None:
-    from dataclasses import replace
-
     from crossview.experiments.camera_encodings import load_data
 
     config = replace(StudyConfig.quick(), train_scenes=1, test_scenes=1, image_size=(16, 16))
@@ -46,6 +45,20 @@ def test_quick_study_writes_runs_and_summary_and_resumes(tmp_path: Path) -> None
     again: list[str] = []
     run_study(config, tmp_path / "out", tmp_path / "cache", jobs=1, on_done=again.append)
     assert again == []
+    # each run is a training run with checkpoints: a run whose record was lost (killed before
+    # writing it) resumes at its last step and scores the same model again
+    lost = tmp_path / "out" / "runs" / "gta-seed0.json"
+    before = json.loads(lost.read_text())
+    lost.unlink()
+    run_study(config, tmp_path / "out", tmp_path / "cache", jobs=1, on_done=again.append)
+    after = json.loads(lost.read_text())
+    assert again == [str(lost)] and after["test"] == before["test"]
+    assert after["loss_curve"] == before["loss_curve"]
+    checkpoints = run_dir(tmp_path / "cache", config, "gta", 0)
+    assert sorted(p.name for p in checkpoints.iterdir()) == [
+        "log.jsonl", f"step-{config.steps:08d}.pt"]
+    # another budget trains its own runs instead of resuming these
+    assert run_dir(tmp_path / "cache", replace(config, steps=4), "gta", 0) != checkpoints
 
 
 def test_cli_quick_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,3 +130,26 @@ def test_torchrun_two_processes_equal_one(tmp_path: Path, task: str) -> None:
         [json.loads(line) for line in (tmp_path / name / "log.jsonl").read_text().splitlines()
          if '"val"' in line] for name in ("one", "two"))
     assert [set(r) for r in val_two] == [set(r) for r in val_one] and len(val_one) == 1
+
+
+@pytest.mark.parametrize(("task", "change", "message"), [
+    ("novel-view", {"recipe": {"views": 4, "context": 3}},
+     "config: recipe.context + targets (3 + 2) must be at most views (4)"),
+    ("novel-view", {"recipe": {"zoom": [3.0, 1.0]}},
+     "config: recipe.zoom must be [low, high] with low <= high, got [3.0, 1.0]"),
+    ("novel-view", {"model": {"name": "multiview", "overrides": {"conditioning": "rope"}}},
+     "config: model.overrides.conditioning must be one of 'plucker', 'naive'"),
+    ("novel-view", {"data": {"height": 20}},
+     "config: data.height x data.width is 20x16, not a multiple of model.overrides.patch (8)"),
+    ("stereo", {"recipe": {"keypoints": 3}}, "config: unknown key 'recipe.keypoints'"),
+    ("stereo", {"data": {"train": "camera-scenes"}},
+     "config: data.train is 'camera-scenes', but a stereo run reads 'synthetic-stereo'"),
+])
+def test_recipe_config_mistakes_are_one_user_error(tmp_path: Path, task: str, change: dict,
+                                                   message: str) -> None:
+    values = tiny_config(task, tmp_path / "run")
+    values = {**values, **{k: {**values.get(k, {}), **v} for k, v in change.items()}}
+    with pytest.raises(UserError) as error:
+        Trainer(config_from_dict(values), progress=False)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+    assert not (tmp_path / "run").exists()

@@ -12,7 +12,7 @@ each have their own zoom (:mod:`crossview.experiments.camera_scenes`). Every run
 
 Each run is one :class:`~crossview.train.trainer.Trainer` run of the ``novel-view`` recipe
 (:mod:`crossview.train.recipes.novel_view`; :func:`run_config` is its configuration), with
-checkpoints in ``CACHE/train/<conditioning>-seed<k>``, so a killed study resumes mid-run. Each
+checkpoints in :func:`run_dir`, so a killed study resumes mid-run. Each
 finished run writes ``runs/<conditioning>-seed<k>.json``; a rerun skips them (resumable). The
 three settings are scored through :func:`crossview.eval.evaluate`. :func:`summarize` turns the
 run files into ``results.json``, ``table.md`` and ``plot.png``.
@@ -20,6 +20,7 @@ run files into ``results.json``, ``table.md`` and ``plot.png``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -118,7 +119,7 @@ def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch
     return data
 
 
-def run_config(config: StudyConfig, conditioning: str, seed: int, run_dir: Path) -> Config:
+def run_config(config: StudyConfig, conditioning: str, seed: int, out_dir: Path) -> Config:
     """The training configuration of one run of the study (the ``novel-view`` recipe): AdamW,
     linear warm-up over ``warmup`` steps then cosine decay, clipping at 1, the scenes of
     ``config`` (passed to the trainer as rendered by :func:`load_data`)."""
@@ -136,7 +137,7 @@ def run_config(config: StudyConfig, conditioning: str, seed: int, run_dir: Path)
         "optim": {"lr": config.lr, "weight_decay": 0.05, "grad_clip": 1.0,
                   "schedule": "cosine", "pct_start": config.warmup / config.steps},
         "train": {"steps": config.steps, "batch_size": config.batch, "seed": seed,
-                  "out_dir": str(run_dir), "log_every": 1, "val_every": config.steps,
+                  "out_dir": str(out_dir), "log_every": 1, "val_every": config.steps,
                   "ckpt_every": max(1, config.steps // 8), "keep_last": 1},
     })
 
@@ -162,18 +163,18 @@ def evaluate_settings(model: torch.nn.Module, test: dict[str, torch.Tensor],
 
 
 def train_run(conditioning: str, seed: int, config: StudyConfig,
-              data: dict[str, dict[str, torch.Tensor]], run_dir: Path) -> dict[str, Any]:
-    """Train one model from scratch (or resume its run in ``run_dir``) and evaluate it;
+              data: dict[str, dict[str, torch.Tensor]], out_dir: Path) -> dict[str, Any]:
+    """Train one model from scratch (or resume its run in ``out_dir``) and evaluate it;
     returns the run record."""
-    cfg = run_config(config, conditioning, seed, run_dir)
+    cfg = run_config(config, conditioning, seed, out_dir)
     train = RandomViews(data["train"], cfg.data.train_size, config.context, config.targets,
                         seed)
     started = time.perf_counter()
-    trainer = Trainer(cfg, train_set=train, resume=latest_checkpoint(run_dir) is not None,
+    trainer = Trainer(cfg, train_set=train, resume=latest_checkpoint(out_dir) is not None,
                       progress=False)
     trainer.run()
     train_seconds = time.perf_counter() - started
-    losses = [record["loss"] for record in map(json.loads, (run_dir / LOG_NAME).read_text()
+    losses = [record["loss"] for record in map(json.loads, (out_dir / LOG_NAME).read_text()
                                                .splitlines()) if record["kind"] == "train"]
     window = max(1, min(50, len(losses)))
     return {
@@ -191,12 +192,20 @@ def _run_file(out_dir: Path, conditioning: str, seed: int) -> Path:
     return out_dir / "runs" / f"{conditioning}-seed{seed}.json"
 
 
+def run_dir(cache_dir: Path, config: StudyConfig, conditioning: str, seed: int) -> Path:
+    """Where the run's checkpoints go: ``CACHE/train/<config hash>/<conditioning>-seed<k>``
+    (another budget never resumes these; training is deterministic, so a run resumed from its
+    last checkpoint records what a fresh one would, but its wall time)."""
+    digest = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()
+    return cache_dir / "train" / digest[:12] / f"{conditioning}-seed{seed}"
+
+
 def _worker(conditioning: str, seed: int, config: StudyConfig, cache_dir: str,
             out_dir: str) -> str:
     torch.set_num_threads(1)
     data = load_data(config, Path(cache_dir))
     record = train_run(conditioning, seed, config, data,
-                       Path(cache_dir) / "train" / f"{conditioning}-seed{seed}")
+                       run_dir(Path(cache_dir), config, conditioning, seed))
     path = _run_file(Path(out_dir), conditioning, seed)
     _save_atomic(path, record, as_json=True)
     return str(path)
