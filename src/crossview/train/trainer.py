@@ -385,6 +385,16 @@ class Trainer:
         if self.dist.is_main:
             runlog.append_record(self.run_dir, record)
 
+    def _close(self) -> None:
+        """Tear the process group down. DistributedDataParallel's reducer holds the group: it
+        is dropped first, so that ``destroy_process_group`` destroys the group (releasing the
+        GIL while gloo's threads finish). Left to the reducer's garbage collection, the group's
+        destructor would join those threads holding the GIL while one of them waits for it to
+        free a finished collective's tensors: a hang at exit."""
+        if isinstance(self.forward, DistributedDataParallel):
+            self.forward = self.forward.module
+        close_distributed(self.dist)
+
     def run(self) -> dict[str, Any]:
         """Train until ``cfg.train.steps``; returns the last logs and validation metrics."""
         cfg = self.cfg.train
@@ -430,7 +440,7 @@ class Trainer:
                     if stop.requested:
                         break
         finally:
-            close_distributed(self.dist)
+            self._close()
         return {"step": self.step, "train": last_logs, "val": last_val,
                 "seconds": time.perf_counter() - started, "steps_run": self.step - first_step,
                 "nonfinite_total": self.nonfinite_total, "is_main": self.dist.is_main}
