@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import crossview
 
 PACKAGE = Path(crossview.__file__).resolve().parent
@@ -29,13 +27,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 LEVEL = {room: level for level, rooms in enumerate(LAYERS) for room in rooms}
 
-# Upward imports being removed on another branch (issue 19, item 3: one training loop, which
-# turns the TransforMatcher training app into a recipe). Each entry is (importer, imported);
-# delete it when that branch lands: the test then fails if the import is still there.
-KNOWN_UPWARD = {
-    ("crossview/train/semantic.py", "crossview.bench.report"),
-    ("crossview/train/semantic.py", "crossview.cli.runner"),
-}
 
 
 def _room(module: str) -> str:
@@ -80,12 +71,7 @@ def test_every_room_has_a_layer() -> None:
 
 
 def test_no_import_goes_up_the_layers() -> None:
-    assert _upward_imports() - KNOWN_UPWARD == set()
-
-
-@pytest.mark.parametrize("entry", sorted(KNOWN_UPWARD))
-def test_the_allowed_upward_imports_still_exist(entry: tuple[str, str]) -> None:
-    assert entry in _upward_imports(), f"{entry} is gone: remove it from KNOWN_UPWARD"
+    assert _upward_imports() == set()
 
 
 def test_an_upward_import_is_found(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from crossview.models.transformatcher.softargmax import (
     pixels_to_normalised,
     soft_sample,
 )
-from crossview.train.semantic import warp_batch, warp_dataset
+from crossview.train.recipes.semantic import warp_batch, warp_dataset
 
 SIZE, PAIRS = 240, 32
 LAYER_SETS = {**{f"layer {i}": [i] for i in range(11)},

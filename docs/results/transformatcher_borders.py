@@ -40,7 +40,7 @@ from crossview.models.transformatcher.softargmax import (
     pixels_to_normalised,
     soft_sample,
 )
-from crossview.train.semantic import oracle_coords, warp_batch, warp_dataset
+from crossview.train.recipes.semantic import oracle_coords, warp_batch, warp_dataset
 
 SIZE = 240
 BORDER_PX = 48

@@ -37,7 +37,7 @@ from crossview.models.transformatcher.softargmax import (
     pixels_to_normalised,
     soft_sample,
 )
-from crossview.train.semantic import warp_batch, warp_dataset
+from crossview.train.recipes.semantic import warp_batch, warp_dataset
 
 SIZE = 240
 BINS = (0, 4, 8, 12, 16, 24, 32, 48, float("inf"))

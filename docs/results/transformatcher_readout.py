@@ -29,7 +29,7 @@ from crossview.models.transformatcher.softargmax import (
     normalised_to_pixels,
     pixels_to_normalised,
 )
-from crossview.train.semantic import warp_batch, warp_dataset
+from crossview.train.recipes.semantic import warp_batch, warp_dataset
 
 OUT = Path(__file__).with_name("transformatcher_readout.json")
 

@@ -2,8 +2,11 @@
 
 The loop knows nothing about models: a *predictor* is any callable ``sample -> prediction``
 (disparity ``[H, W]`` for stereo, flow ``[H, W, 2]`` for flow, as numpy arrays or tensors of
-those shapes), so the CLI wraps :mod:`crossview.api`, the training loop wraps its model for
-validation, and tests use ground truth plus noise. Metric accumulation is
+those shapes; other tasks define theirs with their metrics: keypoints ``[N, 2]`` for semantic
+matching, rendered views for novel view synthesis), so the CLI wraps :mod:`crossview.api`, the
+training loop wraps its model for validation (the recipe's predictor, see
+:meth:`crossview.train.trainer.Trainer.validate`), the camera-encoding study scores its three
+test settings, and tests use ground truth plus noise. Metric accumulation is
 :class:`crossview.metrics.MetricAccumulator`, usable on its own.
 
 Under torchrun (``dist_info``, see :mod:`crossview.distributed`) each rank scores every

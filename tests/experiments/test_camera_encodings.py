@@ -1,44 +1,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import torch
 
 from crossview.cli.app import main
-from crossview.experiments.camera_encodings import StudyConfig, psnr, run_study, ssim, summarize
-from crossview.experiments.camera_scenes import BASE_FOCAL, make_scenes
+from crossview.experiments.camera_encodings import StudyConfig, run_dir, run_study, summarize
 from crossview.models.multiview import CONDITIONINGS
 
 
-def test_psnr_of_a_known_error() -> None:
-    target = torch.zeros(2, 3, 4, 4)
-    prediction = target + torch.tensor([2.55, 25.5]).view(2, 1, 1, 1)
-    torch.testing.assert_close(psnr(prediction, target), torch.tensor([40.0, 20.0]))
-
-
-def test_ssim_of_identical_images_is_one() -> None:
-    images = 255 * torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
-    torch.testing.assert_close(ssim(images, images), torch.ones(2, dtype=torch.float64))
-    assert float(ssim(images, images.flip(-1)).max()) < 0.5
-
-
-def test_scenes_have_per_view_zoom_in_range() -> None:
-    data = make_scenes(2, 3, (1.0, 3.0), seed=0, size=(16, 16), test_zoom=(3.0, 5.0))
-    assert data["images"].shape == (2, 3, 3, 16, 16)
-    assert data["viewmats"].shape == (2, 3, 4, 4)
-    zoom = data["K"][..., 0, 0] / (BASE_FOCAL * 16)
-    zoomed = data["K_zoomed"][..., 0, 0] / (BASE_FOCAL * 16)
-    assert float(zoom.min()) >= 1.0 - 1e-5 and float(zoom.max()) <= 3.0 + 1e-5
-    assert float(zoomed.min()) >= 3.0 - 1e-5 and float(zoomed.max()) <= 5.0 + 1e-5
-    # principal points near the image centre, in crossview's +0.5 pixel-centre convention
-    assert float((data["K"][..., :2, 2] - 8.0).abs().max()) < 0.05 * 16 + 1e-5
-
-
 def test_cached_scenes_follow_the_config(tmp_path: Path) -> None:
-    from dataclasses import replace
-
     from crossview.experiments.camera_encodings import load_data
 
     config = replace(StudyConfig.quick(), train_scenes=1, test_scenes=1, image_size=(16, 16))
@@ -72,6 +45,20 @@ def test_quick_study_writes_runs_and_summary_and_resumes(tmp_path: Path) -> None
     again: list[str] = []
     run_study(config, tmp_path / "out", tmp_path / "cache", jobs=1, on_done=again.append)
     assert again == []
+    # each run is a training run with checkpoints: a run whose record was lost (killed before
+    # writing it) resumes at its last step and scores the same model again
+    lost = tmp_path / "out" / "runs" / "gta-seed0.json"
+    before = json.loads(lost.read_text())
+    lost.unlink()
+    run_study(config, tmp_path / "out", tmp_path / "cache", jobs=1, on_done=again.append)
+    after = json.loads(lost.read_text())
+    assert again == [str(lost)] and after["test"] == before["test"]
+    assert after["loss_curve"] == before["loss_curve"]
+    checkpoints = run_dir(tmp_path / "cache", config, "gta", 0)
+    assert sorted(p.name for p in checkpoints.iterdir()) == [
+        "log.jsonl", f"step-{config.steps:08d}.pt"]
+    # another budget trains its own runs instead of resuming these
+    assert run_dir(tmp_path / "cache", replace(config, steps=4), "gta", 0) != checkpoints
 
 
 def test_cli_quick_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,9 +6,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from crossview.experiments.semantic_warps import evaluate_warps
 from crossview.models.transformatcher.model import TransforMatcher, uses_placement
 from crossview.models.transformatcher.placement import FEATURES, placement_features
-from crossview.train.semantic import evaluate_warps, export_weights, train
+from crossview.train.config import config_from_dict
+from crossview.train.recipes.semantic import export_transformatcher
+from crossview.train.trainer import Trainer
 
 
 def test_placement_features_written_out() -> None:
@@ -55,16 +58,27 @@ def test_placement_carries_where_a_match_is_into_its_token() -> None:
         assert (abs(side - middle) > 1e-4) == placement
 
 
+def _train(out_dir, placement: bool, init=None) -> TransforMatcher:
+    cfg = config_from_dict({
+        "task": "semantic", "model": {"name": "transformatcher",
+                                      "overrides": {"grid": 3, "placement": placement}},
+        "data": {"train": "synthetic-warps", "val": "synthetic-warps", "train_size": 4,
+                 "val_size": 0},
+        "recipe": {"keypoints": 8}, "optim": {"lr": 1e-3, "schedule": "constant"},
+        "train": {"steps": 1, "batch_size": 1, "out_dir": str(out_dir), "seed": 3}})
+    trainer = Trainer(cfg, init_weights=init, progress=False)
+    trainer.run()
+    return trainer.model
+
+
 def test_train_grows_placement_from_plain_weights_and_exports_it(tmp_path) -> None:
-    torch.manual_seed(3)
-    plain = train(tmp_path / "a", grid=3, batch=1, keypoints=8, max_steps=1)
-    path = export_weights(plain, tmp_path / "plain.safetensors", {})
+    plain = _train(tmp_path / "a", placement=False)
+    path = export_transformatcher(plain, tmp_path / "plain.safetensors", {})
     assert not uses_placement(load_file(str(path)))
-    placed = train(tmp_path / "b", grid=3, batch=1, keypoints=8, max_steps=1, init=path,
-                   placement=True)
+    placed = _train(tmp_path / "b", placement=True, init=path)
     state = placed.head_state_dict()
     assert uses_placement(state) and state["refiner.place.weight"].abs().sum() > 0
-    out = export_weights(placed, tmp_path / "placed.safetensors", {})
+    out = export_transformatcher(placed, tmp_path / "placed.safetensors", {})
     assert uses_placement(load_file(str(out)))
     result = evaluate_warps(placed, pairs=1, keypoints=4, batch=1)
     assert 0 <= result["refined"]["pck@0.05"] <= 100

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+import yaml
 from PIL import Image
 from safetensors.torch import save_file
 
@@ -15,8 +16,7 @@ from crossview.cli.app import main as crossview_main
 from crossview.errors import UserError
 from crossview.models.transformatcher.inference import load_transformatcher
 from crossview.models.transformatcher.model import TransforMatcher, has_tuned_backbone
-from crossview.train.semantic import export_weights
-from crossview.train.semantic import main as semantic_main
+from crossview.train.recipes.semantic import export_transformatcher
 
 CLASSIFIER = ("backbone._conv_head", "backbone._bn1", "backbone._fc")
 
@@ -49,7 +49,7 @@ def test_tuned_weights_load_exactly_and_head_only_weights_keep_imagenet(tmp_path
     with torch.no_grad():
         for p in itertools.chain(tuned.backbone.parameters(), tuned.refiner.parameters()):
             p.add_(torch.randn_like(p) * 0.01)
-    path = export_weights(tuned, tmp_path / "tuned.safetensors", {})
+    path = export_transformatcher(tuned, tmp_path / "tuned.safetensors", {})
     loaded = load_transformatcher(path)
     assert loaded.backbone_tuned
     # The features (tuned) are restored exactly; the classifier, never saved, is ImageNet's.
@@ -78,6 +78,16 @@ def stereo_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
+def _semantic_config(tmp_path) -> object:
+    path = tmp_path / "semantic.yaml"
+    path.write_text(yaml.safe_dump({
+        "task": "semantic", "model": {"name": "transformatcher", "overrides": {"grid": 3,
+                                                                             "depth": 1}},
+        "data": {"train": "synthetic-warps", "val": "synthetic-warps", "train_size": 2},
+        "train": {"steps": 1, "batch_size": 1, "out_dir": str(tmp_path / "run")}}))
+    return path
+
+
 def test_weights_of_another_task_are_refused(stereo_file: str, tmp_path, capsys) -> None:
     with pytest.raises(UserError, match="records task 'stereo' but 'semantic'"):
         load_transformatcher(stereo_file)
@@ -87,8 +97,8 @@ def test_weights_of_another_task_are_refused(stereo_file: str, tmp_path, capsys)
     for run, args in ((crossview_main, ["match", str(tmp_path / "src.png"),
                                         str(tmp_path / "tgt.png"), "--weights", stereo_file,
                                         "-o", str(tmp_path / "out")]),
-                      (semantic_main, ["evaluate", "--weights", stereo_file, "--grid", "3",
-                                       "--pairs", "1"])):
+                      (crossview_main, ["train", str(_semantic_config(tmp_path)),
+                                        "--init-weights", stereo_file])):
         capsys.readouterr()
         with pytest.raises(SystemExit) as done:
             run(args)

@@ -18,6 +18,9 @@ from train_standin import StandInModel, StandInStereo
 from crossview.train.config import config_from_dict
 from crossview.train.trainer import Trainer
 
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, when run as a script
+from dist_exit_worker import group_threads
+
 GLOBAL_BATCH = 4
 
 
@@ -35,6 +38,10 @@ def standin_trainer(out_dir: Path) -> Trainer:
 def main(out_dir: Path) -> None:
     trainer = standin_trainer(out_dir)
     trainer.run()
+    # run() has torn the process group down: none of its threads outlive it (left to the
+    # garbage collection of DistributedDataParallel's reducer, the group's destructor could
+    # wait for a gloo thread that waits for the GIL: a hang at exit)
+    print(f"group threads after run: {group_threads()}", flush=True)
     torch.save(trainer.model.state_dict(), out_dir / f"rank{os.environ['RANK']}.pt")
 
 

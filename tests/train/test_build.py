@@ -9,7 +9,6 @@ from crossview.errors import UserError
 from crossview.train.build import (
     build_datasets,
     build_model,
-    field_errors,
     flow_training_sample,
     stereo_training_sample,
 )
@@ -46,20 +45,6 @@ def test_datasets_and_model_from_config() -> None:
         build_model(config_from_dict({"model": {"overrides": {"depth": 3}}}))
     with pytest.raises(UserError, match="flow model"):
         build_model(config_from_dict({"task": "stereo", "model": {"name": "matchflow-b"}}))
-
-
-def test_field_errors_are_disparity_epe_and_bad2() -> None:
-    gt = torch.zeros(1, 2, 2, 2)
-    gt[..., 0] = -4.0
-    pred = gt.clone()
-    pred[0, 0, 0, 0] = -7.0  # error 3 (bad)
-    pred[0, 0, 1, 0] = -5.0  # error 1
-    pred[0, 1, 0, 0] = 2.0   # disparity clamps to 0: error 4 (bad)
-    valid = torch.tensor([[[True, True], [True, False]]])
-    totals = field_errors(pred, gt, valid, "stereo")
-    assert totals.tolist() == [8.0, 2.0, 3.0]
-    flow = field_errors(pred, gt, valid, "flow")
-    assert flow.tolist() == [3.0 + 1.0 + 6.0, 0.0, 3.0]
 
 
 @pytest.mark.parametrize("task", ["stereo", "flow"])

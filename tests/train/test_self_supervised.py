@@ -12,7 +12,8 @@ from PIL import Image
 
 from crossview.errors import UserError
 from crossview.train.config import config_from_dict
-from crossview.train.trainer import Trainer, pair_rows
+from crossview.train.recipes.fields import pair_rows
+from crossview.train.trainer import Trainer
 
 TINY_FLOW = {"name": "matchflow-b",
              "overrides": {"dims": [8, 8, 8, 8], "encoder_depths": [1, 1, 1, 1],

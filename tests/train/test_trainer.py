@@ -17,7 +17,8 @@ from crossview.errors import UserError
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.train.checkpoint import latest_checkpoint, load_checkpoint, step_checkpoints
 from crossview.train.config import config_from_dict
-from crossview.train.trainer import Trainer, batch_indices, collate
+from crossview.train.recipes.fields import collate
+from crossview.train.trainer import Trainer, batch_indices
 from hang_guard import HANG_GUARD_SECONDS
 
 HERE = Path(__file__).parent
@@ -324,3 +325,25 @@ def test_init_weights_fine_tunes_from_a_file(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="missing keys"):
         Trainer(make_cfg(tmp_path / "run2"), model=StandInModel(), train_set=StandInStereo(),
                 init_weights=tmp_path / "wrong.pth", progress=False)
+
+
+def test_checkpoints_of_versions_without_the_newer_config_keys_resume(tmp_path: Path) -> None:
+    """A checkpoint written before ``recipe`` and ``optim.schedule`` existed resumes: missing
+    keys compare as their defaults."""
+    straight, _ = run(make_cfg(tmp_path / "a"))
+    run(make_cfg(tmp_path / "b"), stop_after=3)
+    path = latest_checkpoint(tmp_path / "b")
+    state = load_checkpoint(path)
+    del state["config"]["recipe"], state["config"]["optim"]["schedule"]
+    torch.save(state, path)
+    resumed, summary = run(make_cfg(tmp_path / "b"), resume=True)
+    assert summary["steps_run"] == 3
+    for key, value in params(straight.model).items():
+        torch.testing.assert_close(params(resumed.model)[key], value, rtol=0, atol=0)
+    path = latest_checkpoint(tmp_path / "b")
+    state = load_checkpoint(path)
+    state["config"]["optim"]["momentum"] = 0.9  # a key this version does not know
+    torch.save(state, path)
+    with pytest.raises(UserError, match=r"--resume: the config in .* does not fit this "
+                                        r"version: config: unknown key 'optim.momentum'"):
+        run(make_cfg(tmp_path / "b"), resume=True)

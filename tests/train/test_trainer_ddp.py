@@ -17,9 +17,10 @@ WORKER = str(Path(__file__).with_name("ddp_train_worker.py"))
 def test_two_processes_equal_one_with_the_same_global_batch(tmp_path: Path) -> None:
     out_dir = tmp_path / "ddp"
     out_dir.mkdir()
-    for code, _, err in finish_ranks(start_ranks([sys.executable, WORKER, str(out_dir)],
-                                                 [0, 1], 2)):
+    for code, out, err in finish_ranks(start_ranks([sys.executable, WORKER, str(out_dir)],
+                                                   [0, 1], 2)):
         assert code == 0, err
+        assert "group threads after run: []" in out, out
     single = standin_trainer(tmp_path / "one")
     single.run()
     rank0 = torch.load(out_dir / "rank0.pt", weights_only=True)

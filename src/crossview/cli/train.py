@@ -1,4 +1,5 @@
-"""``crossview train CONFIG``: train MatchStereo / MatchFlow from a YAML configuration.
+"""``crossview train CONFIG``: train a model from a YAML configuration, with the recipe of its
+``task`` (stereo, flow, semantic, novel-view; see :mod:`crossview.train.recipes`).
 
 Also what ``torchrun --nproc-per-node N -m crossview train CONFIG`` runs on every rank.
 """
@@ -9,8 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from crossview.console import stdout
 from crossview.errors import UserError
 from crossview.train.config import load_config
 
@@ -35,9 +36,10 @@ def train_command(
         "--steps", min=1, help="Override train.steps.")] = None,
     export: Annotated[Path | None, typer.Option(
         "--export", help="When train.steps are reached, write the model's weights to this "
-        ".safetensors file and its registry description next to it (NAME.json, NAME = the "
-        "file's stem). A run stopped early (Ctrl-C, SIGTERM) writes no export: it says how "
-        "to continue (--resume) or export the stopped state (--resume --export-only).")] = None,
+        ".safetensors file (stereo/flow: and its registry description next to it, NAME.json, "
+        "NAME = the file's stem). A run stopped early (Ctrl-C, SIGTERM) writes no export: it "
+        "says how to continue (--resume) or export the stopped state "
+        "(--resume --export-only).")] = None,
     description: Annotated[str, typer.Option(
         help="Description stored with --export.")] = "",
     export_only: Annotated[bool, typer.Option(
@@ -47,7 +49,8 @@ def train_command(
     """Train a model; checkpoints, log.jsonl and best.pt go to train.out_dir."""
     from crossview.distributed import dist_info_from_env
     from crossview.output import check_output_files
-    from crossview.train.checkpoint import BEST_NAME, check_export_path, export_weights
+    from crossview.train.checkpoint import BEST_NAME
+    from crossview.train.recipes import get_recipe
     from crossview.train.runlog import LOG_NAME
     from crossview.train.trainer import Trainer
 
@@ -60,25 +63,30 @@ def train_command(
         raise UserError("--export-only needs --resume and --export")
     if grow and init_weights is None:
         raise UserError("--grow needs --init-weights")
+    recipe = get_recipe(cfg.task)
+    recipe.check(cfg)
     if dist_info_from_env().is_main:  # the rank that writes; checked before any training
         if export is not None:
-            check_export_path(export)
+            recipe.check_export(export)
         check_output_files(Path(cfg.train.out_dir) / name for name in (LOG_NAME, BEST_NAME))
     trainer = Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
+
+    def write_export() -> list[Path]:
+        return recipe.export(trainer.model, export, name=export.stem, description=description,
+                             cfg=cfg, step=trainer.step)
+
     if export_only:
-        for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,
-                                      description=description):
-            Console().print(f"wrote {written} (step {trainer.step})")
+        for written in write_export():
+            stdout.print(f"wrote {written} (step {trainer.step})")
         return
     summary = trainer.run()
     finished = summary["step"] >= cfg.train.steps
     if summary["is_main"] and export is not None and finished:
-        for written in export_weights(trainer.model, export, name=export.stem, task=cfg.task,
-                                      description=description):
-            Console().print(f"wrote {written}")
+        for written in write_export():
+            stdout.print(f"wrote {written}")
     if summary["is_main"]:
         val = ", ".join(f"{k} {v:.4g}" for k, v in summary["val"].items())
-        Console().print(f"step {summary['step']} of {cfg.train.steps}; "
+        stdout.print(f"step {summary['step']} of {cfg.train.steps}; "
                         f"loss {summary['train'].get('loss', float('nan')):.4g}"
                         + (f"; validation {val}" if val else "")
                         + f"; checkpoints in {cfg.train.out_dir}")
@@ -86,7 +94,7 @@ def train_command(
             again = (f"crossview train {config} --resume"
                      + (f" --out-dir {out_dir}" if out_dir is not None else "")
                      + (f" --steps {steps}" if steps is not None else ""))
-            Console().print(f"stopped early at step {summary['step']}: continue with `{again}`"
+            stdout.print(f"stopped early at step {summary['step']}: continue with `{again}`"
                             + (f"; {export} was not written (export this state with "
                                f"`{again} --export-only --export {export}`)"
                                if export is not None else ""), soft_wrap=True, markup=False)

@@ -10,14 +10,18 @@ each have their own zoom (:mod:`crossview.experiments.camera_scenes`). Every run
 - ``more_views``: 4 context views (training always used 2), same targets;
 - ``zoomed``: 2 context views, every view zoomed beyond the training range.
 
-Each finished run writes ``runs/<conditioning>-seed<k>.json``; a rerun skips them (resumable).
-:func:`summarize` turns the run files into ``results.json``, ``table.md`` and ``plot.png``.
+Each run is one :class:`~crossview.train.trainer.Trainer` run of the ``novel-view`` recipe
+(:mod:`crossview.train.recipes.novel_view`; :func:`run_config` is its configuration), with
+checkpoints in :func:`run_dir`, so a killed study resumes mid-run. Each
+finished run writes ``runs/<conditioning>-seed<k>.json``; a rerun skips them (resumable). The
+three settings are scored through :func:`crossview.eval.evaluate`. :func:`summarize` turns the
+run files into ``results.json``, ``table.md`` and ``plot.png``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -28,12 +32,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from skimage.metrics import structural_similarity
 
-from crossview.data.io import atomic_output
-from crossview.experiments.camera_scenes import make_scenes
-from crossview.models.multiview import CONDITIONINGS, MultiViewConfig, MultiViewTransformer
-from crossview.output import staged_files
+from crossview.data.synthetic.camera_scenes import make_scenes
+from crossview.eval import evaluate
+from crossview.models.multiview import CONDITIONINGS
+from crossview.output import atomic_output, staged_files
+from crossview.train.checkpoint import latest_checkpoint
+from crossview.train.config import Config, config_from_dict
+from crossview.train.recipes.novel_view import FixedViews, RandomViews
+from crossview.train.runlog import LOG_NAME
+from crossview.train.trainer import Trainer
 
 SETTINGS = ("in_distribution", "more_views", "zoomed")
 _LABELS = {"plucker": "Plücker raymap", "naive": "naive raymap", "cape": "CaPE", "gta": "GTA",
@@ -69,11 +77,6 @@ class StudyConfig:
         """A tiny budget that runs in seconds (for tests and smoke checks)."""
         return cls(steps=3, seeds=1, batch=2, warmup=1, train_scenes=4, test_scenes=2,
                    width=16, depth=1, heads=2)
-
-    def model(self, conditioning: str) -> MultiViewConfig:
-        return MultiViewConfig(conditioning=conditioning, image_size=self.image_size,
-                               patch=self.patch, width=self.width, depth=self.depth,
-                               heads=self.heads)
 
 
 def _data_key(config: StudyConfig) -> str:
@@ -115,97 +118,72 @@ def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch
     return data
 
 
-def _cosine_lr(step: int, config: StudyConfig) -> float:
-    if step < config.warmup:
-        return config.lr * (step + 1) / config.warmup
-    progress = (step - config.warmup) / max(config.steps - config.warmup, 1)
-    return config.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+def run_config(config: StudyConfig, conditioning: str, seed: int, out_dir: Path) -> Config:
+    """The training configuration of one run of the study (the ``novel-view`` recipe): AdamW,
+    linear warm-up over ``warmup`` steps then cosine decay, clipping at 1, the scenes of
+    ``config`` (passed to the trainer as rendered by :func:`load_data`)."""
+    return config_from_dict({
+        "task": "novel-view",
+        "model": {"name": "multiview", "overrides": {
+            "conditioning": conditioning, "patch": config.patch, "width": config.width,
+            "depth": config.depth, "heads": config.heads}},
+        "data": {"train": "camera-scenes", "val": "camera-scenes",
+                 "train_size": config.steps * config.batch, "val_size": 0, "seed": seed,
+                 "height": config.image_size[0], "width": config.image_size[1]},
+        "recipe": {"scenes": config.train_scenes, "views": config.views,
+                   "context": config.context, "targets": config.targets,
+                   "zoom": list(config.train_zoom), "scenes_seed": config.data_seed},
+        "optim": {"lr": config.lr, "weight_decay": 0.05, "grad_clip": 1.0,
+                  "schedule": "cosine", "pct_start": config.warmup / config.steps},
+        "train": {"steps": config.steps, "batch_size": config.batch, "seed": seed,
+                  "out_dir": str(out_dir), "log_every": 1, "val_every": config.steps,
+                  "ckpt_every": max(1, config.steps // 8), "keep_last": 1},
+    })
 
 
-def _training_batch(train: dict[str, torch.Tensor], config: StudyConfig,
-                    gen: torch.Generator) -> tuple[torch.Tensor, ...]:
-    """Random scenes, and in each a random choice of context and target views."""
-    scenes = torch.randint(0, train["images"].shape[0], (config.batch,), generator=gen)
-    order = torch.argsort(torch.rand(config.batch, config.views, generator=gen), dim=1)
-    order = order[:, : config.context + config.targets]
-    pick = scenes[:, None], order
-    images, K, viewmats = train["images"][pick], train["K"][pick], train["viewmats"][pick]
-    c = config.context
-    return images[:, :c], K[:, :c], viewmats[:, :c], K[:, c:], viewmats[:, c:], images[:, c:]
-
-
-def psnr(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """PSNR in dB per image of ``[..., 3, H, W]`` images in 0..255 -> ``[...]``."""
-    mse = ((prediction - target) ** 2).flatten(-3).mean(-1)
-    return 10.0 * torch.log10(255.0**2 / mse.clamp_min(1e-10))
-
-
-def ssim(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """SSIM per image (7x7 Gaussian-free window, data range 255) of ``[N, 3, H, W]`` -> ``[N]``."""
-    values = [structural_similarity(p.numpy(), t.numpy(), data_range=255.0, channel_axis=0,
-                                    win_size=7)
-              for p, t in zip(prediction.double(), target.double(), strict=True)]
-    return torch.tensor(values)
-
-
-@torch.no_grad()
-def evaluate(model: MultiViewTransformer, test: dict[str, torch.Tensor],
-             config: StudyConfig) -> dict[str, dict[str, float]]:
-    """Mean PSNR and SSIM over the test targets in each of :data:`SETTINGS`."""
+def evaluate_settings(model: torch.nn.Module, test: dict[str, torch.Tensor],
+                      config: StudyConfig, trainer: Trainer) -> dict[str, dict[str, float]]:
+    """Mean PSNR and SSIM over the test targets in each of :data:`SETTINGS`, through
+    :func:`crossview.eval.evaluate` with the recipe's predictor."""
     model.eval()
     c, m, t = config.context, config.more_context, config.targets
-    target_views = slice(m, m + t)
-    cases = {
-        "in_distribution": ("images", "K", slice(0, c)),
-        "more_views": ("images", "K", slice(0, m)),
-        "zoomed": ("images_zoomed", "K_zoomed", slice(0, c)),
-    }
-    results: dict[str, dict[str, float]] = {}
-    for name, (images_key, K_key, context) in cases.items():
-        images, K, viewmats = test[images_key], test[K_key], test["viewmats"]
-        predictions = []
-        for start in range(0, images.shape[0], 16):
-            part = slice(start, start + 16)
-            predictions.append(model(images[part, context], K[part, context],
-                                     viewmats[part, context], K[part, target_views],
-                                     viewmats[part, target_views]))
-        prediction = torch.cat(predictions).flatten(0, 1)
-        target = images[:, target_views].flatten(0, 1)
-        results[name] = {"psnr": float(psnr(prediction, target).mean()),
-                         "ssim": float(ssim(prediction, target).mean())}
-    model.train()
-    return results
+    targets = torch.arange(m, m + t)
+    cases = {"in_distribution": FixedViews(test, torch.arange(c), targets),
+             "more_views": FixedViews(test, torch.arange(m), targets),
+             "zoomed": FixedViews(test, torch.arange(c), targets, "images_zoomed", "K_zoomed")}
+    predict = trainer.recipe.predictor(model, trainer.cfg, trainer.device)
+
+    def predictor(sample: Any) -> Any:
+        with torch.no_grad():
+            return predict(sample)
+
+    return {name: evaluate(views, predictor, trainer.recipe.metrics(trainer.cfg),
+                           dataset_name=name).mean() for name, views in cases.items()}
 
 
 def train_run(conditioning: str, seed: int, config: StudyConfig,
-              data: dict[str, dict[str, torch.Tensor]]) -> dict[str, Any]:
-    """Train one model from scratch and evaluate it; returns the run record."""
-    torch.manual_seed(seed)
-    model = MultiViewTransformer(config.model(conditioning))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.05)
-    gen = torch.Generator().manual_seed(10_000 + seed)
-    losses: list[float] = []
+              data: dict[str, dict[str, torch.Tensor]], out_dir: Path) -> dict[str, Any]:
+    """Train one model from scratch (or resume its run in ``out_dir``) and evaluate it;
+    returns the run record."""
+    cfg = run_config(config, conditioning, seed, out_dir)
+    train = RandomViews(data["train"], cfg.data.train_size, config.context, config.targets,
+                        seed)
     started = time.perf_counter()
-    for step in range(config.steps):
-        for group in optimizer.param_groups:
-            group["lr"] = _cosine_lr(step, config)
-        *inputs, target = _training_batch(data["train"], config, gen)
-        loss = torch.nn.functional.mse_loss(model(*inputs) / 255.0, target / 255.0)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
+    trainer = Trainer(cfg, train_set=train, resume=latest_checkpoint(out_dir) is not None,
+                      progress=False)
+    trainer.run()
     train_seconds = time.perf_counter() - started
+    losses = [record["loss"] for record in map(json.loads, (out_dir / LOG_NAME).read_text()
+                                               .splitlines()) if record["kind"] == "train"]
     window = max(1, min(50, len(losses)))
     return {
         "conditioning": conditioning, "seed": seed, "config": asdict(config),
-        "parameters": sum(p.numel() for p in model.parameters()),
+        "parameters": sum(p.numel() for p in trainer.model.parameters()),
         "final_train_loss": float(np.mean(losses[-window:])),
         "loss_curve": [float(np.mean(losses[i:i + window]))
                        for i in range(0, len(losses), window)],
         "train_seconds": train_seconds,
-        "test": evaluate(model, data["test"], config),
+        "test": evaluate_settings(trainer.model, data["test"], config, trainer),
     }
 
 
@@ -213,11 +191,20 @@ def _run_file(out_dir: Path, conditioning: str, seed: int) -> Path:
     return out_dir / "runs" / f"{conditioning}-seed{seed}.json"
 
 
+def run_dir(cache_dir: Path, config: StudyConfig, conditioning: str, seed: int) -> Path:
+    """Where the run's checkpoints go: ``CACHE/train/<config hash>/<conditioning>-seed<k>``
+    (another budget never resumes these; training is deterministic, so a run resumed from its
+    last checkpoint records what a fresh one would, but its wall time)."""
+    digest = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()
+    return cache_dir / "train" / digest[:12] / f"{conditioning}-seed{seed}"
+
+
 def _worker(conditioning: str, seed: int, config: StudyConfig, cache_dir: str,
             out_dir: str) -> str:
     torch.set_num_threads(1)
     data = load_data(config, Path(cache_dir))
-    record = train_run(conditioning, seed, config, data)
+    record = train_run(conditioning, seed, config, data,
+                       run_dir(Path(cache_dir), config, conditioning, seed))
     path = _run_file(Path(out_dir), conditioning, seed)
     _save_atomic(path, record, as_json=True)
     return str(path)

@@ -1,4 +1,5 @@
-"""What a :class:`~crossview.train.config.Config` names, built: datasets, scores, init weights.
+"""What a stereo/flow :class:`~crossview.train.config.Config` names, built: datasets, model,
+init weights (for the recipe of :mod:`crossview.train.recipes.fields`).
 
 Dataset names: ``synthetic-stereo`` and ``synthetic-flow`` (the seeded engine of
 :mod:`crossview.data.synthetic`, rendered at ``data.height x data.width``). Training uses the
@@ -20,8 +21,6 @@ from crossview import settings
 from crossview.data.augment import Augmentor, flow_augmentor, stereo_augmentor
 from crossview.data.camera_effects import CameraEffects
 from crossview.errors import UserError
-from crossview.metrics.flow import flow_endpoint_error
-from crossview.metrics.stereo import bad_pixels, endpoint_error
 from crossview.train.config import Config
 
 DATASETS = ("synthetic-stereo", "synthetic-flow")
@@ -150,25 +149,3 @@ def load_init_weights(model: torch.nn.Module, path: str | Path, *, grow: bool = 
                   source=str(path))
     else:
         load_weights(model, path)
-
-
-def field_errors(pred: torch.Tensor, gt: torch.Tensor, valid: torch.Tensor,
-                 task: str) -> torch.Tensor:
-    """Summed validation errors of a batch of reference-view fields, with the metrics of
-    :mod:`crossview.metrics`.
-
-    ``pred``, ``gt`` ``[B, H, W, 2]``, ``valid [B, H, W]`` -> float64 ``[EPE sum, bad-2 count,
-    pixel count]``. Stereo fields are scored as disparity ``max(-x, 0)`` (EPE and bad-2), flow
-    fields by their end-point error (bad-2 count 0).
-    """
-    totals = torch.zeros(3, dtype=torch.float64)
-    for p, g, v in zip(pred.cpu().numpy(), gt.cpu().numpy(), valid.cpu().numpy(), strict=True):
-        if task == "stereo":
-            disp = (-p[..., 0]).clip(min=0.0)
-            epe = endpoint_error(disp, -g[..., 0], v)
-            bad = bad_pixels(disp, -g[..., 0], v, 2.0)
-            totals += torch.tensor([epe.total, bad.total / 100.0, epe.count], dtype=torch.float64)
-        else:
-            epe = flow_endpoint_error(p, g, v)
-            totals += torch.tensor([epe.total, 0.0, epe.count], dtype=torch.float64)
-    return totals

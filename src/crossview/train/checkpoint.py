@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from crossview.data.io import atomic_output
 from crossview.errors import UserError
 from crossview.output import (
+    atomic_output,
     check_output_file,
     check_output_files,
     staged_files,
@@ -220,14 +220,15 @@ def restore_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def check_export_path(path: str | Path) -> Path:
-    """``path`` if :func:`export_weights` can write there (and the description next to it),
-    else a :class:`UserError` naming what is in the way."""
+def check_export_path(path: str | Path, companions: Iterable[str | Path] = ()) -> Path:
+    """``path`` if an export can write there (and the ``companions`` written with it, such as
+    :func:`export_weights`'s description), else a :class:`UserError` naming what is in the
+    way."""
     path = Path(path)
     if path.suffix != ".safetensors":
         raise UserError(f"export path must end in .safetensors, got {path}")
     check_output_file(path, "--export")
-    check_output_files([path.with_suffix(".json")])
+    check_output_files(companions)
     return path
 
 
@@ -247,7 +248,7 @@ def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task:
 
     from crossview.models.weights import write_safetensors
 
-    path = check_export_path(path)
+    path = check_export_path(path, [Path(path).with_suffix(".json")])
     config = {k: list(v) if isinstance(v, tuple) else v
               for k, v in dataclasses.asdict(model.config).items()}
     meta = {"name": name, "task": task, "config": config, "weights": path.name,

@@ -5,7 +5,8 @@ Every section is a dataclass with defaults, and every field declares its type an
 it with its full path (``train.stpes``), and so is a value of the wrong type or out of range
 (``config: optim.lr must be > 0, got -0.001``). ``load_config(path)`` reads a file,
 ``config_from_dict`` a mapping (the Python API). ``model.overrides`` are checked against the
-model's own configuration when the model is built (:func:`crossview.train.build.build_model`).
+model's own configuration when the model is built, and ``recipe`` against the options of the
+task's recipe (:mod:`crossview.train.recipes`): both by the recipe, before training starts.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ POSITIVE = {"low": 0, "low_open": True}
 NON_NEGATIVE = {"low": 0}
 AT_LEAST_1 = {"low": 1}
 SEED = {"low": 0, "high": SEED_MAX}
+TASKS = ("stereo", "flow", "semantic", "novel-view")
+DATASETS = ("synthetic-stereo", "synthetic-flow", "synthetic-warps", "camera-scenes")
+SCHEDULES = ("one-cycle", "constant", "cosine")
 
 
 @dataclass
@@ -37,7 +41,9 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    """Training and validation data (dataset names of :mod:`crossview.data`).
+    """Training and validation data (dataset names of :mod:`crossview.data`; each task's recipe
+    says which it reads: ``synthetic-stereo``, ``synthetic-flow``, ``synthetic-warps``
+    (semantic), ``camera-scenes`` (novel-view)).
 
     ``augment`` applies to training samples only: ``none`` (the clean render at
     ``height x width``), ``standard`` (RAFT-Stereo / RAFT augmentation: colour, erasing, scale,
@@ -51,9 +57,9 @@ class DataConfig:
     of frame pairs at most ``real_max_gap`` frames apart to the synthetic batch.
     """
 
-    train: str = setting("synthetic-stereo", choices=("synthetic-stereo", "synthetic-flow"))
+    train: str = setting("synthetic-stereo", choices=DATASETS)
     train_size: int = setting(10000, **AT_LEAST_1)
-    val: str = setting("synthetic-stereo", choices=("synthetic-stereo", "synthetic-flow"))
+    val: str = setting("synthetic-stereo", choices=DATASETS)
     val_size: int = setting(16, **NON_NEGATIVE)
     height: int = setting(192, **AT_LEAST_1)
     width: int = setting(256, **AT_LEAST_1)
@@ -89,13 +95,20 @@ class LossConfig:
 
 @dataclass
 class OptimConfig:
-    """AdamW with a one-cycle learning-rate schedule and gradient-norm clipping (0: none)."""
+    """AdamW with a learning-rate schedule and gradient-norm clipping (0: none).
+
+    ``schedule``: ``one-cycle`` (linear warm-up over ``pct_start`` of the steps, then linear
+    decay), ``constant``, or ``cosine`` (linear warm-up over ``pct_start`` of the steps, then
+    cosine decay to 0). ``lr`` is the peak rate; a recipe may give parameter groups their own
+    peak (the semantic recipe's ``backbone_lr``).
+    """
 
     lr: float = setting(4e-4, **POSITIVE)
     weight_decay: float = setting(0.05, **NON_NEGATIVE)
     betas: tuple[float, float] = setting((0.9, 0.999), low=0, high=1, high_open=True)
     pct_start: float = setting(0.05, low=0, high=1)
     grad_clip: float = setting(1.0, **NON_NEGATIVE)
+    schedule: str = setting("one-cycle", choices=SCHEDULES)
 
 
 @dataclass
@@ -121,14 +134,15 @@ class TrainConfig:
 @dataclass
 class Config:
     """A whole training run; every field is checked on construction (:class:`SettingError`
-    naming the key)."""
+    naming the key). ``task`` chooses the recipe; ``recipe`` holds its own options."""
 
-    task: str = setting("stereo", choices=("stereo", "flow"))
+    task: str = setting("stereo", choices=TASKS)
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    recipe: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check(self)

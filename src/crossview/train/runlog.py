@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from crossview.data.io import atomic_output
+from crossview.output import atomic_output
 
 LOG_NAME = "log.jsonl"
 

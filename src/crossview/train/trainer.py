@@ -1,4 +1,10 @@
-"""The training loop: AdamW + one-cycle, clipping, autocast, validation, checkpoints, resume.
+"""The training loop every model family shares: AdamW + schedule, clipping, autocast,
+validation, checkpoints, resume, torchrun.
+
+What differs between families (model, data, batch, loss, validation metric, export) is a
+:class:`~crossview.train.recipe.Recipe`, chosen by the config's ``task``
+(:func:`crossview.train.recipes.get_recipe`). Validation runs the recipe's predictor through
+:func:`crossview.eval.evaluate`, the evaluation loop of ``crossview eval``.
 
 The loop is deterministic by step: the global batch of step ``s`` is a pure function of
 ``(data seed, s)`` (see :func:`batch_indices`), each rank takes its contiguous share, and the
@@ -7,11 +13,6 @@ exactly what the uninterrupted run would have computed, and leaves the same file
 back to the resumed step (:func:`crossview.train.runlog.cut_after`), ``best.pt`` mended if an
 older version left it stale (:func:`crossview.train.checkpoint.repair_best`), temporaries of
 killed writes removed. Rank 0 alone writes checkpoints, the JSONL log and the progress bar.
-
-Training samples are dicts: ``img0``, ``img1`` ``[3, H, W]`` float in 0..255; ``gt`` the
-reference-view field ``[H, W, 2]`` (or both views, ``[2, H, W, 2]``); ``valid`` ``[H, W]`` (or
-``[2, H, W]``) bool. Models provide ``forward_fields(img0, img1, task=...)`` (see
-:mod:`crossview.train.losses` for what the losses read).
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ import math
 import signal
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import default_collate
 
 from crossview.attention.match import NonFiniteError
-from crossview.data.datasets.image_sequences import ImageSequencePairs
+from crossview.console import stderr
 from crossview.device import resolve_device
 from crossview.distributed import (
     DistInfo,
@@ -41,20 +42,19 @@ from crossview.distributed import (
     close_distributed,
     init_distributed,
     shard,
-    shard_strided,
 )
 from crossview.errors import UserError
+from crossview.eval import evaluate
 from crossview.train import checkpoint as ckpt
 from crossview.train import runlog
-from crossview.train.config import Config, config_to_dict
-from crossview.train.losses import training_loss
-from crossview.train.photometric import photometric_loss
+from crossview.train.config import Config, config_from_dict, config_to_dict
+from crossview.train.recipe import Recipe, ValidationView
+from crossview.train.recipes import get_recipe
 
 StepCallback = Callable[[int, dict[str, float]], bool | None]
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # Configuration fields that change what a run computes: a resume must not change them.
-_FROZEN_ON_RESUME = ("task", "model", "data", "loss", "optim")
+_FROZEN_ON_RESUME = ("task", "model", "data", "loss", "optim", "recipe")
 _FROZEN_TRAIN = ("steps", "batch_size", "precision", "seed")
 
 
@@ -72,60 +72,44 @@ def batch_indices(step: int, batch_size: int, dataset_size: int, seed: int) -> l
     return out
 
 
-def collate(samples: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Stack samples; both-view ground truth becomes ``[2B, ...]``, reference rows first
-    (unlabelled samples hold only ``img0``/``img1``)."""
-    batch = {key: torch.stack([s[key] for s in samples])
-             for key in ("img0", "img1", "gt", "valid") if key in samples[0]}
-    if "gt" in batch and batch["gt"].dim() == 5:  # [B, 2, H, W, 2]
-        batch["gt"] = batch["gt"].transpose(0, 1).flatten(0, 1)
-        batch["valid"] = batch["valid"].transpose(0, 1).flatten(0, 1)
-    return batch
+def _schedule(optimizer: torch.optim.Optimizer, schedule: str, steps: int,
+              pct_start: float) -> torch.optim.lr_scheduler.LRScheduler:
+    """The learning-rate schedule ``optim.schedule`` names, peaking at each group's ``lr``.
 
-
-def _one_cycle(optimizer: torch.optim.Optimizer, lr: float, steps: int,
-               pct_start: float) -> torch.optim.lr_scheduler.LRScheduler:
-    """One-cycle schedule (linear warm-up over ``pct_start`` of the steps, at least one step,
-    then linear decay). Runs under 4 steps are too short for the two phases: constant rate."""
-    if steps < 4:
+    ``one-cycle``: linear warm-up over ``pct_start`` of the steps (at least one step), then
+    linear decay; runs under 4 steps are too short for the two phases: constant rate.
+    ``cosine``: linear warm-up over ``pct_start`` of the steps, then cosine decay to 0.
+    """
+    if schedule == "constant" or (schedule == "one-cycle" and steps < 4):
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    if schedule == "cosine":
+        warmup = max(1, round(pct_start * steps))
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(steps - warmup, 1)))
+
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     pct = min(max(pct_start, 2.0 / steps), (steps - 2.0) / steps)
-    return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps,
-                                               pct_start=pct, anneal_strategy="linear",
-                                               cycle_momentum=False)
+    peaks = [group["lr"] for group in optimizer.param_groups]
+    return torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=peaks[0] if len(peaks) == 1 else peaks, total_steps=steps,
+        pct_start=pct, anneal_strategy="linear", cycle_momentum=False)
 
 
-class _Fields(nn.Module):
-    """``forward`` = ``model.forward_fields``, so DistributedDataParallel hooks see the call."""
+class _Forward(nn.Module):
+    """``forward(batch)`` = the recipe's training forward, so DistributedDataParallel hooks see
+    the call."""
 
-    def __init__(self, model: nn.Module, task: str) -> None:
+    def __init__(self, model: nn.Module, recipe: Recipe, cfg: Config) -> None:
         super().__init__()
         self.model = model
-        self.task = task
+        self.recipe = recipe
+        self.cfg = cfg
 
-    def forward(self, img0: torch.Tensor, img1: torch.Tensor) -> dict[str, Any]:
-        return self.model.forward_fields(img0, img1, task=self.task)
-
-
-def pair_rows(outputs: dict[str, Any], pairs: range, total: int) -> dict[str, Any]:
-    """A two-view forward's outputs restricted to some of its pairs.
-
-    Every tensor of ``outputs`` (and of its lists) holding both views of ``total`` pairs on the
-    batch axis (``[2 * total, ...]``, reference rows first) keeps the rows of ``pairs`` in both
-    views; anything else passes unchanged.
-    """
-    rows = torch.tensor([*pairs, *(p + total for p in pairs)])
-
-    def pick(value: Any) -> Any:
-        if isinstance(value, torch.Tensor) and value.ndim > 0 and value.shape[0] == 2 * total:
-            return value.index_select(0, rows.to(value.device))
-        if isinstance(value, list):
-            return [pick(v) for v in value]
-        return value
-
-    if len(pairs) == total:
-        return outputs
-    return {key: pick(value) for key, value in outputs.items()}
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, Any]:
+        return self.recipe.forward(self.model, batch, self.cfg)
 
 
 class _StopRequested:
@@ -150,13 +134,13 @@ class _StopRequested:
 
 
 class Trainer:
-    """One training run described by a :class:`Config`.
+    """One training run described by a :class:`Config`, with the recipe of ``cfg.task``.
 
     Args:
         cfg: the configuration.
-        model: the network (default: built from ``cfg.model`` by the model registry).
-        train_set / val_set: map-style datasets of training samples (default: built from
-            ``cfg.data``).
+        model: the network (default: the recipe builds it from ``cfg.model``).
+        train_set / val_set: map-style datasets of training samples (default: the recipe
+            builds them from ``cfg.data``).
         resume: continue from the newest usable checkpoint of ``cfg.train.out_dir``; newer
             unreadable ones are renamed ``NAME.unreadable`` with a warning line each (see
             :func:`crossview.train.checkpoint.usable_checkpoint`).
@@ -186,40 +170,45 @@ class Trainer:
         if cfg.train.batch_size % self.dist.world_size:
             raise UserError(f"train.batch_size ({cfg.train.batch_size}) must be divisible by "
                             f"the number of processes ({self.dist.world_size})")
+        self.recipe = get_recipe(cfg.task)
+        self.recipe.check(cfg)
         torch.manual_seed(cfg.train.seed)
         if model is None or train_set is None:
-            from crossview.train.build import build_datasets, build_model, check_crop
-            model = model if model is not None else build_model(cfg)
-            check_crop(model, cfg)
+            model = model if model is not None else self.recipe.build_model(cfg)
+            self.recipe.check_model(model, cfg)
             if train_set is None:
-                train_set, val_set = build_datasets(cfg)
+                train_set, val_set = self.recipe.build_datasets(cfg)
         self.model = model.to(self.device)
         self.train_set = train_set
         self.val_set = val_set
         if len(train_set) == 0:
             raise UserError("the training set is empty")
-        self.real_set = self._real_pairs()
+        self.unlabelled = self.recipe.unlabelled_set(cfg)
+        if self.unlabelled is not None and self.unlabelled[1] % self.dist.world_size:
+            raise UserError(f"the unlabelled batch ({self.unlabelled[1]}) must be divisible by "
+                            f"the number of processes ({self.dist.world_size})")
         self.run_dir = Path(cfg.train.out_dir)
         self.progress = progress
         self.on_step = on_step
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=cfg.optim.betas,
+        self.optimizer = torch.optim.AdamW(self.recipe.param_groups(self.model, cfg),
+                                           lr=cfg.optim.lr, betas=cfg.optim.betas,
                                            weight_decay=cfg.optim.weight_decay)
-        self.scheduler = _one_cycle(self.optimizer, cfg.optim.lr, cfg.train.steps,
-                                    cfg.optim.pct_start)
+        self.scheduler = _schedule(self.optimizer, cfg.optim.schedule, cfg.train.steps,
+                                   cfg.optim.pct_start)
         self.scaler = torch.amp.GradScaler("cuda", enabled=cfg.train.precision == "fp16")
         self.step = 0
         self.nonfinite_total = 0
         self.nonfinite_run = 0
-        self.best_metric = math.inf
+        self.best_key, direction = self.recipe.best
+        self.higher_is_better = direction == "max"
+        self.best_metric = -math.inf if self.higher_is_better else math.inf
         if self.dist.is_main:
             ckpt.remove_stale_temporaries(self.run_dir)
         if resume:
             self._resume()
         elif init_weights is not None:
-            from crossview.train.build import load_init_weights
-            load_init_weights(self.model, init_weights, grow=grow)
-        wrapped: nn.Module = _Fields(self.model, cfg.task)
+            self.recipe.load_init_weights(self.model, init_weights, grow=grow)
+        wrapped: nn.Module = _Forward(self.model, self.recipe, cfg)
         if self.dist.enabled:
             wrapped = DistributedDataParallel(
                 wrapped, device_ids=[self.device.index] if self.device.type == "cuda" else None,
@@ -250,9 +239,15 @@ class Trainer:
             raise UserError(f"--resume: {error}") from None
         if self.dist.is_main:
             for why in skipped:
-                _stderr.print(f"warning: --resume: {why}; resuming from {latest.name} (step "
+                stderr.print(f"warning: --resume: {why}; resuming from {latest.name} (step "
                               f"{int(state['step'])})", markup=False)
-        saved = state["config"]
+        # through the current defaults: keys added since the checkpoint was written compare
+        # as their defaults (the behaviour of the version that wrote it)
+        try:
+            saved = config_to_dict(config_from_dict(state["config"]))
+        except UserError as error:
+            raise UserError(f"--resume: the config in {latest} does not fit this version: "
+                            f"{error}") from None
         now = config_to_dict(self.cfg)
         for key in _FROZEN_ON_RESUME:
             if saved[key] != now[key]:
@@ -273,10 +268,11 @@ class Trainer:
         ckpt.restore_rng_state(state["rng"])
         if self.dist.is_main:
             runlog.cut_after(self.run_dir, self.step)
-            best_step = runlog.step_of(self.run_dir, "val", "epe", self.best_metric)
+            best_step = runlog.step_of(self.run_dir, "val", self.best_key,
+                                       self.best_metric)
             repaired = ckpt.repair_best(self.run_dir, self.step, self.best_metric, best_step)
             if repaired is not None:
-                _stderr.print(f"warning: --resume: {repaired}", markup=False)
+                stderr.print(f"warning: --resume: {repaired}", markup=False)
 
     def save(self, best: bool = False) -> Path | None:
         """Checkpoint the current step, as ``best.pt`` too if ``best`` (rank 0 writes; every
@@ -297,55 +293,30 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=dtype)
 
     def _batch(self, dataset: Any, indices: list[int]) -> dict[str, torch.Tensor]:
-        batch = collate([dataset[i] for i in indices])
+        batch = self.recipe.collate([dataset[i] for i in indices])
         return {k: v.to(self.device) for k, v in batch.items()}
-
-    def _real_pairs(self) -> ImageSequencePairs | None:
-        """The unlabelled real pairs of the self-supervised term, when it is on."""
-        cfg = self.cfg
-        if cfg.loss.photometric_weight == 0:
-            return None
-        if cfg.task != "flow" or not cfg.data.real:
-            raise UserError("config: loss.photometric_weight needs task flow and data.real (a "
-                            "folder of unlabelled image sequences)")
-        if cfg.data.real_batch_size % self.dist.world_size:
-            raise UserError(f"data.real_batch_size ({cfg.data.real_batch_size}) must be "
-                            f"divisible by the number of processes ({self.dist.world_size})")
-        return ImageSequencePairs(cfg.data.real, cfg.data.train_size,
-                                  (cfg.data.height, cfg.data.width),
-                                  max_gap=cfg.data.real_max_gap, seed=cfg.data.seed)
 
     def train_step(self) -> dict[str, float]:
         """One optimisation step on this rank's share of the global batch of ``self.step``
-        (with the self-supervised term, the real pairs join the synthetic ones in one
-        forward)."""
+        (and of the recipe's unlabelled stream, when it has one: its samples join the batch
+        under ``unlabelled_*`` keys)."""
         cfg = self.cfg
         indices = batch_indices(self.step, cfg.train.batch_size, len(self.train_set),
                                 cfg.data.seed)
         batch = self._batch(self.train_set, shard(indices, self.dist))
-        synthetic = batch["img0"].shape[0]
-        if self.real_set is not None:
-            real_indices = batch_indices(self.step, cfg.data.real_batch_size, len(self.real_set),
-                                         cfg.data.seed + 1)
-            real = self._batch(self.real_set, shard(real_indices, self.dist))
-            batch["img0"] = torch.cat([batch["img0"], real["img0"]])
-            batch["img1"] = torch.cat([batch["img1"], real["img1"]])
+        if self.unlabelled is not None:
+            dataset, size = self.unlabelled
+            extra = shard(batch_indices(self.step, size, len(dataset), cfg.data.seed + 1),
+                          self.dist)
+            for key, value in default_collate([dataset[i] for i in extra]).items():
+                batch[f"unlabelled_{key}"] = value.to(self.device)
         self.forward.train()
         outputs = self._forward(batch)
         self.optimizer.zero_grad(set_to_none=True)
         if outputs is None:  # the fields diverged inside the forward: no loss, no gradient
             loss, logs, grad_norm = None, {"loss": math.nan}, math.nan
         else:
-            pairs = batch["img0"].shape[0]
-            loss, logs = training_loss(pair_rows(outputs, range(synthetic), pairs), batch["gt"],
-                                       batch["valid"], cfg.task, cfg.loss)
-            if self.real_set is not None:
-                real_field = pair_rows(outputs, range(synthetic, pairs), pairs)["field"]
-                term, real_logs = photometric_loss(
-                    batch["img0"][synthetic:], batch["img1"][synthetic:], real_field,
-                    smooth_weight=cfg.loss.smooth_weight)
-                loss = loss + cfg.loss.photometric_weight * term
-                logs.update(real_logs, loss=float(loss.detach()))
+            loss, logs = self.recipe.loss(outputs, batch, cfg)
             self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
             params = [p for p in self.model.parameters() if p.grad is not None]
@@ -384,7 +355,7 @@ class Trainer:
         each other's gradients."""
         try:
             with self._autocast():
-                outputs = self.forward(batch["img0"], batch["img1"])
+                outputs = self.forward(batch)
         except NonFiniteError:
             outputs = None
         if self.dist.enabled:
@@ -403,38 +374,38 @@ class Trainer:
                                 self.dist)
         return {k: float(v) / self.dist.world_size for k, v in zip(keys, values, strict=True)}
 
-    @torch.no_grad()
     def validate(self) -> dict[str, float]:
-        """EPE (and bad-2 for stereo) of the reference view over the validation set (NaN if
-        the model's fields diverged)."""
-        from crossview.train.build import field_errors
+        """The recipe's metrics over the validation set, pooled
+        (:func:`crossview.eval.evaluate`; every rank scores its strided share and gets the
+        merged result)."""
         self.model.eval()
-        mine = list(shard_strided(len(self.val_set), self.dist))
-        per_batch = max(1, self.cfg.train.batch_size // self.dist.world_size)
-        totals = torch.zeros(3, dtype=torch.float64)
-        for start in range(0, len(mine), per_batch):
-            batch = self._batch(self.val_set, mine[start:start + per_batch])
-            try:
-                with self._autocast():
-                    outputs = self.model.forward_fields(batch["img0"], batch["img1"],
-                                                        task=self.cfg.task)
-            except NonFiniteError:  # diverged weights: the metrics say so, the guard stops
-                totals += torch.tensor([math.nan, math.nan, 1.0], dtype=torch.float64)
-                continue
-            b = batch["img0"].shape[0]
-            totals += field_errors(outputs["field"][:b].float(), batch["gt"][:b],
-                                   batch["valid"][:b], self.cfg.task)
-        totals = all_reduce_sum(totals, self.dist)
-        count = max(float(totals[2]), 1.0)
-        metrics = {"epe": float(totals[0]) / count}
-        if self.cfg.task == "stereo":
-            metrics["bad2"] = 100.0 * float(totals[1]) / count
-        return metrics
+        predict = self.recipe.predictor(self.model, self.cfg, self.device)
+
+        def predictor(sample: Any) -> Any:
+            with torch.no_grad(), self._autocast():
+                return predict(sample)
+
+        result = evaluate(ValidationView(self.val_set, self.recipe), predictor,
+                          self.recipe.metrics(self.cfg), dist_info=self.dist)
+        return result.mean()
+
+    def _improves(self, value: float) -> bool:
+        return value > self.best_metric if self.higher_is_better else value < self.best_metric
 
     # ------------------------------------------------------------------- loop
     def _log(self, record: dict[str, Any]) -> None:
         if self.dist.is_main:
             runlog.append_record(self.run_dir, record)
+
+    def _close(self) -> None:
+        """Tear the process group down. DistributedDataParallel's reducer holds the group: it
+        is dropped first, so that ``destroy_process_group`` destroys the group (releasing the
+        GIL while gloo's threads finish). Left to the reducer's garbage collection, the group's
+        destructor would join those threads holding the GIL while one of them waits for it to
+        free a finished collective's tensors: a hang at exit."""
+        if isinstance(self.forward, DistributedDataParallel):
+            self.forward = self.forward.module
+        close_distributed(self.dist)
 
     def run(self) -> dict[str, Any]:
         """Train until ``cfg.train.steps``; returns the last logs and validation metrics."""
@@ -471,8 +442,8 @@ class Trainer:
                                                      or self.step == cfg.steps):
                         last_val = self.validate()
                         self._log({"kind": "val", "step": self.step, **last_val})
-                        if last_val["epe"] < self.best_metric:
-                            self.best_metric = last_val["epe"]
+                        if self._improves(last_val[self.best_key]):
+                            self.best_metric = last_val[self.best_key]
                             self.save(best=True)
                             saved = True
                     due = self.step % cfg.ckpt_every == 0 or self.step == cfg.steps
@@ -481,7 +452,7 @@ class Trainer:
                     if stop.requested:
                         break
         finally:
-            close_distributed(self.dist)
+            self._close()
         return {"step": self.step, "train": last_logs, "val": last_val,
                 "seconds": time.perf_counter() - started, "steps_run": self.step - first_step,
                 "nonfinite_total": self.nonfinite_total, "is_main": self.dist.is_main}
@@ -492,4 +463,4 @@ def train(cfg: Config, **kwargs: Any) -> dict[str, Any]:
     return Trainer(cfg, **kwargs).run()
 
 
-__all__ = ["Trainer", "batch_indices", "collate", "train"]
+__all__ = ["Trainer", "batch_indices", "train"]

@@ -1,4 +1,5 @@
-"""Posed multi-view scenes with per-view zoom for the camera-encoding experiment.
+"""Posed multi-view scenes with per-view zoom for the camera-encoding study (the ``novel-view``
+training recipe, :mod:`crossview.train.recipes.novel_view`).
 
 Scenes and cameras come from the synthetic engine (:func:`crossview.data.synthetic.multiview.
 multiview_scene`); this module only chooses the focal lengths (per-view zoom, log-uniform) and
