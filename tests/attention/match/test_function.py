@@ -11,7 +11,11 @@ import torch
 from safetensors.torch import load_file
 
 from crossview.attention import match_attention
+from crossview.attention.match.choose import unavailable_reason
 
+# The triton backend runs CPU tensors under Triton's interpreter only (TRITON_INTERPRET=1).
+TRITON = pytest.param("triton", marks=[pytest.mark.triton, pytest.mark.skipif(
+    unavailable_reason("triton") is not None, reason=f"{unavailable_reason('triton')}")])
 GOLDEN = Path(__file__).resolve().parents[4] / "shared" / "golden" / \
     "match_attention_op_vectors.safetensors"
 
@@ -33,7 +37,7 @@ def _golden_case(data: dict[str, torch.Tensor], case: int) -> dict[str, torch.Te
 
 @pytest.mark.skipif(not GOLDEN.exists(), reason=f"golden vectors not found at {GOLDEN}")
 @pytest.mark.parametrize("case", [0, 1, 2])
-@pytest.mark.parametrize("backend", ["reference", "cpu"])
+@pytest.mark.parametrize("backend", ["reference", "cpu", TRITON])
 def test_golden_vectors_reproduced_in_float64(case: int, backend: str) -> None:
     gold = _golden_case(load_file(GOLDEN), case)
     inputs = [gold[name].clone().requires_grad_() for name in ("q", "k", "v", "rel_pos")]
@@ -62,7 +66,7 @@ def _naive_window_softmax(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return out
 
 
-@pytest.mark.parametrize("backend", ["reference", "cpu"])
+@pytest.mark.parametrize("backend", ["reference", "cpu", TRITON])
 def test_integer_rel_pos_is_a_plain_window_softmax(backend: str) -> None:
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(1, 5, 6, 2, 3, dtype=torch.float64, generator=gen)
@@ -107,12 +111,13 @@ def test_rel_pos_gradient_is_zero_where_clamped() -> None:
     assert torch.equal(rel_pos.grad, torch.zeros_like(rel_pos))
 
 
-def test_bfloat16_is_computed_in_float32() -> None:
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_is_computed_in_float32(dtype: torch.dtype) -> None:
     gen = torch.Generator().manual_seed(2)
-    q, k, v = (torch.randn(1, 6, 6, 2, 8, generator=gen).bfloat16() for _ in range(3))
-    rel_pos = (torch.randn(1, 6, 6, 2, 2, generator=gen) * 2).bfloat16()
+    q, k, v = (torch.randn(1, 6, 6, 2, 8, generator=gen).to(dtype) for _ in range(3))
+    rel_pos = (torch.randn(1, 6, 6, 2, 2, generator=gen) * 2).to(dtype)
     out = match_attention(q, k, v, rel_pos, 1, backend="reference")
-    assert out.dtype == torch.bfloat16
+    assert out.dtype == dtype
     expected = match_attention(q.float(), k.float(), v.float(), rel_pos.float(), 1,
                                backend="reference")
     torch.testing.assert_close(out.float(), expected, rtol=0, atol=2e-2)

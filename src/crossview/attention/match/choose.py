@@ -89,7 +89,8 @@ def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torc
     ``backend="auto"`` follows the process-wide default (:func:`get_backend`); if that is also
     ``"auto"`` the first available backend of :data:`BACKENDS` wins and the others' reasons are
     reported in ``skipped`` (including a backend that runs only when named, see
-    :attr:`Backend.explicit_only`). A backend named explicitly must be available, else ``RuntimeError``.
+    :attr:`Backend.explicit_only`). A backend named explicitly must be available, else
+    ``RuntimeError``.
 
     Example:
         >>> from crossview.attention import choose_backend
@@ -104,8 +105,8 @@ def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torc
         return BackendChoice(requested)
     skipped: dict[str, str] = {}
     for name, candidate in _by_name.items():
-        reason = candidate.explicit_only(torch.device(device)) or \
-            unavailable_reason(name, device, dtype)
+        reason = unavailable_reason(name, device, dtype) or \
+            candidate.explicit_only(torch.device(device))
         if reason is None:
             return BackendChoice(name, skipped)
         skipped[name] = reason

@@ -77,7 +77,7 @@ def _key(b, h, ox, oy, Hk, Wk, heads, DY: tl.constexpr, DX: tl.constexpr):
 @triton.jit
 def _scores(qt, kt, scale, L1: tl.constexpr):
     """``scale *`` (negative L1 distance or dot product) of each row's q and k."""
-    if L1:
+    if L1:  # noqa: SIM108 (an if statement on a constexpr is what Triton compiles to one branch)
         s = -tl.sum(tl.abs(qt - kt), axis=1) * scale
     else:
         s = tl.sum(qt * kt, axis=1) * scale
