@@ -196,11 +196,13 @@ def attention(
         "bench-results/attention.json"),
     plot: Annotated[str | None, typer.Option(
         "--plot", help="Also write a PNG of latency and memory against tokens.")] = None,
+    device: Annotated[str, typer.Option(
+        help="cpu (fused cpu kernels) or cuda (fused Triton kernels, pip install "
+             "'crossview[gpu]').")] = "cpu",
 ) -> None:
-    """MatchAttention: fused cpu kernels vs reference backend vs SDPA global attention."""
+    """MatchAttention: fused kernels vs reference backend vs SDPA global attention."""
     from rich.progress import Progress
 
-    from crossview.attention.match import unavailable_reason
     from crossview.bench.attention import (
         MEMORY_COLUMNS,
         QUICK_SIZES,
@@ -212,6 +214,7 @@ def attention(
         plot_attention,
         speed_rows,
     )
+    from crossview.bench.device import fused_backend
     from crossview.bench.report import print_table, report_json
     from crossview.errors import UserError
 
@@ -224,9 +227,7 @@ def attention(
     repeats = (2 if quick else 5) if repeats is None else repeats
     if repeats <= 0:
         raise UserError(f"--repeats must be positive, got {repeats}")
-    reason = unavailable_reason("cpu")
-    if reason is not None:
-        raise UserError(f"the fused MatchAttention cpu backend cannot run: {reason}")
+    fused_backend(device)  # fails before measuring if it cannot run
     sizes, radii = (QUICK_SIZES, RADII[:1]) if quick else (SIZES, RADII)
     with Progress(transient=True) as progress:
         task = progress.add_task("MatchAttention", total=len(sizes) * len(radii))
@@ -234,7 +235,7 @@ def attention(
         def on_step(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        result = bench_attention(sizes, radii, repeats=repeats, on_step=on_step)
+        result = bench_attention(sizes, radii, repeats=repeats, on_step=on_step, device=device)
     print_table("MatchAttention, 4 heads x 64 ch, float32: median ms; x = reference / fused",
                 SPEED_COLUMNS, speed_rows(result))
     print_table(f"Bandwidth bound (copy {result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s), fused "
@@ -257,7 +258,8 @@ def model(
         "--size", help="Image sizes HxW (repeatable; default 384x1248 and 1536x1536).")] = None,
     big: Annotated[bool, typer.Option(help="Also run MatchStereo-T at 2176x3840.")] = True,
     precisions: Annotated[list[str] | None, typer.Option(
-        "--precision", help="fp32 / bf16 (repeatable; default both).")] = None,
+        "--precision", help="fp32 / bf16 / fp16 (repeatable; default fp32 and bf16, on cuda "
+                            "fp16 and bf16).")] = None,
     reference_sizes: Annotated[list[str] | None, typer.Option(
         "--reference-size", help="Sizes also run on the reference operator, for the ratio "
         "(repeatable; default 384x1248).")] = None,
@@ -268,11 +270,22 @@ def model(
     threads: Annotated[int, typer.Option(help="Torch CPU threads per case.")] = 2,
     json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
         "bench-results/model.json"),
+    device: Annotated[str, typer.Option(
+        help="cpu or cuda (fused Triton kernels, pip install 'crossview[gpu]'; peak GPU memory "
+             "reported; 2176x3840 for every model).")] = "cpu",
 ) -> None:
     """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio (same run)."""
     from rich.progress import Progress
 
-    from crossview.bench.model import MODELS, PRECISIONS, SIZES, bench_model, default_cases
+    from crossview.bench.device import fused_backend
+    from crossview.bench.model import (
+        DEFAULT_PRECISIONS,
+        MODELS,
+        PRECISIONS,
+        SIZES,
+        bench_model,
+        default_cases,
+    )
     from crossview.bench.report import print_table, write_json
     from crossview.errors import UserError
     from crossview.models.registry import get_spec, list_models
@@ -280,7 +293,8 @@ def model(
     check_output_file(json_path, "--json")
 
     chosen = [m.upper() if m.upper() in MODELS else m.lower() for m in models or MODELS]
-    chosen_precisions = precisions or list(PRECISIONS)
+    fused_backend(device)  # fails before measuring if it cannot run
+    chosen_precisions = precisions or list(DEFAULT_PRECISIONS[device])
     stereo_names = [n for n in list_models() if get_spec(n).task == "stereo"]
     if set(chosen) - set(MODELS) - set(stereo_names) or set(chosen_precisions) - set(PRECISIONS):
         raise UserError(f"--model takes {', '.join(MODELS)} or a stereo model name "
@@ -292,7 +306,7 @@ def model(
         chosen, [_parse_size(s) for s in sizes] if sizes else list(SIZES), chosen_precisions,
         big=big, reference_sizes=[_parse_size(s) for s in reference_sizes or ["384x1248"]],
         repeats=repeats, threads=threads,
-        reference_models=[m.upper() for m in reference_models or ["T"]])
+        reference_models=[m.upper() for m in reference_models or ["T"]], device=device)
     with Progress(transient=True) as progress:
         task = progress.add_task("model", total=len(cases))
 
@@ -312,9 +326,10 @@ def model(
         f"MatchStereo forward (estimate_disparity, both views), {threads} threads, "
         "random weights; ratio = reference / fused, same run",
         ["model", "size", "precision", "operator", "median s", "cpu s", "peak RSS MiB",
-         "fused speed-up", "vs fp32", "status"],
+         "peak GPU MiB", "fused speed-up", "vs fp32", "status"],
         [[r["model"], f"{r['size'][0]}x{r['size'][1]}", r["precision"], r["backend"],
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
+          fmt(r.get("peak_gpu_mib"), ".0f"),
           fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), r["status"]] for r in rows])
     typer.echo(f"wrote {json_path}")
 
