@@ -330,7 +330,8 @@ def _launch_settings(rows: int, channels: int, cv: int) -> dict[str, int]:
     if INTERPRETED:
         block = min(triton.next_power_of_2(rows), INTERPRETER_BLOCK)
     else:
-        block = max(8, 2048 // max(c_pad, cv_pad))  # four [BLOCK, Cv] accumulators in registers
+        # four [BLOCK, Cv] float32 accumulators in registers: 2048 values per program
+        block = max(8, min(128, 2048 // max(c_pad, cv_pad)))
     return {"BLOCK": block, "C_PAD": c_pad, "CV_PAD": cv_pad}
 
 
