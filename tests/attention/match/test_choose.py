@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -13,13 +12,7 @@ import torch
 from crossview.attention import choose_backend, match_attention, set_backend
 from crossview.attention.match.choose import ENV_VAR, backend_for, get_backend, unavailable_reason
 
-
-@pytest.fixture(autouse=True)
-def _forget_default(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    set_backend(None)
-    yield
-    set_backend(None)
+pytestmark = pytest.mark.usefixtures("forget_default")
 
 
 def test_default_is_auto_and_set_backend_overrides_env(monkeypatch: pytest.MonkeyPatch) -> None:

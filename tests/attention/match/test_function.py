@@ -83,9 +83,10 @@ def test_integer_rel_pos_is_a_plain_window_softmax(backend: str) -> None:
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("backend", ["reference", TRITON])
 @pytest.mark.parametrize("similarity", ["l1", "dot"])
 @pytest.mark.parametrize("shared", [True, False])
-def test_gradcheck_reference_float64(similarity: str, shared: bool) -> None:
+def test_gradcheck_float64(backend: str, similarity: str, shared: bool) -> None:
     gen = torch.Generator().manual_seed(1)
     q = torch.randn(1, 3, 4, 2, 3, dtype=torch.float64, generator=gen)
     k = torch.randn(1, 5, 4, 2, 3, dtype=torch.float64, generator=gen)
@@ -97,7 +98,7 @@ def test_gradcheck_reference_float64(similarity: str, shared: bool) -> None:
 
     def fn(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return match_attention(*args, 1, similarity=similarity, return_attn=True,
-                               backend="reference")
+                               backend=backend)
 
     # fast_mode checks random projections of the Jacobian: the full one needs a backward pass
     # per output element, minutes on a busy 2-core machine.

@@ -8,24 +8,18 @@ import re
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
 
 import pytest
 import torch
 
 from crossview.attention import choose_backend, match_attention, set_backend
 from crossview.attention.match import gpu
-from crossview.attention.match.choose import ENV_VAR, backend_for
+from crossview.attention.match.choose import backend_for
 
 needs_triton = pytest.mark.skipif(gpu.IMPORT_FAILURE is not None, reason=f"{gpu.IMPORT_FAILURE}")
 
 
-@pytest.fixture(autouse=True)
-def _forget_default(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    set_backend(None)
-    yield
-    set_backend(None)
+pytestmark = pytest.mark.usefixtures("forget_default")
 
 
 @needs_triton

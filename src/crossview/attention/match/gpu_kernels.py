@@ -41,10 +41,15 @@ INTERPRETER_BLOCK = 2048
 
 
 @triton.jit
-def _window(rows, row_mask, rel_ptr, params_ptr, Hq, Wq, heads, rel_heads,
-            RADIUS: tl.constexpr, ACC: tl.constexpr):
-    """Per row: batch, head, rel_pos index, window origin (x, y), the centre's fractional
-    part (fx, fy) and whether the clamp left each coordinate alone."""
+def _rows(q_ptr, rel_ptr, params_ptr, n_rows, Hq, Wq, heads, rel_heads, C, CV,
+          RADIUS: tl.constexpr, BLOCK: tl.constexpr, C_PAD: tl.constexpr, CV_PAD: tl.constexpr,
+          ACC: tl.constexpr):
+    """This program's rows: their mask and int64 index, batch and head, rel_pos index, window
+    origin (x, y), the centre's fractional part (fx, fy), whether the clamp left each coordinate
+    alone, the channel ranges and masks of q (and k) and of v, the queries ``[BLOCK, C_PAD]``
+    and the score scale."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    row_mask = rows < n_rows
     h = rows % heads
     n = rows // heads
     x = n % Wq
@@ -62,42 +67,108 @@ def _window(rows, row_mask, rel_ptr, params_ptr, Hq, Wq, heads, rel_heads,
     cy = tl.minimum(tl.maximum(cy, lo), hi_y)
     corner_x = tl.floor(cx)
     corner_y = tl.floor(cy)
-    ox = corner_x.to(tl.int64) - RADIUS
-    oy = corner_y.to(tl.int64) - RADIUS
-    return b.to(tl.int64), h.to(tl.int64), rel_index, ox, oy, cx - corner_x, cy - corner_y, \
-        free_x, free_y
+    row64 = rows.to(tl.int64)
+    cc = tl.arange(0, C_PAD)
+    q_mask = row_mask[:, None] & (cc < C)[None, :]
+    qt = tl.load(q_ptr + row64[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
+    cv = tl.arange(0, CV_PAD)
+    v_mask = row_mask[:, None] & (cv < CV)[None, :]
+    return (row_mask, row64, b.to(tl.int64), h.to(tl.int64), rel_index,
+            corner_x.to(tl.int64) - RADIUS, corner_y.to(tl.int64) - RADIUS,
+            cx - corner_x, cy - corner_y, free_x, free_y, cc, q_mask, cv, v_mask, qt,
+            tl.load(params_ptr))
 
 
 @triton.jit
-def _key(b, h, ox, oy, Hk, Wk, heads, DY: tl.constexpr, DX: tl.constexpr):
-    """Index of key (DY, DX) of each row's window in the ``[B * Hk * Wk * h]`` key rows."""
-    return ((b * Hk + oy + DY) * Wk + ox + DX) * heads + h
+def _bilinear(fx, fy):
+    """``[BLOCK, 4]`` bilinear weights of the nw, ne, sw, se corners and their derivatives in
+    fx and fy."""
+    corner = tl.arange(0, 4)
+    right = (corner % 2 == 1)[None, :]
+    below = (corner // 2 == 1)[None, :]
+    wx = tl.where(right, fx[:, None], 1 - fx[:, None])
+    wy = tl.where(below, fy[:, None], 1 - fy[:, None])
+    return wx * wy, tl.where(right, 1.0, -1.0) * wy, wx * tl.where(below, 1.0, -1.0)
 
 
 @triton.jit
-def _scores(qt, kt, scale, L1: tl.constexpr):
-    """``scale *`` (negative L1 distance or dot product) of each row's q and k."""
+def _holds(DY: tl.constexpr, DX: tl.constexpr, SIDE: tl.constexpr):
+    """``[1, 4]``: which corners' ``(2r+1)^2`` sub-windows hold key (DY, DX) of the window."""
+    corner = tl.arange(0, 4)
+    in_x = DX - corner % 2  # the key's column in each corner's sub-window
+    in_y = DY - corner // 2
+    return ((in_x >= 0) & (in_x <= SIDE - 2) & (in_y >= 0) & (in_y <= SIDE - 2))[None, :]
+
+
+@triton.jit
+def _key_scores(k_ptr, qt, scale, b, h, ox, oy, Hk, Wk, heads, C, cc, q_mask,
+                DY: tl.constexpr, DX: tl.constexpr, L1: tl.constexpr, ACC: tl.constexpr):
+    """Row index of key (DY, DX) of each row's window in the ``[B * Hk * Wk * h]`` keys, the
+    keys ``[BLOCK, C_PAD]`` and the scores (scale times negative L1 distance or dot product)."""
+    key = ((b * Hk + oy + DY) * Wk + ox + DX) * heads + h
+    kt = tl.load(k_ptr + key[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
     if L1:  # noqa: SIM108 (an if statement on a constexpr is what Triton compiles to one branch)
         s = -tl.sum(tl.abs(qt - kt), axis=1) * scale
     else:
         s = tl.sum(qt * kt, axis=1) * scale
-    return s
+    return key, kt, s
 
 
 @triton.jit
-def _online(m, total, acc, s, vt):
-    """One key more in a corner's online softmax: running max, sum and weighted values."""
-    m_new = tl.maximum(m, s)
-    alpha = tl.exp(m - m_new)
-    p = tl.exp(s - m_new)
-    return m_new, total * alpha + p, acc * alpha[:, None] + p[:, None] * vt
+def _online(m, total, s, holds):
+    """Key score ``s`` joins the online softmax of the corners that hold it: the new running
+    maxima and sums ``[BLOCK, 4]``, the factor rescaling what was summed before and the key's
+    exponential (0 in the other corners)."""
+    # Computed for every corner, used where it holds the key: top is finite (s is), so no
+    # -inf - -inf is ever formed for the corners that have not met a key yet.
+    top = tl.maximum(m, s[:, None])
+    alpha = tl.where(holds, tl.exp(m - top), 1.0)
+    p = tl.where(holds, tl.exp(s[:, None] - top), 0.0)
+    return tl.where(holds, top, m), total * alpha + p, alpha, p
 
 
 @triton.jit
-def _online_sum(m, total, s):
-    """One key more in a corner's running max and sum."""
-    m_new = tl.maximum(m, s)
-    return m_new, total * tl.exp(m - m_new) + tl.exp(s - m_new)
+def _exp_below(s, m):
+    """``exp(s - m)`` ``[BLOCK, 4]`` for corners with max score ``m``: no more than 1 in the
+    corners that hold the key (s <= m there, both computed alike), and capped at 1 in the
+    others, whose values are discarded, so that they never overflow."""
+    return tl.exp(tl.minimum(s[:, None] - m, 0.0))
+
+
+@triton.jit
+def _softmax_sums(k_ptr, qt, scale, b, h, ox, oy, Hk, Wk, heads, C, cc, q_mask,
+                  BLOCK: tl.constexpr, RADIUS: tl.constexpr, L1: tl.constexpr,
+                  ACC: tl.constexpr):
+    """Each corner's max score and softmax sum ``[BLOCK, 4]`` (a sweep over the keys)."""
+    SIDE: tl.constexpr = 2 * RADIUS + 2
+    m = tl.full([BLOCK, 4], float("-inf"), ACC)
+    total = tl.zeros([BLOCK, 4], ACC)
+    for dy in tl.static_range(SIDE):
+        for dx in tl.static_range(SIDE):
+            _, _, s = _key_scores(k_ptr, qt, scale, b, h, ox, oy, Hk, Wk, heads, C, cc, q_mask,
+                                  dy, dx, L1, ACC)
+            m, total, _, _ = _online(m, total, s, _holds(dy, dx, SIDE))
+    return m, total
+
+
+@triton.jit
+def _probs_and_g(k_ptr, v_ptr, grad_attn_ptr, qt, go, m, total, scale, row64, row_mask, b, h,
+                 ox, oy, Hk, Wk, heads, C, CV, cc, cv, q_mask, v_mask, DY: tl.constexpr,
+                 DX: tl.constexpr, RADIUS: tl.constexpr, L1: tl.constexpr,
+                 HAS_GRAD_ATTN: tl.constexpr, ACC: tl.constexpr):
+    """For key (DY, DX): its row index, the keys, its probability in each corner's softmax
+    ``[BLOCK, 4]`` (0 where the corner does not hold it) and the gradient of its mixed weight
+    ``g = grad_out . v + grad_attn``."""
+    SIDE: tl.constexpr = 2 * RADIUS + 2
+    key, kt, s = _key_scores(k_ptr, qt, scale, b, h, ox, oy, Hk, Wk, heads, C, cc, q_mask,
+                             DY, DX, L1, ACC)
+    vt = tl.load(v_ptr + key[:, None] * CV + cv[None, :], mask=v_mask, other=0).to(ACC)
+    g = tl.sum(go * vt, axis=1)
+    if HAS_GRAD_ATTN:
+        g += tl.load(grad_attn_ptr + row64 * (SIDE * SIDE) + DY * SIDE + DX, mask=row_mask,
+                     other=0).to(ACC)
+    probs = tl.where(_holds(DY, DX, SIDE), _exp_below(s, m) / total, 0.0)
+    return key, kt, probs, g
 
 
 @triton.jit
@@ -107,74 +178,32 @@ def _forward_kernel(q_ptr, k_ptr, v_ptr, rel_ptr, params_ptr, out_ptr, attn_ptr,
                     BLOCK: tl.constexpr, C_PAD: tl.constexpr, CV_PAD: tl.constexpr,
                     ACC: tl.constexpr):
     SIDE: tl.constexpr = 2 * RADIUS + 2
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    row_mask = rows < n_rows
-    b, h, _, ox, oy, fx, fy, _, _ = _window(rows, row_mask, rel_ptr, params_ptr, Hq, Wq,
-                                            heads, rel_heads, RADIUS, ACC)
-    scale = tl.load(params_ptr)
-    cc = tl.arange(0, C_PAD)
-    cv = tl.arange(0, CV_PAD)
-    q_mask = row_mask[:, None] & (cc < C)[None, :]
-    v_mask = row_mask[:, None] & (cv < CV)[None, :]
-    row64 = rows.to(tl.int64)
-    qt = tl.load(q_ptr + row64[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
-
-    # Per corner (0 nw, 1 ne, 2 sw, 3 se): running max, sum and value accumulator.
-    m0 = tl.full([BLOCK], float("-inf"), ACC)
-    m1 = m0
-    m2 = m0
-    m3 = m0
-    t0 = tl.zeros([BLOCK], ACC)
-    t1 = t0
-    t2 = t0
-    t3 = t0
-    a0 = tl.zeros([BLOCK, CV_PAD], ACC)
-    a1 = a0
-    a2 = a0
-    a3 = a0
+    row_mask, row64, b, h, _, ox, oy, fx, fy, _, _, cc, q_mask, cv, v_mask, qt, scale = _rows(
+        q_ptr, rel_ptr, params_ptr, n_rows, Hq, Wq, heads, rel_heads, C, CV, RADIUS, BLOCK,
+        C_PAD, CV_PAD, ACC)
+    # Per corner: running max, sum and value accumulator.
+    m = tl.full([BLOCK, 4], float("-inf"), ACC)
+    total = tl.zeros([BLOCK, 4], ACC)
+    acc = tl.zeros([BLOCK, 4, CV_PAD], ACC)
     for dy in tl.static_range(SIDE):
         for dx in tl.static_range(SIDE):
-            key = _key(b, h, ox, oy, Hk, Wk, heads, dy, dx)
-            kt = tl.load(k_ptr + key[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
+            key, _, s = _key_scores(k_ptr, qt, scale, b, h, ox, oy, Hk, Wk, heads, C, cc,
+                                    q_mask, dy, dx, L1, ACC)
             vt = tl.load(v_ptr + key[:, None] * CV + cv[None, :], mask=v_mask, other=0).to(ACC)
-            s = _scores(qt, kt, scale, L1)
-            # The corners whose (2r+1)^2 sub-window holds key (dy, dx), known at compile time.
-            if dy < SIDE - 1:
-                if dx < SIDE - 1:
-                    m0, t0, a0 = _online(m0, t0, a0, s, vt)
-                if dx > 0:
-                    m1, t1, a1 = _online(m1, t1, a1, s, vt)
-            if dy > 0:
-                if dx < SIDE - 1:
-                    m2, t2, a2 = _online(m2, t2, a2, s, vt)
-                if dx > 0:
-                    m3, t3, a3 = _online(m3, t3, a3, s, vt)
-    # Bilinear weights of the corners, each over its softmax sum.
-    w0 = (1 - fx) * (1 - fy) / t0
-    w1 = fx * (1 - fy) / t1
-    w2 = (1 - fx) * fy / t2
-    w3 = fx * fy / t3
-    out = w0[:, None] * a0 + w1[:, None] * a1 + w2[:, None] * a2 + w3[:, None] * a3
+            m, total, alpha, p = _online(m, total, s, _holds(dy, dx, SIDE))
+            acc = acc * alpha[:, :, None] + p[:, :, None] * vt[:, None, :]
+    weights, _, _ = _bilinear(fx, fy)
+    coef = weights / total  # each corner's bilinear weight over its softmax sum
+    out = tl.sum(coef[:, :, None] * acc, axis=1)
     tl.store(out_ptr + row64[:, None] * CV + cv[None, :], out.to(out_ptr.dtype.element_ty),
              mask=v_mask)
     if NEED_ATTN:
         for dy in tl.static_range(SIDE):
             for dx in tl.static_range(SIDE):
-                key = _key(b, h, ox, oy, Hk, Wk, heads, dy, dx)
-                kt = tl.load(k_ptr + key[:, None] * C + cc[None, :], mask=q_mask,
-                             other=0).to(ACC)
-                s = _scores(qt, kt, scale, L1)
-                mixed = tl.zeros([BLOCK], ACC)
-                if dy < SIDE - 1:
-                    if dx < SIDE - 1:
-                        mixed += w0 * tl.exp(s - m0)
-                    if dx > 0:
-                        mixed += w1 * tl.exp(s - m1)
-                if dy > 0:
-                    if dx < SIDE - 1:
-                        mixed += w2 * tl.exp(s - m2)
-                    if dx > 0:
-                        mixed += w3 * tl.exp(s - m3)
+                _, _, s = _key_scores(k_ptr, qt, scale, b, h, ox, oy, Hk, Wk, heads, C, cc,
+                                      q_mask, dy, dx, L1, ACC)
+                mixed = tl.sum(tl.where(_holds(dy, dx, SIDE), coef * _exp_below(s, m), 0.0),
+                               axis=1)
                 tl.store(attn_ptr + row64 * (SIDE * SIDE) + dy * SIDE + dx,
                          mixed.to(attn_ptr.dtype.element_ty), mask=row_mask)
 
@@ -187,109 +216,34 @@ def _backward_kernel(q_ptr, k_ptr, v_ptr, rel_ptr, params_ptr, grad_out_ptr, gra
                      BLOCK: tl.constexpr, C_PAD: tl.constexpr, CV_PAD: tl.constexpr,
                      ACC: tl.constexpr):
     SIDE: tl.constexpr = 2 * RADIUS + 2
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    row_mask = rows < n_rows
-    b, h, rel_index, ox, oy, fx, fy, free_x, free_y = _window(
-        rows, row_mask, rel_ptr, params_ptr, Hq, Wq, heads, rel_heads, RADIUS, ACC)
-    scale = tl.load(params_ptr)
-    cc = tl.arange(0, C_PAD)
-    cv = tl.arange(0, CV_PAD)
-    q_mask = row_mask[:, None] & (cc < C)[None, :]
-    v_mask = row_mask[:, None] & (cv < CV)[None, :]
-    row64 = rows.to(tl.int64)
-    qt = tl.load(q_ptr + row64[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
+    (row_mask, row64, b, h, rel_index, ox, oy, fx, fy, free_x, free_y, cc, q_mask, cv, v_mask,
+     qt, scale) = _rows(q_ptr, rel_ptr, params_ptr, n_rows, Hq, Wq, heads, rel_heads, C, CV,
+                        RADIUS, BLOCK, C_PAD, CV_PAD, ACC)
     go = tl.load(grad_out_ptr + row64[:, None] * CV + cv[None, :], mask=v_mask,
                  other=0).to(ACC)
-    w0 = (1 - fx) * (1 - fy)
-    w1 = fx * (1 - fy)
-    w2 = (1 - fx) * fy
-    w3 = fx * fy
-
-    # Sweep 1: each corner's max and softmax sum.
-    m0 = tl.full([BLOCK], float("-inf"), ACC)
-    m1 = m0
-    m2 = m0
-    m3 = m0
-    t0 = tl.zeros([BLOCK], ACC)
-    t1 = t0
-    t2 = t0
-    t3 = t0
+    weights, dw_dfx, dw_dfy = _bilinear(fx, fy)
+    m, total = _softmax_sums(k_ptr, qt, scale, b, h, ox, oy, Hk, Wk, heads, C, cc, q_mask,
+                             BLOCK, RADIUS, L1, ACC)
+    # Corner gradients G_c = sum over the corner's keys of p_c(j) * g_j.
+    corner_grad = tl.zeros([BLOCK, 4], ACC)
     for dy in tl.static_range(SIDE):
         for dx in tl.static_range(SIDE):
-            key = _key(b, h, ox, oy, Hk, Wk, heads, dy, dx)
-            kt = tl.load(k_ptr + key[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
-            s = _scores(qt, kt, scale, L1)
-            if dy < SIDE - 1:
-                if dx < SIDE - 1:
-                    m0, t0 = _online_sum(m0, t0, s)
-                if dx > 0:
-                    m1, t1 = _online_sum(m1, t1, s)
-            if dy > 0:
-                if dx < SIDE - 1:
-                    m2, t2 = _online_sum(m2, t2, s)
-                if dx > 0:
-                    m3, t3 = _online_sum(m3, t3, s)
-
-    # Sweep 2: corner gradients G_c = sum over the corner's keys of p_c(j) * g_j.
-    g0 = tl.zeros([BLOCK], ACC)
-    g1 = g0
-    g2 = g0
-    g3 = g0
-    for dy in tl.static_range(SIDE):
-        for dx in tl.static_range(SIDE):
-            key = _key(b, h, ox, oy, Hk, Wk, heads, dy, dx)
-            kt = tl.load(k_ptr + key[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
-            vt = tl.load(v_ptr + key[:, None] * CV + cv[None, :], mask=v_mask, other=0).to(ACC)
-            s = _scores(qt, kt, scale, L1)
-            g = tl.sum(go * vt, axis=1)
-            if HAS_GRAD_ATTN:
-                g += tl.load(grad_attn_ptr + row64 * (SIDE * SIDE) + dy * SIDE + dx,
-                             mask=row_mask, other=0).to(ACC)
-            if dy < SIDE - 1:
-                if dx < SIDE - 1:
-                    g0 += tl.exp(s - m0) / t0 * g
-                if dx > 0:
-                    g1 += tl.exp(s - m1) / t1 * g
-            if dy > 0:
-                if dx < SIDE - 1:
-                    g2 += tl.exp(s - m2) / t2 * g
-                if dx > 0:
-                    g3 += tl.exp(s - m3) / t3 * g
-
-    # Sweep 3: score gradients ds_j = sum_c w_c p_c(j) (g_j - G_c); grad_q here, each key's
-    # share of grad_k and grad_v added to its row.
+            _, _, probs, g = _probs_and_g(
+                k_ptr, v_ptr, grad_attn_ptr, qt, go, m, total, scale, row64, row_mask, b, h, ox,
+                oy, Hk, Wk, heads, C, CV, cc, cv, q_mask, v_mask, dy, dx, RADIUS, L1,
+                HAS_GRAD_ATTN, ACC)
+            corner_grad += probs * g[:, None]
+    # Score gradients ds_j = sum_c w_c p_c(j) (g_j - G_c); grad_q here, each key's share of
+    # grad_k and grad_v added to its row.
     gq = tl.zeros([BLOCK, C_PAD], ACC)
     for dy in tl.static_range(SIDE):
         for dx in tl.static_range(SIDE):
-            key = _key(b, h, ox, oy, Hk, Wk, heads, dy, dx)
-            kt = tl.load(k_ptr + key[:, None] * C + cc[None, :], mask=q_mask, other=0).to(ACC)
-            vt = tl.load(v_ptr + key[:, None] * CV + cv[None, :], mask=v_mask, other=0).to(ACC)
-            s = _scores(qt, kt, scale, L1)
-            g = tl.sum(go * vt, axis=1)
-            if HAS_GRAD_ATTN:
-                g += tl.load(grad_attn_ptr + row64 * (SIDE * SIDE) + dy * SIDE + dx,
-                             mask=row_mask, other=0).to(ACC)
-            ds = tl.zeros([BLOCK], ACC)
-            mixed = tl.zeros([BLOCK], ACC)
-            if dy < SIDE - 1:
-                if dx < SIDE - 1:
-                    p = w0 * tl.exp(s - m0) / t0
-                    ds += p * (g - g0)
-                    mixed += p
-                if dx > 0:
-                    p = w1 * tl.exp(s - m1) / t1
-                    ds += p * (g - g1)
-                    mixed += p
-            if dy > 0:
-                if dx < SIDE - 1:
-                    p = w2 * tl.exp(s - m2) / t2
-                    ds += p * (g - g2)
-                    mixed += p
-                if dx > 0:
-                    p = w3 * tl.exp(s - m3) / t3
-                    ds += p * (g - g3)
-                    mixed += p
-            ds = ds * scale
+            key, kt, probs, g = _probs_and_g(
+                k_ptr, v_ptr, grad_attn_ptr, qt, go, m, total, scale, row64, row_mask, b, h, ox,
+                oy, Hk, Wk, heads, C, CV, cc, cv, q_mask, v_mask, dy, dx, RADIUS, L1,
+                HAS_GRAD_ATTN, ACC)
+            mixed = weights * probs
+            ds = tl.sum(mixed * (g[:, None] - corner_grad), axis=1) * scale
             if L1:
                 diff = qt - kt
                 sign = (diff > 0).to(ACC) - (diff < 0).to(ACC)
@@ -299,15 +253,16 @@ def _backward_kernel(q_ptr, k_ptr, v_ptr, rel_ptr, params_ptr, grad_out_ptr, gra
                 gq += ds[:, None] * kt
                 gk = ds[:, None] * qt
             tl.atomic_add(grad_k_ptr + key[:, None] * C + cc[None, :], gk, mask=q_mask)
-            tl.atomic_add(grad_v_ptr + key[:, None] * CV + cv[None, :], mixed[:, None] * go,
-                          mask=v_mask)
+            tl.atomic_add(grad_v_ptr + key[:, None] * CV + cv[None, :],
+                          tl.sum(mixed, axis=1)[:, None] * go, mask=v_mask)
     tl.store(grad_q_ptr + row64[:, None] * C + cc[None, :], gq.to(grad_q_ptr.dtype.element_ty),
              mask=q_mask)
-    # The centre's gradient through the bilinear weights; heads sharing rel_pos add up.
-    dfx = (1 - fy) * (g1 - g0) + fy * (g3 - g2)
-    dfy = (1 - fx) * (g2 - g0) + fx * (g3 - g1)
-    tl.atomic_add(grad_rel_ptr + rel_index * 2, tl.where(free_x, dfx, 0), mask=row_mask)
-    tl.atomic_add(grad_rel_ptr + rel_index * 2 + 1, tl.where(free_y, dfy, 0), mask=row_mask)
+    # The centre's gradient through the bilinear weights (dL/dw_c = G_c); heads sharing
+    # rel_pos add up.
+    dfx = tl.sum(corner_grad * dw_dfx, axis=1)
+    dfy = tl.sum(corner_grad * dw_dfy, axis=1)
+    tl.atomic_add(grad_rel_ptr + rel_index * 2, tl.where(free_x, dfx, 0.0), mask=row_mask)
+    tl.atomic_add(grad_rel_ptr + rel_index * 2 + 1, tl.where(free_y, dfy, 0.0), mask=row_mask)
 
 
 def _accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
