@@ -35,6 +35,11 @@ INTERPRETED: bool = bool(triton.knobs.runtime.interpret)
 # Channels per head (C and Cv) the kernels keep in registers: four value accumulators of
 # [BLOCK, Cv] per program.
 MAX_CHANNELS = 256
+# Triton's interpreter converts float32 to bfloat16 by truncation (and its round-to-nearest
+# path mishandles the carry into the exponent), where a GPU rounds to nearest. Under the
+# interpreter the kernels therefore write their bfloat16 and float16 outputs in float32 and
+# torch rounds them to nearest, as the GPU's own conversion does.
+STAGE_OUTPUTS_IN_FLOAT32 = INTERPRETED
 # Rows per program: on a GPU chosen for the register budget; the interpreter runs programs one
 # after another in Python, so there large blocks (few programs) are what keeps it fast.
 INTERPRETER_BLOCK = 2048
@@ -270,6 +275,11 @@ def _accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
     return (torch.float64, tl.float64) if dtype == torch.float64 else (torch.float32, tl.float32)
 
 
+def _written(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the kernels write outputs of ``dtype`` in (see STAGE_OUTPUTS_IN_FLOAT32)."""
+    return _accumulator(dtype)[0] if STAGE_OUTPUTS_IN_FLOAT32 else dtype
+
+
 def _params(q: torch.Tensor, k: torch.Tensor, radius: int, scale: float) -> torch.Tensor:
     """``[scale, upper x clamp, upper y clamp]`` in the accumulation dtype. A tensor rather than
     scalar arguments: Triton passes Python floats as float32, and float64 inputs need them
@@ -313,8 +323,9 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Te
     q, k, v, rel_pos = (t.contiguous() for t in (q, k, v, rel_pos))
     batch, hq, wq, heads, channels = q.shape
     _, hk, wk, _, cv = v.shape
-    out = q.new_empty((batch, hq, wq, heads, cv))
-    attn = q.new_empty((batch, hq, wq, heads, (2 * radius + 2) ** 2) if need_attn else (0,))
+    out = q.new_empty((batch, hq, wq, heads, cv), dtype=_written(q.dtype))
+    attn = q.new_empty((batch, hq, wq, heads, (2 * radius + 2) ** 2) if need_attn else (0,),
+                       dtype=_written(q.dtype))
     rows = batch * hq * wq * heads
     settings = _launch_settings(rows, channels, cv)
     with _on_device(q):
@@ -322,7 +333,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Te
             q, k, v, rel_pos, _params(q, k, radius, scale), out, attn if need_attn else out,
             rows, hq, wq, hk, wk, heads, rel_pos.shape[3], channels, cv, RADIUS=radius, L1=l1,
             NEED_ATTN=need_attn, ACC=_accumulator(q.dtype)[1], **settings)
-    return out, attn
+    return out.to(q.dtype), attn.to(q.dtype)
 
 
 def backward(grad_out: torch.Tensor, grad_attn: torch.Tensor | None, q: torch.Tensor,
@@ -335,7 +346,7 @@ def backward(grad_out: torch.Tensor, grad_attn: torch.Tensor | None, q: torch.Te
     batch, hq, wq, heads, channels = q.shape
     _, hk, wk, _, cv = v.shape
     acc = _accumulator(q.dtype)
-    grad_q = torch.empty_like(q)
+    grad_q = torch.empty_like(q, dtype=_written(q.dtype))
     # Atomic adds gather in the accumulation dtype; rounded to the inputs' dtype at the end.
     grad_k, grad_v, grad_rel = (torch.zeros(t.shape, dtype=acc[0], device=t.device)
                                 for t in (k, v, rel_pos))
@@ -348,4 +359,4 @@ def backward(grad_out: torch.Tensor, grad_attn: torch.Tensor | None, q: torch.Te
             grad_q, grad_k, grad_v, grad_rel, rows, hq, wq, hk, wk, heads, rel_pos.shape[3],
             channels, cv, RADIUS=radius, L1=l1, HAS_GRAD_ATTN=grad_attn is not None, ACC=acc[1],
             **settings)
-    return grad_q, grad_k.to(k.dtype), grad_v.to(v.dtype), grad_rel.to(rel_pos.dtype)
+    return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype), grad_rel.to(rel_pos.dtype)
