@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crossview.attention.match import cpu_build
+from crossview.attention.match import cpu_build, unavailable_reason
 from crossview.bench import attention
 from crossview.cli.app import main
 
@@ -47,3 +47,17 @@ def test_sizes_beyond_the_reference_budget_are_skipped_with_a_reason() -> None:
     size = 512
     assert attention.reference_gather_bytes(size, 1) > attention.REFERENCE_MAX_GATHER_BYTES
     assert attention.reference_gather_bytes(128, 2) <= attention.REFERENCE_MAX_GATHER_BYTES
+
+
+@pytest.mark.triton
+@pytest.mark.skipif(unavailable_reason("triton") is not None,
+                    reason=f"{unavailable_reason('triton')}")
+def test_a_case_on_the_triton_backend_allocates_about_its_output(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under Triton's interpreter on CPU tensors: the case runs the backend it is given, and the
+    # fused forward allocates its output and a few bytes of launch parameters, no window.
+    monkeypatch.setattr(attention, "MIN_SECONDS", 0.0)
+    row = attention.bench_case(6, 1, bandwidth=1e9, repeats=1, reference=False, sdpa=False,
+                               fused="triton")
+    assert row["fused_fwd_s"] > 0 and row["fused_fwd_bwd_s"] > 0
+    assert row["out_bytes"] <= row["fused_fwd_peak_bytes"] <= row["out_bytes"] + 1024

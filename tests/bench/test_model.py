@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from crossview.bench import model as bench
 
@@ -42,8 +43,6 @@ def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("model", ["T", "matchstereo-mini"])
 def test_measure_runs_one_small_case(model: str) -> None:
-    import torch
-
     from crossview.attention import set_backend
 
     threads = torch.get_num_threads()
@@ -55,3 +54,24 @@ def test_measure_runs_one_small_case(model: str) -> None:
         set_backend(None)
     assert row["status"] == "ok" and row["median_s"] > 0 and row["peak_rss_mib"] > 0
     assert row["model"] == model
+
+
+def test_on_a_gpu_every_model_runs_4k_on_the_triton_backend() -> None:
+    cases = bench.default_cases(["T", "S"], [(384, 1248)], ["fp16"], big=True,
+                                reference_sizes=[(384, 1248)], repeats=3, threads=2,
+                                device="cuda")
+    assert [(c["model"], tuple(c["size"]), c["backend"]) for c in cases] == [
+        ("T", (384, 1248), "triton"), ("T", (384, 1248), "reference"),
+        ("S", (384, 1248), "triton"), ("T", (2176, 3840), "triton"),
+        ("S", (2176, 3840), "triton")]
+    assert {c["device"] for c in cases} == {"cuda"}
+    assert bench.DEFAULT_PRECISIONS["cuda"] == ("fp16", "bf16")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_measure_runs_one_small_case_on_a_gpu() -> None:
+    row = bench.measure({"model": "T", "size": [192, 192], "precision": "fp16",
+                         "backend": "triton", "device": "cuda", "threads": 1, "repeats": 1,
+                         "warmup": 0})
+    assert row["status"] == "ok" and row["median_s"] > 0 and row["peak_gpu_mib"] > 0

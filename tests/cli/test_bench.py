@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from crossview.cli.app import main
 
@@ -72,3 +73,23 @@ def test_attention_plot_mistakes_fail_before_measuring(
                                capsys)
     assert err == f"error: {message.format(tmp=tmp_path)}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is visible")
+@pytest.mark.parametrize("subject", ["attention", "model"])
+def test_device_cuda_without_a_gpu_fails_before_measuring(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], subject: str) -> None:
+    err = _fails_with_one_line(["bench", subject, "--device", "cuda", "--json",
+                                str(tmp_path / "a.json")], capsys)
+    assert err == ("error: --device cuda: torch sees no CUDA GPU (torch.cuda.is_available() is "
+                   "False)")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("subject", ["attention", "model"])
+def test_an_unknown_device_fails_before_measuring(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], subject: str) -> None:
+    err = _fails_with_one_line(["bench", subject, "--device", "tpu", "--json",
+                                str(tmp_path / "a.json")], capsys)
+    assert err == "error: --device must be one of cpu, cuda, got 'tpu'"
+    assert list(tmp_path.iterdir()) == []

@@ -1,10 +1,13 @@
-"""Speed and memory of MatchAttention: fused cpu kernels against the reference backend and SDPA.
+"""Speed and memory of MatchAttention: the fused kernels (``cpu``, or ``triton`` with
+``device="cuda"``) against the reference backend and SDPA.
 
 Every case is self-attention on a square token grid, ``[1, n, n, heads, channels]`` float32,
 with ``rel_pos`` drawn uniformly in ``[-4, 4)`` tokens and shared by the heads (the
 cross-attention layout). In the same run the memory bandwidth of a plain tensor copy is
 measured; the operator's bandwidth bound is the time to read q, k, v and rel_pos once and
 write out once at that bandwidth. Ratios are taken within the run (the machine is shared).
+On a GPU every timed call waits for the kernels to finish and peak memory is
+``torch.cuda.max_memory_allocated`` (:mod:`crossview.bench.device`).
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from crossview.attention.match import match_attention, unavailable_reason
-from crossview.bench.measure import peak_cpu_bytes, time_call
-from crossview.errors import UserError
+from crossview.attention.match import match_attention
+from crossview.bench.device import fused_backend, peak_bytes, synchronized
+from crossview.bench.measure import time_call
 from crossview.output import atomic_output
 
 SIZES = (64, 128, 256, 512)
@@ -37,20 +40,20 @@ MEMORY_COLUMNS = ["tokens", "r", "bound ms", "fwd/bound", "ns/token", "out", "fu
                   "fused f+b", "ref fwd"]
 
 
-def copy_bandwidth(nbytes: int, repeats: int = 5) -> float:
-    """Bytes per second moved by ``y.copy_(x)`` (read + write) for ``nbytes``-sized tensors,
-    from the median time like every other timing here."""
-    x = torch.ones(nbytes // 4)
+def copy_bandwidth(nbytes: int, repeats: int = 5, device: str = "cpu") -> float:
+    """Bytes per second moved by ``y.copy_(x)`` (read + write) for ``nbytes``-sized tensors on
+    ``device``, from the median time like every other timing here."""
+    x = torch.ones(nbytes // 4, device=device)
     y = torch.empty_like(x)
-    timing = time_call(lambda: y.copy_(x), repeats=repeats, warmup=1)
+    timing = time_call(synchronized(lambda: y.copy_(x), device), repeats=repeats, warmup=1)
     return 2 * nbytes / timing["median_s"]
 
 
-def _inputs(size: int, seed: int = 0) -> list[torch.Tensor]:
+def _inputs(size: int, device: str, seed: int = 0) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(1, size, size, HEADS, CHANNELS, generator=gen) for _ in range(3))
     rel_pos = (torch.rand(1, size, size, 1, 2, generator=gen) - 0.5) * 8
-    return [q, k, v, rel_pos]
+    return [t.to(device) for t in (q, k, v, rel_pos)]
 
 
 def _forward(inputs: list[torch.Tensor], radius: int, backend: str) -> Callable[[], Any]:
@@ -85,32 +88,35 @@ def _sdpa(inputs: list[torch.Tensor]) -> Callable[[], Any]:
 
 
 def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, reference: bool,
-               sdpa: bool) -> dict[str, Any]:
-    """One row: timings (seconds), peak bytes and the bandwidth bound for ``size^2`` tokens."""
-    inputs = _inputs(size)
+               sdpa: bool, device: str = "cpu", fused: str = "cpu") -> dict[str, Any]:
+    """One row: timings (seconds), peak bytes and the bandwidth bound for ``size^2`` tokens on
+    ``device``, the fused backend being ``fused``."""
+    inputs = _inputs(size, device)
     tokens = size * size
     out_bytes = tokens * HEADS * CHANNELS * 4
     moved = sum(t.numel() * t.element_size() for t in inputs) + out_bytes
     row: dict[str, Any] = {"size": size, "tokens": tokens, "radius": radius,
                            "out_bytes": out_bytes, "bound_s": moved / bandwidth}
-    fwd = _forward(inputs, radius, "cpu")
+    fwd = synchronized(_forward(inputs, radius, fused), device)
     timing = time_call(fwd, repeats=repeats, min_seconds=MIN_SECONDS)
     row["fused_fwd_s"], row["fused_fwd_min_s"] = timing["median_s"], timing["min_s"]
-    row["fused_fwd_peak_bytes"] = peak_cpu_bytes(fwd)
-    fwd_bwd = _forward_backward(inputs, radius, "cpu")
+    row["fused_fwd_peak_bytes"] = peak_bytes(fwd, device)
+    fwd_bwd = synchronized(_forward_backward(inputs, radius, fused), device)
     row["fused_fwd_bwd_s"] = time_call(fwd_bwd, repeats=repeats,
                                        min_seconds=MIN_SECONDS)["median_s"]
-    row["fused_fwd_bwd_peak_bytes"] = peak_cpu_bytes(fwd_bwd)
+    row["fused_fwd_bwd_peak_bytes"] = peak_bytes(fwd_bwd, device)
     if reference:
-        ref = _forward(inputs, radius, "reference")
+        ref = synchronized(_forward(inputs, radius, "reference"), device)
         row["ref_fwd_s"] = time_call(ref, repeats=max(1, repeats // 2), warmup=0)["median_s"]
-        row["ref_fwd_peak_bytes"] = peak_cpu_bytes(ref)
-        ref_bwd = _forward_backward(inputs, radius, "reference")
+        row["ref_fwd_peak_bytes"] = peak_bytes(ref, device)
+        ref_bwd = synchronized(_forward_backward(inputs, radius, "reference"), device)
         row["ref_fwd_bwd_s"] = time_call(ref_bwd, repeats=max(1, repeats // 2),
                                          warmup=0)["median_s"]
     if sdpa:
-        row["sdpa_fwd_s"] = time_call(_sdpa(inputs), repeats=max(1, repeats // 2),
+        sdpa_fwd = synchronized(_sdpa(inputs), device)
+        row["sdpa_fwd_s"] = time_call(sdpa_fwd, repeats=max(1, repeats // 2),
                                       warmup=0)["median_s"]
+        row["sdpa_fwd_peak_bytes"] = peak_bytes(sdpa_fwd, device)
     return row
 
 
@@ -119,20 +125,14 @@ def reference_gather_bytes(size: int, radius: int) -> int:
     return size * size * HEADS * (2 * radius + 2) ** 2 * CHANNELS * 4
 
 
-def check_fused_backend() -> None:
-    """:class:`UserError` saying why, if the fused MatchAttention cpu backend cannot run here
-    (the benchmark compares it with the others)."""
-    reason = unavailable_reason("cpu")
-    if reason is not None:
-        raise UserError(f"the fused MatchAttention cpu backend cannot run: {reason}")
-
-
 def bench_attention(sizes: Sequence[int] = SIZES, radii: Sequence[int] = RADII, *,
                     repeats: int = 5, on_step: Callable[[str], None] | None = None,
-                    ) -> dict[str, Any]:
-    """Run every (size, radius) case; returns ``{"copy_bandwidth_Bps", "rows", "skipped",
-    "summary"}`` (rows hold seconds and bytes)."""
-    bandwidth = copy_bandwidth(COPY_BYTES)
+                    device: str = "cpu") -> dict[str, Any]:
+    """Run every (size, radius) case on ``device`` (``"cpu"`` or ``"cuda"``; ``UserError`` if
+    its fused backend cannot run); returns ``{"device", "fused_backend", "copy_bandwidth_Bps",
+    "rows", "skipped", "summary"}`` (rows hold seconds and bytes)."""
+    fused = fused_backend(device)
+    bandwidth = copy_bandwidth(COPY_BYTES, device=device)
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     sdpa_last: tuple[int, float] | None = None
@@ -152,17 +152,19 @@ def bench_attention(sizes: Sequence[int] = SIZES, radii: Sequence[int] = RADII, 
                                    f"{estimate:.0f} s per call estimated from {sdpa_last[0]}²")
                     sdpa = False
             row = bench_case(size, radius, bandwidth=bandwidth, repeats=repeats,
-                             reference=reference, sdpa=sdpa)
+                             reference=reference, sdpa=sdpa, device=device, fused=fused)
             if "sdpa_fwd_s" in row:
                 sdpa_last = (size, row["sdpa_fwd_s"])
             rows.append(row)
-    return {"copy_bandwidth_Bps": bandwidth, "heads": HEADS, "channels": CHANNELS,
+    return {"device": device, "fused_backend": fused, "copy_bandwidth_Bps": bandwidth,
+            "heads": HEADS, "channels": CHANNELS,
             "dtype": "float32", "rows": rows, "skipped": skipped, "summary": summarize(rows)}
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Targets of the operator: speed-ups, distance to the bandwidth bound, linear scaling and
-    whether the fused forward allocates no more than its output."""
+    """Targets of the operator: speed-ups, distance to the bandwidth bound, linear scaling,
+    forward+backward over forward, whether the fused forward allocates no more than its output
+    and its peak over the output (the GPU target: within 2x)."""
     summary: dict[str, Any] = {}
     for radius in sorted({row["radius"] for row in rows}):
         mine = [row for row in rows if row["radius"] == radius]
@@ -176,6 +178,10 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "per_token_max_over_min": max(per_token) / min(per_token),
             "fwd_allocates_only_output": all(row["fused_fwd_peak_bytes"] <= row["out_bytes"]
                                              for row in mine),
+            "fwd_peak_over_output": {row["size"]: row["fused_fwd_peak_bytes"] / row["out_bytes"]
+                                     for row in mine},
+            "fwd_bwd_over_fwd": {row["size"]: row["fused_fwd_bwd_s"] / row["fused_fwd_s"]
+                                 for row in mine},
         }
     return summary
 
@@ -243,8 +249,9 @@ def plot_attention(result: dict[str, Any], path: str | Path) -> Path:
         axis.grid(True, which="both", alpha=0.3)
     latency.legend(fontsize=7)
     memory.legend(fontsize=7)
-    fig.suptitle(f"MatchAttention, {HEADS} heads x {CHANNELS} ch, float32, "
-                 f"{torch.get_num_threads()} CPU threads")
+    where = (f"{torch.get_num_threads()} CPU threads" if result.get("device", "cpu") == "cpu"
+             else f"{result['device']}, {result['fused_backend']} backend")
+    fig.suptitle(f"MatchAttention, {HEADS} heads x {CHANNELS} ch, float32, {where}")
     fig.tight_layout()
     path = Path(path)
     with atomic_output(path) as tmp:

@@ -7,6 +7,9 @@ configuration's alone and an out-of-memory case cannot take the others down. A c
 mask included) with randomly initialised weights: the cost does not depend on the weights.
 Wall-clock and process CPU time are both reported; on a shared, busy machine the wall clock is
 inflated by other processes, and CPU time / threads estimates what free cores would deliver.
+With ``device="cuda"`` the model and images are on the GPU, the fused operator is the
+``triton`` backend, every timed call waits for the GPU and the peak GPU memory
+(``torch.cuda.max_memory_allocated``) is reported beside the RSS.
 """
 
 from __future__ import annotations
@@ -22,57 +25,65 @@ import torch
 
 from crossview.api import build_model, estimate_disparity
 from crossview.attention import set_backend
+from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
 # stereo model names are benchmarked under their own name
 SIZES = ((384, 1248), (1536, 1536))
-BIG = ((2176, 3840), "T")  # 4K: MatchStereo-T only
-PRECISIONS = ("fp32", "bf16")
+BIG = ((2176, 3840), "T")  # 4K: MatchStereo-T only on CPU, every model on a GPU
+PRECISIONS = ("fp32", "bf16", "fp16")
+DEFAULT_PRECISIONS = {"cpu": ("fp32", "bf16"), "cuda": ("fp16", "bf16")}
 
 
 def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                   precisions: Sequence[str], *, big: bool,
                   reference_sizes: Sequence[tuple[int, int]], repeats: int, threads: int,
-                  reference_models: Sequence[str] = ("T",)) -> list[dict[str, Any]]:
-    """The configurations to run: fused everywhere, the reference operator for
-    ``reference_models`` at ``reference_sizes``. Cases above 1 Mpx run once, without warm-up."""
+                  reference_models: Sequence[str] = ("T",),
+                  device: str = "cpu") -> list[dict[str, Any]]:
+    """The configurations to run on ``device``: the fused operator (:data:`FUSED`) everywhere,
+    the reference operator for ``reference_models`` at ``reference_sizes``. Cases above 1 Mpx
+    run once, without warm-up."""
     cases = []
     shapes = [(m, s) for m in models for s in sizes]
-    if big and BIG[1] in models:
-        shapes.append((BIG[1], BIG[0]))
+    if big:
+        shapes += [(m, BIG[0]) for m in models if m == BIG[1] or device == "cuda"]
     for model, size in shapes:
         for precision in precisions:
             heavy = size[0] * size[1] > 1_000_000
             reference = model in reference_models and tuple(size) in map(tuple, reference_sizes)
-            for backend in ["cpu"] + (["reference"] if reference else []):
+            for backend in [FUSED[device]] + (["reference"] if reference else []):
                 cases.append({"model": model, "size": list(size), "precision": precision,
-                              "backend": backend, "threads": threads,
+                              "backend": backend, "device": device, "threads": threads,
                               "repeats": 1 if heavy else repeats, "warmup": 0 if heavy else 1})
     return cases
 
 
 def measure(case: dict[str, Any]) -> dict[str, Any]:
     """Run one configuration in this process (the child side)."""
+    device = case.get("device", "cpu")
     torch.set_num_threads(case["threads"])
     set_backend(case["backend"])
-    model = build_model(MODELS.get(case["model"], case["model"]))
+    model = build_model(MODELS.get(case["model"], case["model"])).eval().to(device)
     h, w = case["size"]
     generator = torch.Generator().manual_seed(0)
-    left = torch.rand(1, 3, h, w, generator=generator) * 255
+    left = (torch.rand(1, 3, h, w, generator=generator) * 255).to(device)
     right = torch.roll(left, -8, dims=3)
     cpu: list[float] = []
 
     def run() -> None:
         started = time.process_time()
-        estimate_disparity(left, right, model=model, precision=case["precision"])
+        estimate_disparity(left, right, model=model, precision=case["precision"], device=device)
         cpu.append(time.process_time() - started)
 
-    stats = time_call(run, repeats=case["repeats"], warmup=case["warmup"])
+    stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
     timed_cpu = sorted(cpu[case["warmup"]:])
-    return {**case, "median_s": stats["median_s"], "min_s": stats["min_s"],
-            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
-            "status": "ok"}
+    row = {**case, "median_s": stats["median_s"], "min_s": stats["min_s"],
+           "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
+           "status": "ok"}
+    if device == "cuda":  # the whole process's peak: model, images and every timed call
+        row["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2**20
+    return row
 
 
 def run_case(case: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -110,10 +121,10 @@ def bench_model(cases: Sequence[dict[str, Any]], *, timeout: float = 1800,
 def _add_ratios(rows: list[dict[str, Any]]) -> None:
     medians = {_key(r): r["median_s"] for r in rows if r["status"] == "ok"}
     for row in rows:
-        if row["status"] == "ok" and row["backend"] == "cpu":
+        if row["status"] == "ok" and row["backend"] != "reference":
             reference = medians.get(_key(row, "reference"))
             row["ratio"] = reference / row["median_s"] if reference else None
-            fp32 = medians.get(_key(row, "cpu", "fp32"))
+            fp32 = medians.get(_key(row, row["backend"], "fp32"))
             row["vs_fp32"] = fp32 / row["median_s"] if fp32 else None
 
 

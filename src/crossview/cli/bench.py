@@ -17,6 +17,7 @@ from crossview.bench import attention as attention_bench
 from crossview.bench import camera as camera_bench
 from crossview.bench import match as match_bench
 from crossview.bench import model as model_bench
+from crossview.bench.device import fused_backend
 from crossview.cli.options import parse_size
 from crossview.errors import UserError
 from crossview.output import check_output_file, check_output_files, staged_files
@@ -175,8 +176,11 @@ def attention(
         "bench-results/attention.json"),
     plot: Annotated[str | None, typer.Option(
         "--plot", help="Also write a PNG of latency and memory against tokens.")] = None,
+    device: Annotated[str, typer.Option(
+        help="cpu (fused cpu kernels) or cuda (fused Triton kernels, pip install "
+             "'crossview[gpu]').")] = "cpu",
 ) -> None:
-    """MatchAttention: fused cpu kernels vs reference backend vs SDPA global attention."""
+    """MatchAttention: fused kernels vs reference backend vs SDPA global attention."""
     check_output_file(json_path, "--json")
     if plot is not None:
         check_output_file(plot, "--plot")
@@ -186,7 +190,7 @@ def attention(
     repeats = (2 if quick else 5) if repeats is None else repeats
     if repeats <= 0:
         raise UserError(f"--repeats must be positive, got {repeats}")
-    attention_bench.check_fused_backend()
+    fused_backend(device)  # fails before measuring if it cannot run
     radii = attention_bench.RADII[:1] if quick else attention_bench.RADII
     sizes = attention_bench.QUICK_SIZES if quick else attention_bench.SIZES
     with Progress(transient=True) as progress:
@@ -195,7 +199,8 @@ def attention(
         def on_step(label: str) -> None:
             progress.update(task, advance=1, description=label)
 
-        result = attention_bench.bench_attention(sizes, radii, repeats=repeats, on_step=on_step)
+        result = attention_bench.bench_attention(sizes, radii, repeats=repeats, on_step=on_step,
+                                                 device=device)
     print_table("MatchAttention, 4 heads x 64 ch, float32: median ms; x = reference / fused",
                 attention_bench.SPEED_COLUMNS, attention_bench.speed_rows(result))
     print_table(f"Bandwidth bound (copy {result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s), fused "
@@ -219,7 +224,8 @@ def model(
         "--size", help="Image sizes HxW (repeatable; default 384x1248 and 1536x1536).")] = None,
     big: Annotated[bool, typer.Option(help="Also run MatchStereo-T at 2176x3840.")] = True,
     precisions: Annotated[list[str] | None, typer.Option(
-        "--precision", help="fp32 / bf16 (repeatable; default both).")] = None,
+        "--precision", help="fp32 / bf16 / fp16 (repeatable; default fp32 and bf16, on cuda "
+                            "fp16 and bf16).")] = None,
     reference_sizes: Annotated[list[str] | None, typer.Option(
         "--reference-size", help="Sizes also run on the reference operator, for the ratio "
         "(repeatable; default 384x1248).")] = None,
@@ -230,12 +236,16 @@ def model(
     threads: Annotated[int, typer.Option(help="Torch CPU threads per case.")] = 2,
     json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
         "bench-results/model.json"),
+    device: Annotated[str, typer.Option(
+        help="cpu or cuda (fused Triton kernels, pip install 'crossview[gpu]'; peak GPU memory "
+             "reported; 2176x3840 for every model).")] = "cpu",
 ) -> None:
     """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio (same run)."""
     check_output_file(json_path, "--json")
     letters, precision_names = model_bench.MODELS, model_bench.PRECISIONS
     chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
-    chosen_precisions = precisions or list(precision_names)
+    fused_backend(device)  # fails before measuring if it cannot run
+    chosen_precisions = precisions or list(model_bench.DEFAULT_PRECISIONS[device])
     stereo_names = api.list_models("stereo")
     if set(chosen) - set(letters) - set(stereo_names) or set(chosen_precisions) - set(
             precision_names):
@@ -249,7 +259,7 @@ def model(
         chosen_precisions,
         big=big, reference_sizes=[parse_size(s) for s in reference_sizes or ["384x1248"]],
         repeats=repeats, threads=threads,
-        reference_models=[m.upper() for m in reference_models or ["T"]])
+        reference_models=[m.upper() for m in reference_models or ["T"]], device=device)
     with Progress(transient=True) as progress:
         task = progress.add_task("model", total=len(cases))
 
@@ -269,9 +279,10 @@ def model(
         f"MatchStereo forward (estimate_disparity, both views), {threads} threads, "
         "random weights; ratio = reference / fused, same run",
         ["model", "size", "precision", "operator", "median s", "cpu s", "peak RSS MiB",
-         "fused speed-up", "vs fp32", "status"],
+         "peak GPU MiB", "fused speed-up", "vs fp32", "status"],
         [[r["model"], f"{r['size'][0]}x{r['size'][1]}", r["precision"], r["backend"],
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
+          fmt(r.get("peak_gpu_mib"), ".0f"),
           fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), r["status"]] for r in rows])
     typer.echo(f"wrote {json_path}")
 

@@ -25,16 +25,28 @@ from crossview.attention.match.choose import BACKENDS, unavailable_reason
 #   order passes, a wrong term does not.
 # bfloat16 is computed in float32 and rounded once: the rounding alone is up to 2^-8 relative
 #   (measured 3.9e-3), so rtol is 2^-7, and atol covers the float32 errors near zero.
+# float16 likewise with its own rounding, up to 2^-11 relative: rtol 2^-10.
 FLOAT32 = {"out": (1e-5, 1e-5), "attn": (1e-5, 1e-5), "grad_q": (3e-5, 1e-5),
            "grad_k": (3e-5, 1e-5), "grad_v": (3e-5, 1e-5), "grad_rel_pos": (2e-4, 1e-5)}
 TOLERANCES: dict[torch.dtype, dict[str, tuple[float, float]]] = {
     torch.float64: dict.fromkeys(OUTPUTS, (1e-12, 1e-12)),
     torch.float32: FLOAT32,
     torch.bfloat16: {name: (atol, 2**-7) for name, (atol, _) in FLOAT32.items()},
+    torch.float16: {name: (atol, 2**-10) for name, (atol, _) in FLOAT32.items()},
 }
-# Every backend in every dtype, except the reference in float64: that is the yardstick itself.
-BACKENDS_AND_DTYPES = [(backend.name, dtype) for backend in BACKENDS for dtype in TOLERANCES
-                       if (backend.name, dtype) != ("reference", torch.float64)]
+# Every backend in every dtype on CPU tensors (the triton backend under Triton's interpreter,
+# marked so CI can run just those with TRITON_INTERPRET=1), except the reference in float64:
+# that is the yardstick itself. The triton backend again on a GPU when there is one.
+ON_A_GPU = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
+                                                reason="needs a CUDA GPU")]
+CONFIGURATIONS = [
+    *(pytest.param(backend.name, dtype, "cpu", id=f"{backend.name}-{dtype}",
+                   marks=[pytest.mark.triton] if backend.name == "triton" else [])
+      for backend in BACKENDS for dtype in TOLERANCES
+      if (backend.name, dtype) != ("reference", torch.float64)),
+    *(pytest.param("triton", dtype, "cuda", id=f"triton-{dtype}-cuda", marks=ON_A_GPU)
+      for dtype in TOLERANCES),
+]
 
 
 def _upstream(case: Case, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -58,14 +70,16 @@ def _reference(index: int, dtype: torch.dtype) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=lambda index: str(CASES[index]))
-@pytest.mark.parametrize(("backend", "dtype"), BACKENDS_AND_DTYPES, ids=str)
-def test_backend_matches_the_float64_reference(backend: str, dtype: torch.dtype,
+@pytest.mark.parametrize(("backend", "dtype", "device"), CONFIGURATIONS)
+def test_backend_matches_the_float64_reference(backend: str, dtype: torch.dtype, device: str,
                                                index: int) -> None:
-    if (why := unavailable_reason(backend, "cpu", dtype)) is not None:
+    if (why := unavailable_reason(backend, device, dtype)) is not None:
         pytest.skip(f"backend {backend!r} cannot run here: {why}")
     case = CASES[index]
-    got = run(backend, inputs(case, dtype, seed=index), case, *_upstream(case, dtype))
+    got = run(backend, [t.to(device) for t in inputs(case, dtype, seed=index)], case,
+              *(None if t is None else t.to(device) for t in _upstream(case, dtype)))
     for name, tensor, expected in zip(OUTPUTS, got, _reference(index, dtype), strict=True):
+        tensor = tensor.cpu()
         assert tensor.dtype == dtype and tensor.shape == expected.shape, name
         atol, rtol = TOLERANCES[dtype][name]
         torch.testing.assert_close(tensor.double(), expected, atol=atol, rtol=rtol,

@@ -217,7 +217,8 @@ def test_without_a_build_auto_falls_back_with_one_warning(
     assert reason.format(tmp_path=tmp_path) in why
     assert [str(warning.message) for warning in record] == [
         f"MatchAttention falls back to the slow reference backend: {why}"]
-    assert choose_backend("cpu") == BackendChoice("reference", {"cpu": why})
+    assert choose_backend("cpu") == BackendChoice(
+        "reference", {"triton": choose_backend("cpu").skipped["triton"], "cpu": why})
     assert torch.equal(out, match_attention(q, k, v, rel_pos, 1, backend="reference"))
     with pytest.raises(RuntimeError, match="backend 'cpu' cannot run: the C\\+\\+ extension"):
         match_attention(q, k, v, rel_pos, 1, backend="cpu")

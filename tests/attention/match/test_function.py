@@ -11,7 +11,11 @@ import torch
 from safetensors.torch import load_file
 
 from crossview.attention import match_attention
+from crossview.attention.match.choose import unavailable_reason
 
+# The triton backend runs CPU tensors under Triton's interpreter only (TRITON_INTERPRET=1).
+TRITON = pytest.param("triton", marks=[pytest.mark.triton, pytest.mark.skipif(
+    unavailable_reason("triton") is not None, reason=f"{unavailable_reason('triton')}")])
 GOLDEN = Path(__file__).resolve().parents[4] / "shared" / "golden" / \
     "match_attention_op_vectors.safetensors"
 
@@ -33,7 +37,7 @@ def _golden_case(data: dict[str, torch.Tensor], case: int) -> dict[str, torch.Te
 
 @pytest.mark.skipif(not GOLDEN.exists(), reason=f"golden vectors not found at {GOLDEN}")
 @pytest.mark.parametrize("case", [0, 1, 2])
-@pytest.mark.parametrize("backend", ["reference", "cpu"])
+@pytest.mark.parametrize("backend", ["reference", "cpu", TRITON])
 def test_golden_vectors_reproduced_in_float64(case: int, backend: str) -> None:
     gold = _golden_case(load_file(GOLDEN), case)
     inputs = [gold[name].clone().requires_grad_() for name in ("q", "k", "v", "rel_pos")]
@@ -62,7 +66,7 @@ def _naive_window_softmax(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return out
 
 
-@pytest.mark.parametrize("backend", ["reference", "cpu"])
+@pytest.mark.parametrize("backend", ["reference", "cpu", TRITON])
 def test_integer_rel_pos_is_a_plain_window_softmax(backend: str) -> None:
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(1, 5, 6, 2, 3, dtype=torch.float64, generator=gen)
@@ -79,9 +83,10 @@ def test_integer_rel_pos_is_a_plain_window_softmax(backend: str) -> None:
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("backend", ["reference", TRITON])
 @pytest.mark.parametrize("similarity", ["l1", "dot"])
 @pytest.mark.parametrize("shared", [True, False])
-def test_gradcheck_reference_float64(similarity: str, shared: bool) -> None:
+def test_gradcheck_float64(backend: str, similarity: str, shared: bool) -> None:
     gen = torch.Generator().manual_seed(1)
     q = torch.randn(1, 3, 4, 2, 3, dtype=torch.float64, generator=gen)
     k = torch.randn(1, 5, 4, 2, 3, dtype=torch.float64, generator=gen)
@@ -93,7 +98,7 @@ def test_gradcheck_reference_float64(similarity: str, shared: bool) -> None:
 
     def fn(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return match_attention(*args, 1, similarity=similarity, return_attn=True,
-                               backend="reference")
+                               backend=backend)
 
     # fast_mode checks random projections of the Jacobian: the full one needs a backward pass
     # per output element, minutes on a busy 2-core machine.
@@ -107,12 +112,13 @@ def test_rel_pos_gradient_is_zero_where_clamped() -> None:
     assert torch.equal(rel_pos.grad, torch.zeros_like(rel_pos))
 
 
-def test_bfloat16_is_computed_in_float32() -> None:
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_is_computed_in_float32(dtype: torch.dtype) -> None:
     gen = torch.Generator().manual_seed(2)
-    q, k, v = (torch.randn(1, 6, 6, 2, 8, generator=gen).bfloat16() for _ in range(3))
-    rel_pos = (torch.randn(1, 6, 6, 2, 2, generator=gen) * 2).bfloat16()
+    q, k, v = (torch.randn(1, 6, 6, 2, 8, generator=gen).to(dtype) for _ in range(3))
+    rel_pos = (torch.randn(1, 6, 6, 2, 2, generator=gen) * 2).to(dtype)
     out = match_attention(q, k, v, rel_pos, 1, backend="reference")
-    assert out.dtype == torch.bfloat16
+    assert out.dtype == dtype
     expected = match_attention(q.float(), k.float(), v.float(), rel_pos.float(), 1,
                                backend="reference")
     torch.testing.assert_close(out.float(), expected, rtol=0, atol=2e-2)

@@ -10,12 +10,12 @@ The files, each importing only files listed above it:
 - ``op.py``: those kernels as the torch custom ops ``crossview::match_attention`` and
   ``crossview::match_attention_backward``, with fake kernels and autograd;
 - ``cpu.py``: the fused cpu backend (the custom ops on CPU tensors);
+- ``gpu_kernels.py``: the fused Triton kernels (imported only if Triton is installed);
+- ``gpu.py``: the ``triton`` backend (those kernels as the custom ops' CUDA kernels; CPU
+  tensors under Triton's interpreter, for tests);
 - ``choose.py``: the backends in order of preference, the process-wide default, the choice
   and the reasons behind it;
 - ``function.py``: :func:`match_attention` (check, choose, run).
-
-A GPU backend (issue 22) is one more file beside ``cpu.py`` defining its ``BACKEND``, listed
-first in ``choose.BACKENDS``; its kernels join the custom ops of ``op.py``.
 """
 
 from crossview.attention.match.checks import NonFiniteError as NonFiniteError

@@ -1,7 +1,7 @@
 """What a MatchAttention backend provides: :class:`Backend`, the interface the chooser
 (:mod:`crossview.attention.match.choose`) works with.
 
-Each backend file (``reference.py``, ``cpu.py``; a GPU backend, issue 22, goes beside them)
+Each backend file (``reference.py``, ``cpu.py``, ``gpu.py``)
 defines one ``BACKEND = Backend(...)``, and ``choose.py`` lists them in order of preference.
 """
 
@@ -39,6 +39,9 @@ class Backend:
             q, k, v and rel_pos; checks that rel_pos is finite. Returns ``out [B, Hq, Wq, h, Cv]``
             and the mixed weights ``attn [B, Hq, Wq, h, (2r+2)^2]`` in the input dtype (``attn``
             is meaningful only if ``need_attn``).
+        explicit_only: ``device -> reason or None``: why ``"auto"`` passes over it for tensors
+            on this device although it runs there, so that it runs only when named (the
+            ``triton`` backend on CPU tensors under Triton's interpreter, a test mode).
     """
 
     name: str
@@ -46,6 +49,7 @@ class Backend:
     unsupported: Callable[[torch.device, torch.dtype], str | None]
     missing: Callable[[], str | None]
     forward: Forward
+    explicit_only: Callable[[torch.device], str | None] = lambda device: None
 
     def unavailable_reason(self, device: torch.device, dtype: torch.dtype) -> str | None:
         """Why this backend cannot run tensors on ``device`` with ``dtype`` here, or ``None``."""

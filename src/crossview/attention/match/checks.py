@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 SIMILARITIES = ("l1", "dot")
-DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
 
 def validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,
@@ -22,7 +22,7 @@ def validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.T
             raise ValueError(f"{name} must have 5 dimensions, got "
                              f"{name}.shape={tuple(tensor.shape)}")
     if q.dtype not in DTYPES:
-        raise ValueError(f"q must be float32, float64 or bfloat16, got {q.dtype=}")
+        raise ValueError(f"q must be float32, float64, bfloat16 or float16, got {q.dtype=}")
     for name, tensor in (("k", k), ("v", v), ("rel_pos", rel_pos)):
         if tensor.dtype != q.dtype:
             raise ValueError(f"{name} must have q's dtype, got {q.dtype=}, "

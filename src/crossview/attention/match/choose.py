@@ -3,11 +3,11 @@ default, and the reasons a backend is skipped.
 
 Backends, in order of preference for ``"auto"`` (:data:`BACKENDS`):
 
+- ``triton``: fused Triton kernels (:mod:`crossview.attention.match.gpu`), CUDA tensors, when
+  Triton is installed (``pip install 'crossview[gpu]'``);
 - ``cpu``: fused C++ kernels (:mod:`crossview.attention.match.cpu`), CPU tensors only,
   compiled on first use;
 - ``reference``: plain PyTorch (:mod:`crossview.attention.match.reference`), any device.
-
-A GPU backend (issue 22) goes first, from its own file beside ``cpu.py``.
 
 The default is ``"auto"``; :func:`set_backend` or the environment variable
 ``CROSSVIEW_MATCH_BACKEND`` change it for the whole process, so a whole model can be run and
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from crossview.attention.match import cpu, reference
+from crossview.attention.match import cpu, gpu, reference
 from crossview.attention.match.backend import Backend
 
-BACKENDS: tuple[Backend, ...] = (cpu.BACKEND, reference.BACKEND)
+BACKENDS: tuple[Backend, ...] = (gpu.BACKEND, cpu.BACKEND, reference.BACKEND)
 ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
 
 _by_name = {backend.name: backend for backend in BACKENDS}
@@ -49,7 +49,8 @@ def _check_name(name: str, where: str) -> str:
 
 
 def set_backend(name: str | None) -> None:
-    """Set the process-wide default backend (``"auto"``, ``"cpu"``, ``"reference"``).
+    """Set the process-wide default backend (``"auto"``, ``"triton"``, ``"cpu"``,
+    ``"reference"``).
 
     ``None`` forgets the setting, so the environment variable (or ``"auto"``) applies again.
 
@@ -87,7 +88,9 @@ def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torc
 
     ``backend="auto"`` follows the process-wide default (:func:`get_backend`); if that is also
     ``"auto"`` the first available backend of :data:`BACKENDS` wins and the others' reasons are
-    reported in ``skipped``. A backend named explicitly must be available, else ``RuntimeError``.
+    reported in ``skipped`` (including a backend that runs only when named, see
+    :attr:`Backend.explicit_only`). A backend named explicitly must be available, else
+    ``RuntimeError``.
 
     Example:
         >>> from crossview.attention import choose_backend
@@ -101,8 +104,9 @@ def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torc
             raise RuntimeError(f"MatchAttention backend {requested!r} cannot run: {reason}")
         return BackendChoice(requested)
     skipped: dict[str, str] = {}
-    for name in _by_name:
-        reason = unavailable_reason(name, device, dtype)
+    for name, candidate in _by_name.items():
+        reason = unavailable_reason(name, device, dtype) or \
+            candidate.explicit_only(torch.device(device))
         if reason is None:
             return BackendChoice(name, skipped)
         skipped[name] = reason
@@ -116,7 +120,9 @@ def backend_for(device: torch.device, dtype: torch.dtype, backend: str = "auto")
     choice = choose_backend(device, dtype, backend)
     chosen = _by_name[choice.name]
     for name, reason in choice.skipped.items():
-        if name not in _warned and _by_name[name].unsupported(device, dtype) is None:
+        skipped = _by_name[name]
+        suits = skipped.explicit_only(device) is None and skipped.unsupported(device, dtype) is None
+        if name not in _warned and suits:
             _warned.add(name)
             warnings.warn(f"MatchAttention falls back to the {chosen.label} backend: {reason}",
                           RuntimeWarning, stacklevel=3)

@@ -3,7 +3,8 @@
 MatchAttention (MatchAttention paper, section 3) is sliding-window attention whose window centre
 is the query position plus a continuous relative position, made differentiable by
 BilinearSoftmax. :mod:`crossview.attention.match.reference` states the semantics in PyTorch;
-the fused ``cpu`` backend computes the same numbers with C++ kernels.
+the fused ``cpu`` backend computes the same numbers with C++ kernels, the ``triton`` backend
+with Triton kernels on CUDA tensors.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def match_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: 
         scale: score scale, ``C**-0.5`` by default.
         return_attn: also return the mixed weights ``[B, Hq, Wq, heads, (2r+2)^2]``, row-major
             over (dy, dx) with offsets ``-r .. r+1`` from ``floor(centre)``.
-        backend: ``"auto"`` (the process-wide default, see :func:`set_backend`), ``"cpu"`` or
-            ``"reference"``.
+        backend: ``"auto"`` (the process-wide default, see :func:`set_backend`), ``"triton"``,
+            ``"cpu"`` or ``"reference"``.
 
     Returns:
         ``out [B, Hq, Wq, heads, Cv]`` (and ``attn`` if ``return_attn``), in the input dtype;
-        bfloat16 is computed in float32. Differentiable in q, k, v and rel_pos (rel_pos through
-        the bilinear weights; zero where the clamp moved the centre).
+        bfloat16 and float16 are computed in float32. Differentiable in q, k, v and rel_pos
+        (rel_pos through the bilinear weights; zero where the clamp moved the centre).
 
     Example:
         >>> import torch

@@ -6,8 +6,8 @@ their output shapes, so ``torch.compile`` and ``torch.export`` see one opaque op
 ``register_autograd`` connects the backward kernel. Inputs are validated by
 :func:`crossview.attention.match.match_attention`.
 
-A GPU backend (issue 22) adds its device's kernels to these two ops from its own file
-(``match_attention_op.register_kernel("cuda")``), keeping their schema, fakes and autograd.
+The GPU backend (:mod:`crossview.attention.match.gpu`) adds its CUDA kernels to these two ops
+(``register_kernel("cuda")``), keeping their schema, fakes and autograd.
 """
 
 from __future__ import annotations
@@ -60,20 +60,25 @@ def _match_attention_backward_fake(grad_out: torch.Tensor, grad_attn: torch.Tens
             torch.empty_like(rel_pos))
 
 
-def _setup_context(ctx: torch.autograd.function.FunctionCtx, inputs: tuple, output: tuple) -> None:
+def setup_context(ctx: torch.autograd.function.FunctionCtx, inputs: tuple, output: tuple) -> None:
+    """Keep what the backward needs: the forward's tensors and its (radius, l1, scale)."""
     q, k, v, rel_pos, radius, l1, scale, _ = inputs
     ctx.save_for_backward(q, k, v, rel_pos)
     ctx.params = (radius, l1, scale)
 
 
+def weights_gradient(grad_attn: torch.Tensor | None) -> torch.Tensor | None:
+    """The upstream gradient of the mixed weights, ``None`` if nothing flows through them:
+    without ``need_attn`` the weights output is an empty placeholder."""
+    return None if grad_attn is None or grad_attn.numel() == 0 else grad_attn
+
+
 def _backward(ctx: torch.autograd.function.FunctionCtx, grad_out: torch.Tensor,
               grad_attn: torch.Tensor | None) -> tuple:
     q, k, v, rel_pos = ctx.saved_tensors
-    # Without need_attn the weights output is an empty placeholder: nothing flows through it.
-    if grad_attn is not None and grad_attn.numel() == 0:
-        grad_attn = None
-    grads = match_attention_backward_op(grad_out, grad_attn, q, k, v, rel_pos, *ctx.params)
+    grads = match_attention_backward_op(grad_out, weights_gradient(grad_attn), q, k, v, rel_pos,
+                                        *ctx.params)
     return (*grads, None, None, None, None)
 
 
-match_attention_op.register_autograd(_backward, setup_context=_setup_context)
+match_attention_op.register_autograd(_backward, setup_context=setup_context)

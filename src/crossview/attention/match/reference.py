@@ -105,9 +105,10 @@ def match_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 def _forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,
              radius: int, similarity: str, scale: float,
              need_attn: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """:attr:`Backend.forward`: bfloat16 is computed in float32 (the weights always come back)."""
+    """:attr:`Backend.forward`: bfloat16 and float16 are computed in float32 (the weights always
+    come back)."""
     check_finite_rel_pos(rel_pos)
-    if q.dtype == torch.bfloat16:
+    if q.dtype in (torch.bfloat16, torch.float16):
         out, attn = match_attention_reference(q.float(), k.float(), v.float(), rel_pos.float(),
                                               radius, similarity, scale)
         return out.to(q.dtype), attn.to(q.dtype)
