@@ -206,7 +206,8 @@ def _street(rng: np.random.Generator, config: FlowConfig, split: str,
     target = limit * rng.uniform(0.4, 0.9)
     move = forward * float((target * depth / (radius + target)).min()) / forward[2]
     turn = (down * rng.normal() + to_camera[:, 0] * 0.5 * rng.normal()) * (0.1 * limit / f)
-    street = street_layout(rng, config, k, to_camera, height, far=rng.uniform(40.0, 120.0),
+    end = float(depth.min()) * rng.uniform(3.0, 10.0)
+    street = street_layout(rng, config, k, to_camera, height, end, end * rng.uniform(2.0, 5.0),
                            near=0.8 * float(depth.min()), split=split)
     ground, sky = street.layers[:2]
     # the ground is checked from the row where it is a quarter of the sky's distance away

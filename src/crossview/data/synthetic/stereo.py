@@ -47,9 +47,9 @@ class StereoConfig(SceneConfig):
 
     A slant (``max_tilt``) that would push a layer's disparity outside
     ``[0.25, max_disparity]`` is dropped: the plane faces the camera. Street scenes keep the
-    same range: the ground reaches 30-80 % of ``max_disparity`` at the bottom corners, the sky
-    0.3-1 px, and poles, cars and side planes nearer than ``max_disparity`` allows are moved
-    away or left out.
+    same range: the ground reaches 30-80 % of ``max_disparity`` at the bottom corners, the
+    street ends at a disparity 3-10x smaller, the sky is at 0.25-1 px, and poles, cars and
+    side planes nearer than ``max_disparity`` allows are moved away or left out.
     """
 
     max_disparity: float | None = None
@@ -136,11 +136,13 @@ def _street(rng: np.random.Generator, config: StereoConfig, split: str, k: np.nd
     # corner, at most ``bottom``
     bottom = dmax * rng.uniform(0.3, 0.8)
     height = fb * float((down @ rays).max()) / bottom + baseline * abs(down[0])
-    # likewise the sky plane forward . X = far: at least ``sky`` (>= 0.25) everywhere; every
-    # visible point is nearer than the sky, so no disparity is below it
-    sky = max(0.25, min(rng.uniform(0.3, 1.0), bottom / 8))
+    # the street ends 3-10x farther than the nearest ground, at a disparity of at least 0.6
+    end = fb / bottom * min(rng.uniform(3.0, 10.0), bottom / 0.6)
+    # the sky plane forward . X = far likewise has a disparity of at least ``sky`` (>= 0.25)
+    # everywhere; every visible point is nearer than the sky, so no disparity is below it
+    sky = max(0.25, min(rng.uniform(0.3, 1.0), 0.5 * fb / end))
     far = fb * float((forward @ rays).min()) / sky - baseline * abs(forward[0])
-    street = street_layout(rng, config, k, to_camera, height, far, fb / dmax, split)
+    street = street_layout(rng, config, k, to_camera, height, end, far, fb / dmax, split)
     return street.layers + street.poles + [face for faces in street.cars for face in faces]
 
 

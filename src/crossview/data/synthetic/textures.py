@@ -136,6 +136,31 @@ def photo_texture(rng: np.random.Generator, size: tuple[int, int], split: str) -
     return np.clip(rgb, 0.0, 255.0).astype(np.float32)
 
 
+def fade_rows(texture: np.ndarray, footprint: np.ndarray) -> np.ndarray:
+    """``texture`` ``[h, w, 3]`` with row ``r`` low-passed to ``footprint[r]`` texels.
+
+    A texture seen at a grazing angle is minified more with every row farther away; without
+    anti-aliasing its detail turns into noise that no warp reproduces. Each row is blended
+    from the two mip-map levels (area averages over powers of two, upsampled bilinearly)
+    around ``log2 footprint``; a footprint of at most 1 keeps the row as it is.
+    """
+    h, w = texture.shape[:2]
+    level = np.log2(np.clip(footprint, 1.0, float(min(h, w))))
+    full = torch.from_numpy(np.ascontiguousarray(texture.transpose(2, 0, 1), np.float32))[None]
+    levels = [full[0]]
+    for k in range(1, int(np.ceil(level.max())) + 1):
+        small = F.interpolate(full, size=(max(1, h >> k), max(1, w >> k)), mode="area")
+        levels.append(F.interpolate(small, size=(h, w), mode="bilinear",
+                                    align_corners=False)[0])
+    stack = torch.stack(levels).numpy()  # [levels, 3, h, w]
+    lo = np.floor(level).astype(np.int64)
+    hi = np.minimum(lo + 1, len(levels) - 1)
+    frac = (level - lo).astype(np.float32)[:, None]
+    rows = np.arange(h)
+    out = stack[lo, :, rows] * (1 - frac)[:, None] + stack[hi, :, rows] * frac[:, None]
+    return np.ascontiguousarray(out.transpose(0, 2, 1), np.float32)  # [h, 3, w] -> [h, w, 3]
+
+
 def sky_texture(rng: np.random.Generator, size: tuple[int, int]) -> np.ndarray:
     """A nearly textureless sky, ``[h, w, 3]`` float32 in 0..255: a flat blue or grey colour,
     a vertical brightness ramp and faint large-scale clouds (flat with probability 0.3)."""
