@@ -5,7 +5,9 @@ Frame 0 sees a layered scene (:mod:`crossview.data.synthetic.scene`) from the id
 Between the frames the camera moves rigidly (rotation and translation, so near layers show
 parallax) and every object moves by its own rigid motion about its centre (translation, spin in
 the image plane and a small out-of-plane turn). Both frames are rendered from the same scene,
-so the flow of a pixel is the exact forward projection of the point it sees.
+so the flow of a pixel is the exact forward projection of the point it sees. With probability
+``street_probability`` the scene is a street (:mod:`crossview.data.synthetic.street`) and the
+camera drives forward along it.
 
 Motions are drawn to keep flow magnitudes below ``max_flow``: an object whose outline box would
 move further is slowed down (its motion halved) until it fits, checked at 5x5 points spanning
