@@ -137,7 +137,7 @@ def _street(rng: np.random.Generator, config: StereoConfig, split: str, k: np.nd
     bottom = dmax * rng.uniform(0.3, 0.8)
     height = fb * float((down @ rays).max()) / bottom + baseline * abs(down[0])
     # the street ends 3-10x farther than the nearest ground, at a disparity of at least 0.6
-    end = fb / bottom * min(rng.uniform(3.0, 10.0), bottom / 0.6)
+    end = fb / bottom * min(rng.uniform(3.0, 10.0), max(1.5, bottom / 0.6))
     # the sky plane forward . X = far likewise has a disparity of at least ``sky`` (>= 0.25)
     # everywhere; every visible point is nearer than the sky, so no disparity is below it
     sky = max(0.25, min(rng.uniform(0.3, 1.0), 0.5 * fb / end))
