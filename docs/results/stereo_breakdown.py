@@ -26,8 +26,8 @@ import torch
 from rich.progress import track
 
 import crossview
-from crossview.report import write_json
 from crossview.data.synthetic.heldout import get_heldout
+from crossview.report import write_json
 
 BANDS = (0.0, 16.0, 32.0, 64.0, 96.0, float("inf"))  # true disparity bands, pixels
 

@@ -64,3 +64,17 @@ def test_augmented_training_crops_to_the_size_and_leaves_validation_clean(task: 
         config_from_dict({"data": {"render_scale": 0.5}})
     with pytest.raises(UserError, match="augment"):
         config_from_dict({"data": {"augment": "heavy"}})
+
+
+@pytest.mark.parametrize("task", ["stereo", "flow"])
+def test_street_probability_reaches_the_training_scenes_only(task: str) -> None:
+    data = {"train": f"synthetic-{task}", "val": f"synthetic-{task}", "train_size": 2,
+            "val_size": 1, "height": 32, "width": 48}
+    plain_train, plain_val = build_datasets(config_from_dict({"task": task, "data": data}))
+    train, val = build_datasets(config_from_dict(
+        {"task": task, "data": {**data, "street_probability": 1.0}}))
+    assert train.dataset.config.street_probability == 1.0
+    assert not torch.equal(train[0]["img0"], plain_train[0]["img0"])
+    assert torch.equal(val[0]["img0"], plain_val[0]["img0"])
+    with pytest.raises(UserError, match="street_probability"):
+        config_from_dict({"data": {"street_probability": 1.5}})

@@ -75,14 +75,16 @@ def _augmentor(task: str, augment: str, crop: tuple[int, int]) -> Augmentor | No
 
 
 def _synthetic(name: str, length: int, seed: int, size: tuple[int, int],
-               transform: Augmentor | None = None) -> TrainingView:
+               transform: Augmentor | None = None, street: float = 0.0) -> TrainingView:
     if name == "synthetic-stereo":
         from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
-        return TrainingView(SyntheticStereo(length, seed=seed, config=StereoConfig(size=size),
+        config = StereoConfig(size=size, street_probability=street)
+        return TrainingView(SyntheticStereo(length, seed=seed, config=config,
                                             transform=transform), stereo_training_sample)
     if name == "synthetic-flow":
         from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
-        return TrainingView(SyntheticFlow(length, seed=seed, config=FlowConfig(size=size),
+        config = FlowConfig(size=size, street_probability=street)
+        return TrainingView(SyntheticFlow(length, seed=seed, config=config,
                                           transform=transform), flow_training_sample)
     raise UserError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
 
@@ -96,7 +98,8 @@ def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
     render = size
     if transform is not None:
         render = (round(data.height * data.render_scale), round(data.width * data.render_scale))
-    train = _synthetic(data.train, data.train_size, data.seed, render, transform)
+    train = _synthetic(data.train, data.train_size, data.seed, render, transform,
+                       data.street_probability)
     val = None
     if data.val_size > 0:
         val = _synthetic(data.val, data.val_size, data.seed + VALIDATION_SEED_OFFSET, size)

@@ -50,6 +50,8 @@ class DataConfig:
     y jitter or flips) or ``camera`` (standard plus per-view sensor effects:
     :mod:`crossview.data.camera_effects`). Augmented scenes are rendered ``render_scale`` times
     larger than the crop so that the random scale can also shrink them.
+    ``street_probability``: the share of training scenes that are street layouts
+    (:mod:`crossview.data.synthetic.street`); validation keeps the default scenes.
 
     ``real``: a folder of unlabelled real image sequences
     (:mod:`crossview.data.datasets.image_sequences`, flow only) for the self-supervised term
@@ -66,6 +68,7 @@ class DataConfig:
     seed: int = setting(0, **SEED)
     augment: str = setting("none", choices=("none", "standard", "camera"))
     render_scale: float = setting(1.0, low=1.0)
+    street_probability: float = setting(0.0, low=0, high=1)
     real: str = ""
     real_batch_size: int = setting(1, **AT_LEAST_1)
     real_max_gap: int = setting(2, **AT_LEAST_1)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +20,7 @@ from crossview.geometry.warp import backward_warp, warp_by_disparity
 
 SMALL = StereoConfig(size=(40, 80))
 SMOOTH = StereoConfig(size=(40, 80), texel_scale=(0.25, 0.5))
+STREET = pytest.mark.parametrize("street", [0.0, 1.0])  # street_probability
 
 
 def _t(image: np.ndarray) -> torch.Tensor:
@@ -66,19 +69,23 @@ class TestExactness:
         error = _warp_error(sample, sample["disparity"])
         assert error.size > 0.8 * h * w * 0.7 and error.max() < 1e-2
 
+    @STREET
     @pytest.mark.parametrize("index", range(4))
-    def test_warping_right_view_reproduces_left(self, index: int) -> None:
-        sample = random_stereo_pair(sample_generator("stereo", "train", 0, index), SMOOTH)
+    def test_warping_right_view_reproduces_left(self, index: int, street: float) -> None:
+        sample = random_stereo_pair(sample_generator("stereo", "train", 0, index),
+                                    replace(SMOOTH, street_probability=street))
         exact = _warp_error(sample, sample["disparity"])
         shifted = _warp_error(sample, sample["disparity"] + 0.5)
         assert sample["valid_noc"].mean() > 0.5
         assert exact.mean() < 0.3
         assert shifted.mean() > 3 * exact.mean()
 
+    @STREET
     @pytest.mark.parametrize("index", range(3))
-    def test_left_right_disparities_agree(self, index: int) -> None:
+    def test_left_right_disparities_agree(self, index: int, street: float) -> None:
         """d1(x - d(x)) == d(x) on non-occluded pixels (disparity is affine per plane)."""
-        sample = random_stereo_pair(sample_generator("stereo", "train", 1, index), SMALL)
+        sample = random_stereo_pair(sample_generator("stereo", "train", 1, index),
+                                    replace(SMALL, street_probability=street))
         d1 = torch.from_numpy(sample["disparity1"])[None, None]
         flow = torch.zeros(1, 2, *sample["disparity"].shape)
         flow[0, 0] = -torch.from_numpy(sample["disparity"])
@@ -86,9 +93,11 @@ class TestExactness:
         noc = sample["valid_noc"]
         np.testing.assert_allclose(back[0, 0].numpy()[noc], sample["disparity"][noc], atol=2e-3)
 
-    def test_disparity_is_the_projection_shift(self) -> None:
+    @STREET
+    def test_disparity_is_the_projection_shift(self, street: float) -> None:
         rng = sample_generator("stereo", "train", 2, 0)
-        layers, left, right, f, baseline = stereo_scene(rng, SMALL)
+        layers, left, right, f, baseline = stereo_scene(
+            rng, replace(SMALL, street_probability=street))
         view0 = render(layers, left, SMALL.size)
         x, y, _ = project(layers, view0, right)
         h, w = SMALL.size
@@ -98,8 +107,9 @@ class TestExactness:
 
 
 class TestSamples:
-    def test_keys_shapes_and_ranges(self) -> None:
-        config = StereoConfig(size=(48, 64), max_disparity=12.0)
+    @STREET
+    def test_keys_shapes_and_ranges(self, street: float) -> None:
+        config = StereoConfig(size=(48, 64), max_disparity=12.0, street_probability=street)
         for index in range(5):
             s = random_stereo_pair(sample_generator("stereo", "train", 3, index), config)
             assert s["image0"].shape == s["image1"].shape == (48, 64, 3)
@@ -111,14 +121,16 @@ class TestSamples:
                 assert s[key].min() >= 0.25 - 1e-4 and s[key].max() <= 12.0 + 1e-3
             assert s["image0"].min() >= 0.0 and s["image0"].max() <= 255.0
 
-    def test_dataset_is_deterministic_by_index(self) -> None:
-        ds = SyntheticStereo(6, seed=7, config=SMALL)
-        a, b = ds[4], SyntheticStereo(6, seed=7, config=SMALL)[4]
+    @STREET
+    def test_dataset_is_deterministic_by_index(self, street: float) -> None:
+        config = replace(SMALL, street_probability=street)
+        ds = SyntheticStereo(6, seed=7, config=config)
+        a, b = ds[4], SyntheticStereo(6, seed=7, config=config)[4]
         assert a.keys() == b.keys()
         for key in a:
             assert torch.equal(a[key], b[key]), key
         assert not torch.equal(ds[3]["image0"], a["image0"])
-        heldout = SyntheticStereo(6, seed=7, config=SMALL, split="heldout")[4]
+        heldout = SyntheticStereo(6, seed=7, config=config, split="heldout")[4]
         assert not torch.equal(heldout["image0"], a["image0"])
         assert a["image0"].shape == (3, 40, 80) and a["image0"].dtype == torch.float32
         assert a["disparity"].shape == (40, 80) and a["valid_noc"].dtype == torch.bool
@@ -134,5 +146,7 @@ class TestSamples:
             StereoConfig(max_disparity=0.5)
         with pytest.raises(ValueError, match="texel_scale"):
             StereoConfig(texel_scale=(2.0, 1.0))
+        with pytest.raises(ValueError, match="street_probability"):
+            StereoConfig(street_probability=1.5)
         with pytest.raises(TypeError, match="StereoConfig"):
             SyntheticStereo(2, config=FlowConfig())

@@ -5,7 +5,9 @@ Frame 0 sees a layered scene (:mod:`crossview.data.synthetic.scene`) from the id
 Between the frames the camera moves rigidly (rotation and translation, so near layers show
 parallax) and every object moves by its own rigid motion about its centre (translation, spin in
 the image plane and a small out-of-plane turn). Both frames are rendered from the same scene,
-so the flow of a pixel is the exact forward projection of the point it sees.
+so the flow of a pixel is the exact forward projection of the point it sees. With probability
+``street_probability`` the scene is a street (:mod:`crossview.data.synthetic.street`) and the
+camera drives forward along it.
 
 Motions are drawn to keep flow magnitudes below ``max_flow``: an object whose outline box would
 move further is slowed down (its motion halved) until it fits, checked at 5x5 points spanning
@@ -37,6 +39,7 @@ from crossview.data.synthetic.scene import (
     rigid_about,
     visible,
 )
+from crossview.data.synthetic.street import corner_rays, street_layout, street_orientation
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,10 @@ class FlowScene:
 
 
 def _max_shift(layer: Layer, scene_cameras: tuple[Camera, Camera], motion: np.ndarray | None,
-               size: tuple[int, int]) -> float:
-    """Largest displacement of 5x5 points spanning the layer's outline box (the image, for a
-    background). A turning plane's flow is not affine (depth changes scale it), so the true
-    maximum may lie between the points."""
+               size: tuple[int, int], top: float = 0.0) -> float:
+    """Largest displacement of 5x5 points spanning the layer's outline box (for a background,
+    the frame-0 image from row ``top`` down). A turning plane's flow is not affine (depth
+    changes scale it), so the true maximum may lie between the points."""
     cam0, cam1 = scene_cameras
     h, w = size
     steps = np.linspace(-1.0, 1.0, 5)
@@ -83,7 +86,8 @@ def _max_shift(layer: Layer, scene_cameras: tuple[Camera, Camera], motion: np.nd
     ones = np.ones(grid.shape[1])
     if layer.shape is None:  # background: plane points under a 5x5 grid over the frame-0 image
         hinv = np.linalg.inv(plane_homography(layer, cam0))
-        pix = np.vstack([(grid[0] + 1) * (w - 1) / 2, (grid[1] + 1) * (h - 1) / 2, ones])
+        pix = np.vstack([(grid[0] + 1) * (w - 1) / 2, top + (grid[1] + 1) * (h - 1 - top) / 2,
+                         ones])
         uv = hinv @ pix
         uv = uv / uv[2]
     else:  # a 5x5 grid spanning the outline's box
@@ -101,6 +105,20 @@ def _scaled(axis_angle: np.ndarray, shift: np.ndarray, pivot: np.ndarray,
     return rigid_about(axis_angle * factor, shift * factor, pivot)
 
 
+def _fitted_motion(faces: list[Layer], cameras: tuple[Camera, Camera], axis_angle: np.ndarray,
+                   shift: np.ndarray, pivot: np.ndarray, size: tuple[int, int],
+                   limit: float) -> tuple[bool, np.ndarray | None]:
+    """An object's motion (rotation ``axis_angle`` about ``pivot``, then ``shift``) halved up to
+    five times until none of its ``faces`` moves more than ``limit``: ``(True, motion)``;
+    ``(True, None)`` if only standing still fits, ``(False, None)`` if even the camera motion
+    alone moves a face too far."""
+    for attempt in range(6):
+        candidate = _scaled(axis_angle, shift, pivot, 0.5**attempt)
+        if all(_max_shift(face, cameras, candidate, size) <= limit for face in faces):
+            return True, candidate
+    return all(_max_shift(face, cameras, None, size) <= limit for face in faces), None
+
+
 def flow_scene(rng: np.random.Generator, config: FlowConfig, split: str = "train") -> FlowScene:
     """A random two-frame scene with camera and object motions."""
     h, w = config.size
@@ -110,6 +128,8 @@ def flow_scene(rng: np.random.Generator, config: FlowConfig, split: str = "train
     cy = (h - 1) / 2 + rng.uniform(-0.05, 0.05) * h
     k = np.array([[f, 0.0, cx], [0.0, f, cy], [0.0, 0.0, 1.0]])
     cam0 = Camera(k, np.eye(4))
+    if config.street(rng):
+        return _street(rng, config, split, k)
     z_bg = 10.0
     z_near = z_bg * 0.2
 
@@ -159,16 +179,64 @@ def flow_scene(rng: np.random.Generator, config: FlowConfig, split: str = "train
         spin = rng.normal() * 0.25 * limit / max(radius_px, 1.0)
         turn = rng.normal(size=2) * 0.1
         axis_angle = np.array([turn[0], turn[1], spin])
-        motion = None
-        for attempt in range(6):
-            candidate = _scaled(axis_angle, shift, layer.origin, 0.5**attempt)
-            if _max_shift(layer, cameras, candidate, config.size) <= limit:
-                motion = candidate
-                break
-        if motion is None and _max_shift(layer, cameras, None, config.size) > limit:
+        fits, motion = _fitted_motion([layer], cameras, axis_angle, shift, layer.origin,
+                                      config.size, limit)
+        if not fits:
             continue  # even the camera motion alone moves it too far: leave it out
         layers.append(layer)
         motions.append(motion)
+    return FlowScene(layers, cam0, cam1, motions)
+
+
+def _street(rng: np.random.Generator, config: FlowConfig, split: str,
+            k: np.ndarray) -> FlowScene:
+    """A street seen from a camera that drives forward (with a small turn), and cars that
+    drive along it; parked cars, poles and the scenery stand still."""
+    h, w = config.size
+    limit = config.flow_limit
+    f = float(k[0, 0])
+    to_camera = street_orientation(rng, k, config.size)
+    down, forward = to_camera[:, 1], to_camera[:, 2]
+    rays = corner_rays(k, config.size)
+    height = 1.0
+    depth = height / (down @ rays[:, 2:])  # ground depth at the bottom corners [2]
+    # a pure translation t moves a point at depth Z from p to foe + (p - foe) Z / (Z - t_z)
+    # exactly (foe: the focus of expansion), so the flow there is |p - foe| t_z / (Z - t_z):
+    # choose t_z for 40-90 % of the limit at the nearer bottom corner
+    foe = (k @ forward)[:2] / forward[2]
+    radius = np.hypot(np.array([0.0, w - 1]) - foe[0], h - 1 - foe[1])
+    target = limit * rng.uniform(0.4, 0.9)
+    move = forward * float((target * depth / (radius + target)).min()) / forward[2]
+    turn = (down * rng.normal() + to_camera[:, 0] * 0.5 * rng.normal()) * (0.1 * limit / f)
+    end = float(depth.min()) * rng.uniform(3.0, 10.0)
+    street = street_layout(rng, config, k, to_camera, height, end, end * rng.uniform(2.0, 5.0),
+                           near=0.8 * float(depth.min()), split=split)
+    ground, sky = street.layers[:2]
+    # the ground is checked from the row where it is a quarter of the sky's distance away
+    # (farther up it moves less, and above the horizon it is not seen)
+    ray_top = [np.linalg.solve(k, [x, 0.0, 1.0]) for x in (0.0, w - 1)]
+    rows = [(4 * height / street.far - down @ r) / (down[1] / k[1, 1]) for r in ray_top]
+    top = float(np.clip(max(rows), 0.0, h - 2))
+    cam0 = Camera(k, np.eye(4))
+    for attempt in range(6):  # halve the camera motion until the ground and the sky fit
+        cam1 = Camera(k, _scaled(turn, -move, np.zeros(3), 0.5**attempt))
+        if (_max_shift(ground, (cam0, cam1), None, config.size, top) <= limit
+                and _max_shift(sky, (cam0, cam1), None, config.size) <= limit):
+            break
+    else:
+        cam1 = Camera(k, np.eye(4))
+    cameras = (cam0, cam1)
+    # scenery and poles stand still: left out if the camera motion moves them too far
+    layers = [ground, sky] + [layer for layer in street.layers[2:] + street.poles
+                              if _max_shift(layer, cameras, None, config.size) <= limit]
+    motions: list[np.ndarray | None] = [None] * len(layers)
+    for faces in street.cars:  # half of them drive along the street, at most as fast as we do
+        speed = 0.0 if rng.random() < 0.5 else rng.uniform(-1.0, 1.0)
+        fits, motion = _fitted_motion(faces, cameras, np.zeros(3), move * speed, np.zeros(3),
+                                      config.size, limit)
+        if fits:
+            layers += faces
+            motions += [motion] * len(faces)
     return FlowScene(layers, cam0, cam1, motions)
 
 

@@ -54,6 +54,9 @@ class MultiViewConfig(SceneConfig):
             raise ValueError(f"orbit must be in [0, 50) degrees, got {self.orbit=}")
         if not 0 < self.distance[0] <= self.distance[1]:
             raise ValueError(f"distance must be a positive range, got {self.distance=}")
+        if self.street_probability != 0:
+            raise ValueError("street_probability must be 0 for multi-view scenes (no street "
+                             f"layout), got {self.street_probability=}")
 
 
 def look_at(position: np.ndarray, target: np.ndarray, roll: float = 0.0) -> np.ndarray:

@@ -1,9 +1,11 @@
 """Rectified stereo pairs with exact disparity for both views and occlusion masks.
 
 A scene (:mod:`crossview.data.synthetic.scene`) of a slanted background plane and textured,
-slanted planar objects is seen by two cameras with the same intrinsics (random focal length
-``f``, pixels) whose centres differ by a random baseline ``B`` along x. A point at depth ``Z``
-has disparity ``f B / Z``: the left pixel ``x`` sees what the right pixel ``x - d`` sees.
+slanted planar objects (or, with probability ``street_probability``, a street:
+:mod:`crossview.data.synthetic.street`) is seen by two cameras with the same intrinsics
+(random focal length ``f``, pixels) whose centres differ by a random baseline ``B`` along x.
+A point at depth ``Z`` has disparity ``f B / Z``: the left pixel ``x`` sees what the right
+pixel ``x - d`` sees.
 
 Sample keys (numpy from :func:`random_stereo_pair`, torch from :class:`SyntheticStereo`; the
 names of the benchmark readers): ``image0``/``image1`` (left/right), ``disparity`` (left view),
@@ -30,6 +32,7 @@ from crossview.data.synthetic.scene import (
     translation,
     visible,
 )
+from crossview.data.synthetic.street import corner_rays, street_layout, street_orientation
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,10 @@ class StereoConfig(SceneConfig):
         baseline: baseline range (scene units).
 
     A slant (``max_tilt``) that would push a layer's disparity outside
-    ``[0.25, max_disparity]`` is dropped: the plane faces the camera.
+    ``[0.25, max_disparity]`` is dropped: the plane faces the camera. Street scenes keep the
+    same range: the ground reaches 30-80 % of ``max_disparity`` at the bottom corners, the
+    street ends at a disparity 3-10x smaller, the sky is at 0.25-1 px, and poles, cars and
+    side planes nearer than ``max_disparity`` allows are moved away or left out.
     """
 
     max_disparity: float | None = None
@@ -91,6 +97,8 @@ def stereo_scene(rng: np.random.Generator, config: StereoConfig, split: str = "t
     k = np.array([[f, 0.0, cx], [0.0, f, cy], [0.0, 0.0, 1.0]])
     left = Camera(k, np.eye(4))
     right = Camera(k, translation([-baseline, 0.0, 0.0]))
+    if config.street(rng):
+        return _street(rng, config, split, k, fb), left, right, f, baseline
     both = (left, right)
 
     def place(pixel: tuple[float, float], disparity: float, shape: Shape | None,
@@ -111,6 +119,31 @@ def stereo_scene(rng: np.random.Generator, config: StereoConfig, split: str = "t
         pixel, shape = random_site(rng, config.size)
         layers.append(place(pixel, disparity, shape, dmax))
     return layers, left, right, f, baseline
+
+
+def _street(rng: np.random.Generator, config: StereoConfig, split: str, k: np.ndarray,
+            fb: float) -> list[Layer]:
+    """The layers of a street seen by the rectified pair (left camera at the origin, right
+    camera ``fb / f`` to its right), scaled so that disparities stay in
+    ``[0.25, max_disparity]``."""
+    dmax = config.disparity_limit
+    baseline = fb / k[0, 0]
+    to_camera = street_orientation(rng, k, config.size)
+    down, forward = to_camera[:, 1], to_camera[:, 2]
+    rays = corner_rays(k, config.size)
+    # the ground n . X = height has inverse depth n . ray / height (left camera) and
+    # n . ray / (height - baseline n_x) (right camera): its largest disparity is at a bottom
+    # corner, at most ``bottom``
+    bottom = dmax * rng.uniform(0.3, 0.8)
+    height = fb * float((down @ rays).max()) / bottom + baseline * abs(down[0])
+    # the street ends 3-10x farther than the nearest ground, at a disparity of at least 0.6
+    end = fb / bottom * min(rng.uniform(3.0, 10.0), max(1.5, bottom / 0.6))
+    # the sky plane forward . X = far likewise has a disparity of at least ``sky`` (>= 0.25)
+    # everywhere; every visible point is nearer than the sky, so no disparity is below it
+    sky = max(0.25, min(rng.uniform(0.3, 1.0), 0.5 * fb / end))
+    far = fb * float((forward @ rays).min()) / sky - baseline * abs(forward[0])
+    street = street_layout(rng, config, k, to_camera, height, end, far, fb / dmax, split)
+    return street.layers + street.poles + [face for faces in street.cars for face in faces]
 
 
 def render_stereo(layers: list[Layer], left: Camera, right: Camera, size: tuple[int, int],

@@ -1,4 +1,4 @@
-"""Textures for synthetic scenes: procedural noise and the photographs scikit-image ships.
+"""Textures for synthetic scenes: procedural noise, skies and the photographs scikit-image ships.
 
 Every texture is an ``[h, w, 3]`` float32 array in 0..255. Randomness comes only from the
 ``numpy.random.Generator`` passed in, so a texture is a pure function of that generator's state.
@@ -133,6 +133,47 @@ def photo_texture(rng: np.random.Generator, size: tuple[int, int], split: str) -
         crop = _upsample(crop.transpose(2, 0, 1), size).transpose(1, 2, 0)
     mix = np.eye(3) * rng.uniform(0.6, 1.2, 3) + rng.uniform(-0.25, 0.25, (3, 3))
     rgb = crop @ mix.T.astype(np.float32) + rng.uniform(-30.0, 30.0, 3).astype(np.float32)
+    return np.clip(rgb, 0.0, 255.0).astype(np.float32)
+
+
+def fade_rows(texture: np.ndarray, footprint: np.ndarray) -> np.ndarray:
+    """``texture`` ``[h, w, 3]`` with row ``r`` low-passed to ``footprint[r]`` texels.
+
+    A texture seen at a grazing angle is minified more with every row farther away; without
+    anti-aliasing its detail turns into noise that no warp reproduces. Each row is blended
+    from the two mip-map levels (area averages over powers of two, upsampled bilinearly)
+    around ``log2 footprint``; a footprint of at most 1 keeps the row as it is.
+    """
+    h, w = texture.shape[:2]
+    level = np.log2(np.clip(footprint, 1.0, float(min(h, w))))
+    full = torch.from_numpy(np.ascontiguousarray(texture.transpose(2, 0, 1), np.float32))[None]
+    levels = [full[0]]
+    for k in range(1, int(np.ceil(level.max())) + 1):
+        small = F.interpolate(full, size=(max(1, h >> k), max(1, w >> k)), mode="area")
+        levels.append(F.interpolate(small, size=(h, w), mode="bilinear",
+                                    align_corners=False)[0])
+    stack = torch.stack(levels).numpy()  # [levels, 3, h, w]
+    lo = np.floor(level).astype(np.int64)
+    hi = np.minimum(lo + 1, len(levels) - 1)
+    frac = (level - lo).astype(np.float32)[:, None]
+    rows = np.arange(h)
+    out = stack[lo, :, rows] * (1 - frac)[:, None] + stack[hi, :, rows] * frac[:, None]
+    return np.ascontiguousarray(out.transpose(0, 2, 1), np.float32)  # [h, 3, w] -> [h, w, 3]
+
+
+def sky_texture(rng: np.random.Generator, size: tuple[int, int]) -> np.ndarray:
+    """A nearly textureless sky, ``[h, w, 3]`` float32 in 0..255: a flat blue or grey colour,
+    a vertical brightness ramp and faint large-scale clouds (flat with probability 0.3)."""
+    h, w = size
+    if rng.random() < 0.5:  # clear: blue, brighter towards the horizon (the bottom rows)
+        colour = rng.uniform([90.0, 130.0, 180.0], [170.0, 200.0, 250.0])
+    else:  # overcast: grey to white
+        colour = np.full(3, rng.uniform(150.0, 245.0)) + rng.uniform(-8.0, 8.0, 3)
+    ramp = rng.uniform(0.0, 40.0) * np.linspace(0.0, 1.0, h, dtype=np.float32)[:, None, None]
+    rgb = np.broadcast_to(colour.astype(np.float32), (h, w, 3)) + ramp
+    if rng.random() >= 0.3:
+        clouds = value_noise(rng, size, octaves=2, base_cells=2)[0]
+        rgb = rgb + (rng.uniform(0.0, 8.0) * clouds)[..., None]
     return np.clip(rgb, 0.0, 255.0).astype(np.float32)
 
 
