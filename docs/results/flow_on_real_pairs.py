@@ -1,0 +1,73 @@
+"""Flow models and OpenCV DIS on every real pair with ground truth at hand: the KITTI flow scene
+of a scene-folder root, its stereo scenes used as flow pairs (left to right moves by
+``(-d, 0)``; the model is not told the motion is horizontal) and scikit-image's Middlebury 2014
+Motorcycle pair. Prints the EPE on known pixels, one row per model.
+
+    OMP_NUM_THREADS=1 python docs/results/flow_on_real_pairs.py /work/shared/real-dev \
+        matchflow-hybrid [WEIGHTS.safetensors ...]
+
+A weights file is loaded into ``matchflow-hybrid``'s architecture.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import cv2
+import numpy as np
+from skimage import data as skdata
+
+import crossview
+from crossview.data.datasets.registry import open_dataset
+
+
+def real_pairs(root: str) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """``(name, frame0, frame1, flow [H, W, 2] with NaN unknown)`` for every pair."""
+    pairs = []
+    flows, _ = open_dataset(f"scenes:{root}", task="flow")
+    for i in range(len(flows)):
+        s = flows[i]
+        gt = np.asarray(s["flow"], np.float64).copy()
+        gt[~np.asarray(s["valid"], bool)] = np.nan
+        pairs.append((s["name"], s["image0"], s["image1"], gt))
+    stereo, _ = open_dataset(f"scenes:{root}", task="stereo")
+    scenes = [stereo[i] for i in range(len(stereo))]
+    left, right, disp = skdata.stereo_motorcycle()
+    scenes.append({"name": "motorcycle", "image0": left, "image1": right, "disparity": disp,
+                   "valid": np.isfinite(disp) & (disp > 0)})
+    for s in scenes:
+        d = np.asarray(s["disparity"], np.float64).copy()
+        d[~np.asarray(s["valid"], bool)] = np.nan
+        pairs.append((f"{s['name']} as flow", s["image0"], s["image1"],
+                      np.stack([-d, np.zeros_like(d)], -1)))
+    return pairs
+
+
+def epe(flow: np.ndarray, gt: np.ndarray) -> float:
+    known = np.isfinite(gt[..., 0])
+    return float(np.linalg.norm(flow - gt, axis=-1)[known].mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root")
+    parser.add_argument("models", nargs="+", help="registered flow model names or weights files")
+    args = parser.parse_args()
+    pairs = real_pairs(args.root)
+    print("model | " + " | ".join(p[0] for p in pairs) + " | mean")
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    rows = {"DIS medium": [epe(dis.calc(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY),
+                                        cv2.cvtColor(b, cv2.COLOR_RGB2GRAY), None), gt)
+                           for _, a, b, gt in pairs]}
+    for name in args.models:
+        weights = name if name.endswith(".safetensors") else None
+        model = crossview.load_model("matchflow-hybrid" if weights else name, weights=weights)
+        rows[name] = [epe(crossview.estimate_flow(a, b, model=model).flow[0].numpy()
+                          .transpose(1, 2, 0), gt) for _, a, b, gt in pairs]
+    for name, values in rows.items():
+        print(f"{name} | " + " | ".join(f"{v:.3f}" for v in values)
+              + f" | {np.mean(values):.2f}")
+
+
+if __name__ == "__main__":
+    main()
