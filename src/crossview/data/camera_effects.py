@@ -26,9 +26,11 @@ LUMA_WEIGHTS = (0.299, 0.587, 0.114)
 
 
 def luma(image: torch.Tensor) -> torch.Tensor:
-    """Grey level ``[1, H, W]`` of an RGB ``image [3, H, W]``."""
+    """Grey level ``[..., 1, H, W]`` of RGB images ``[..., 3, H, W]`` (e.g. ``[3, H, W]`` or a
+    batch ``[N, 3, H, W]``)."""
     r, g, b = LUMA_WEIGHTS
-    return (image[0] * r + image[1] * g + image[2] * b)[None]
+    channel = image.unbind(-3)
+    return (channel[0] * r + channel[1] * g + channel[2] * b).unsqueeze(-3)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from crossview.data.camera_effects import luma
 from crossview.geometry.consistency import other_view, warp_other_view
 from crossview.geometry.warp import backward_warp
 from crossview.train.losses import masked_mean
@@ -30,17 +31,11 @@ HAMMING_EPS = 0.1
 EDGE_WEIGHT = 150.0
 
 
-def _grey(images: torch.Tensor) -> torch.Tensor:
-    """``[N, 3, H, W]`` 0..255 -> ``[N, 1, H, W]`` BT.601 luma, 0..255."""
-    weights = images.new_tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)
-    return (images * weights).sum(1, keepdim=True)
-
-
 def census_transform(images: torch.Tensor, radius: int = CENSUS_RADIUS) -> torch.Tensor:
     """Soft census signature of every pixel: ``[N, (2r+1)^2, H, W]`` with values in (-1, 1),
     ``d / sqrt(CENSUS_STEP + d^2)`` for each neighbour's grey difference ``d`` (replicated
     borders). ``images [N, 3, H, W]`` in 0..255."""
-    grey = _grey(images)
+    grey = luma(images)
     size = 2 * radius + 1
     _, _, h, w = grey.shape
     padded = F.pad(grey, (radius,) * 4, mode="replicate")
