@@ -4,7 +4,7 @@ of a scene-folder root, its stereo scenes used as flow pairs (left to right move
 Motorcycle pair. Prints the EPE on known pixels, one row per model.
 
     OMP_NUM_THREADS=1 python docs/results/flow_on_real_pairs.py /work/shared/real-dev \
-        matchflow-hybrid [WEIGHTS.safetensors ...]
+        matchflow-hybrid [WEIGHTS.safetensors ...] [--lri]
 
 A weights file is loaded into ``matchflow-hybrid``'s architecture.
 """
@@ -52,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root")
     parser.add_argument("models", nargs="+", help="registered flow model names or weights files")
+    parser.add_argument("--lri", action="store_true", help="low-resolution initialisation")
     args = parser.parse_args()
     pairs = real_pairs(args.root)
     print("model | " + " | ".join(p[0] for p in pairs) + " | mean")
@@ -62,7 +63,7 @@ def main() -> None:
     for name in args.models:
         weights = name if name.endswith(".safetensors") else None
         model = crossview.load_model("matchflow-hybrid" if weights else name, weights=weights)
-        rows[name] = [epe(crossview.estimate_flow(a, b, model=model).flow[0].numpy()
+        rows[name] = [epe(crossview.estimate_flow(a, b, model=model, lri=args.lri).flow[0].numpy()
                           .transpose(1, 2, 0), gt) for _, a, b, gt in pairs]
     for name, values in rows.items():
         print(f"{name} | " + " | ".join(f"{v:.3f}" for v in values)
