@@ -9,6 +9,7 @@ import sys
 
 import typer
 
+from crossview.cli import log_handler
 from crossview.console import stderr
 from crossview.errors import UserError
 from crossview.output import Terminated, terminate_raises
@@ -16,7 +17,9 @@ from crossview.output import Terminated, terminate_raises
 
 def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
     """Run ``app`` on ``argv`` (default: the command line). Usage errors (unknown options,
-    missing arguments) are typer's own, which also exit with code 2."""
+    missing arguments) are typer's own, which also exit with code 2. The library's log is shown
+    on stderr (:mod:`crossview.cli.log_handler`)."""
+    log_handler.install()
     try:
         with terminate_raises():
             app(args=argv)
