@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +25,15 @@ def log_lines(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[[], str]]:
         return text
 
     yield read
+
+
+@pytest.fixture(scope="session")
+def _empty_crossview_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("crossview-home")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_cache(_empty_crossview_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the user's weights cache (``$CROSSVIEW_HOME``) or offline setting."""
+    monkeypatch.setenv("CROSSVIEW_HOME", str(_empty_crossview_home))
+    monkeypatch.delenv("CROSSVIEW_OFFLINE", raising=False)
