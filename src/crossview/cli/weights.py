@@ -51,7 +51,7 @@ def download_command(names: Names) -> None:
     specs = [_spec(name) for name in names]  # every name checked before any download
     for spec in specs:
         path = spec.weights_file(published.NAME, download=True)
-        stdout.print(f"{spec.name}: {path}", markup=False)
+        stdout.print(f"{spec.name}: {path}", markup=False, soft_wrap=True)
 
 
 @app.command("verify")
@@ -63,7 +63,7 @@ def verify_command(names: Annotated[list[str] | None, typer.Argument(
     chosen = specs if names else [s for s in specs if published.cached_path(s.published).is_file()]
     if not chosen:
         stdout.print(f"no published weights downloaded yet (cache: {published.home()})",
-                     markup=False)
+                     markup=False, soft_wrap=True)
         return
     damaged = []
     for spec in chosen:
@@ -72,7 +72,7 @@ def verify_command(names: Annotated[list[str] | None, typer.Argument(
         except UserError as error:
             damaged.append(str(error))
             continue
-        stdout.print(f"ok {spec.name}: {path}", markup=False)
+        stdout.print(f"ok {spec.name}: {path}", markup=False, soft_wrap=True)
     if damaged:
         raise UserError(" | ".join(damaged))
 
@@ -80,4 +80,4 @@ def verify_command(names: Annotated[list[str] | None, typer.Argument(
 @app.command("path")
 def path_command(name: Annotated[str, typer.Argument(help="Model name.")]) -> None:
     """Where the cache keeps NAME's published weights (the place for a file fetched by hand)."""
-    stdout.print(str(published.cached_path(_spec(name).published)), markup=False)
+    stdout.print(str(published.cached_path(_spec(name).published)), markup=False, soft_wrap=True)
