@@ -11,25 +11,18 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import weights_server as hosted
 from crossview.cli.app import main
-from weights_server import (
-    TEST_FILE,
-    TEST_MODEL,
-    Answer,
-    WeightsServer,
-    checkpoint_bytes,
-    publish_test_model,
-    random_state_dict,
-    weights_server,
-)
+from weights_server import TEST_FILE, TEST_MODEL, Answer, WeightsServer
 
 
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[WeightsServer]:
     monkeypatch.setenv("CROSSVIEW_HOME", str(tmp_path / "home"))
-    with weights_server() as running:
-        publish_test_model(running, monkeypatch)
-        running.routes[f"/{TEST_FILE}"] = Answer(checkpoint_bytes(random_state_dict()))
+    with hosted.weights_server() as running:
+        hosted.publish_test_model(running, monkeypatch)
+        body = hosted.checkpoint_bytes(hosted.random_state_dict())
+        running.routes[f"/{TEST_FILE}"] = Answer(body)
         yield running
 
 
