@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import io
 import threading
@@ -17,6 +18,7 @@ import torch
 
 from crossview.models import registry
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.published import PublishedWeights
 from crossview.models.registry import ModelSpec
 
@@ -94,8 +96,8 @@ def publish_test_model(server: WeightsServer, monkeypatch: pytest.MonkeyPatch,
     """Register :data:`TEST_MODEL` (for the test's duration) with its published weights at
     ``url`` (default: :data:`TEST_FILE` on ``server``)."""
     registry.list_models()  # the families register first
-    spec = ModelSpec(TEST_MODEL, lambda **overrides: MatchStereo(SMALL), "stereo",
-                     published=PublishedWeights(TEST_FILE, url or server.url(TEST_FILE)))
+    spec = dataclasses.replace(matchstereo_spec(TEST_MODEL, SMALL, "stereo"), published=(
+        PublishedWeights(TEST_FILE, url or server.url(TEST_FILE))))
     monkeypatch.setitem(registry._REGISTRY, TEST_MODEL, spec)
     return spec
 

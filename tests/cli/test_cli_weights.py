@@ -128,3 +128,15 @@ def test_offline_download_is_one_line(server: WeightsServer, cached: Path,
     assert err == (f"error: {TEST_MODEL}: CROSSVIEW_OFFLINE is set, so crossview does not "
                    f"download {TEST_FILE}; download {server.url(TEST_FILE)} by hand and put it "
                    f"at {cached}\n")
+
+
+def test_eval_downloads_only_with_download(server: WeightsServer, cached: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["eval", "--model", TEST_MODEL, "--dataset", "synthetic-stereo,size=192x192",
+            "--limit", "1", "--no-per-sample"]
+    code, out, err = _run(args, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and server.asked == []
+    assert "(or pass --download)" in err
+    code, out, err = _run([*args, "--download"], capsys)
+    assert code == 0 and "epe" in out, err
+    assert cached.is_file() and server.asked == [f"/{TEST_FILE}"]
