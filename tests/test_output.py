@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,7 @@ with staged_files([sys.argv[1] + "/a.txt"]) as (a,):
 
 
 def test_a_later_run_removes_the_temporaries_left_by_a_killed_run(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, log_lines: Callable[[], str]) -> None:
     out = tmp_path / "out"
     with subprocess.Popen([sys.executable, "-c", _KILLED_MID_BLOCK, str(out)],
                           stdout=subprocess.PIPE, text=True) as killed:
@@ -132,7 +133,7 @@ def test_a_later_run_removes_the_temporaries_left_by_a_killed_run(
             alive.kill()
     assert not any(path.exists() for path in left)
     assert sorted(p.name for p in out.iterdir()) == sorted(["c.txt", *(p.name for p in kept)])
-    err = capsys.readouterr().err
+    err = log_lines()
     assert err.count("warning:") == 2 and all(str(path) in err for path in left)
     # the temporaries record their owner: host and process id
     assert all(p.name.startswith(f".crossview-{kind}-{host}-{killed.pid}-")

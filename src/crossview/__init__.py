@@ -9,14 +9,23 @@ Three published systems in one library:
 The user-facing functions (``load_model``, ``list_models``, ``estimate_disparity``,
 ``estimate_flow``, ``match_keypoints``) live in :mod:`crossview.api` and are re-exported here
 lazily, so ``import crossview`` stays cheap.
+
+Messages that are not a command's own output (a removed stale file, a build waited for, a
+download) go to the standard ``logging`` logger ``crossview`` (and its children, one per
+module); the library adds only a ``NullHandler``, so a program that uses crossview decides what
+is shown. The ``crossview`` command shows them on stderr as ``warning: ...`` / ``note: ...``
+lines (:mod:`crossview.cli.log_handler`).
 """
 
 from __future__ import annotations
 
+import logging
 from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _API_NAMES = ("load_model", "list_models", "estimate_disparity", "estimate_flow", "match_keypoints")
 

@@ -59,16 +59,23 @@ def model_task(name: str) -> str:
 
 
 def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | None = None, *,
-               device: str | torch.device = "cpu", **overrides: Any) -> nn.Module:
+               device: str | torch.device = "cpu", download: bool = False,
+               **overrides: Any) -> nn.Module:
     """Build a registered model and load its weights.
 
     Args:
         name: one of :func:`list_models` (``matchstereo-t/-s/-b``, ``matchflow-b``, the bundled
             ``matchstereo-hybrid``, ``transformatcher``, ``multiview``, ...).
         weights: a published ``.pth`` checkpoint (``{"model": state_dict}``), a bare state dict
-            file or ``.safetensors``; default: the weights bundled for ``name``, if any. Keys
-            and shapes must match exactly (:class:`~crossview.errors.UserError` otherwise).
+            file or ``.safetensors``, or ``"published"``: the checkpoint the model's authors
+            publish (``matchstereo-t/-s/-b``, ``matchflow-b``), from the local cache
+            (:mod:`crossview.models.published`); default: the weights bundled for ``name``,
+            else its published ones. Keys and shapes must match exactly
+            (:class:`~crossview.errors.UserError` otherwise).
         device: where the model lives (checked by :func:`crossview.device.resolve_device`).
+        download: fetch the published checkpoint into the cache if it is not there yet (the
+            only way crossview touches the network); without it a missing checkpoint is a
+            :class:`~crossview.errors.UserError` naming the URL and where to put the file.
         overrides: fields of the family's configuration to change (MatchStereo:
             ``MatchStereoConfig`` fields such as ``decoder_layers=(1, 1, 1, 1)``;
             TransforMatcher: its constructor's options), each checked like the field.
@@ -78,7 +85,7 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
     weights path). ``model.model_name`` is the registered name, ``model.task`` its task.
     """
     spec = registry.get_spec(name)
-    path = weights if weights is not None else spec.weights_path
+    path = spec.weights_file(weights, download=download)
     if path is None:
         warnings.warn(f"{spec.name} has no weights (pass weights=...): it runs with random "
                       "weights and its output is meaningless", RandomWeightsWarning, stacklevel=2)

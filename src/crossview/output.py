@@ -20,12 +20,12 @@ read-only file systems such as ``/proc``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -39,6 +39,9 @@ TEMPORARY_PREFIX = ".crossview-tmp-"
 # prefix + host + "-" + pid + "-" + tempfile's random part (a-z, 0-9, _) + a file's suffix
 _OWNED_NAME = re.compile(r"\.crossview-(?:staging|tmp)-(?P<host>.+)-(?P<pid>\d+)-[a-z0-9_]+"
                          r"(?:\.[^.]*)?")
+
+
+log = logging.getLogger(__name__)
 
 
 class Terminated(BaseException):
@@ -177,22 +180,22 @@ def _process_gone(pid: int) -> bool:
 
 def _remove_left_behind(path: Path, pid: int) -> None:
     """Remove ``path`` (a file or a directory tree), a temporary of crossview process ``pid``
-    that ended before it could clean up, with one warning line naming it."""
+    that ended before it could clean up, with one logged warning naming it."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     else:
         with contextlib.suppress(OSError):
             path.unlink()
     if not path.exists() and not path.is_symlink():
-        print(f"warning: removed {path}, left behind by crossview process {pid}, which ended "
-              "before it finished (killed?)", file=sys.stderr, flush=True)
+        log.warning(f"removed {path}, left behind by crossview process {pid}, which ended "
+                    "before it finished (killed?)")
 
 
 def remove_stale_temporaries(directory: str | os.PathLike[str],
                              older_names: re.Pattern[str] | None = None) -> None:
     """Remove the staging directories and temporary files in ``directory`` whose owner, a
-    process of this host, is gone (a command killed before it could clean up), with one warning
-    line naming each.
+    process of this host, is gone (a command killed before it could clean up), with one logged
+    warning naming each.
 
     Those of live processes, of other hosts (whose processes cannot be checked from here) and
     of older crossview versions (which did not record their owner) are kept, except names that

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -27,44 +28,44 @@ def _lock(folder: Path, age: float) -> Path:
 
 
 def test_no_lock_returns_at_once_and_says_nothing(tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+                                                 log_lines: Callable[[], str]) -> None:
     wait_for_build_lock(tmp_path)
-    assert capsys.readouterr().err == ""
+    assert log_lines() == ""
 
 
 def test_a_stale_lock_is_removed_with_one_warning(tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+                                                  log_lines: Callable[[], str]) -> None:
     lock = _lock(tmp_path, 2 * STALE_AFTER_SECONDS)
     wait_for_build_lock(tmp_path)
-    err = capsys.readouterr().err
+    err = log_lines()
     assert not lock.exists()
     assert err.count("\n") == 1 and err.startswith(f"warning: removed {lock}, "), err
 
 
 def test_a_fresh_lock_is_waited_for_and_said_once(tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+                                                  log_lines: Callable[[], str]) -> None:
     lock = _lock(tmp_path, 0)
     builder = threading.Timer(0.3, lock.unlink)  # the other build finishes
     builder.start()
     wait_for_build_lock(tmp_path, poll=0.01)
     builder.join()
-    err = capsys.readouterr().err
+    err = log_lines()
     assert err.count("\n") == 1 and err.startswith("note: waiting for another process"), err
     assert str(lock) in err
 
 
 def test_a_lock_that_grows_stale_while_waiting_is_removed(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, log_lines: Callable[[], str]) -> None:
     lock = _lock(tmp_path, 0)  # the build holding it is killed: nobody removes it
     wait_for_build_lock(tmp_path, stale_after=0.2, poll=0.01)
     assert not lock.exists()
-    lines = capsys.readouterr().err.splitlines()
+    lines = log_lines().splitlines()
     assert len(lines) == 2 and lines[0].startswith("note: waiting")
     assert lines[1].startswith(f"warning: removed {lock}")
 
 
 def test_a_lock_held_by_a_live_build_is_kept_however_old(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, log_lines: Callable[[], str]) -> None:
     lock = _lock(tmp_path, 100 * STALE_AFTER_SECONDS)  # a compile on a starved machine
     builder = subprocess.Popen(["sleep", "60"], cwd=tmp_path)  # works in the build directory
     seen = []
@@ -79,7 +80,7 @@ def test_a_lock_held_by_a_live_build_is_kept_however_old(
     wait_for_build_lock(tmp_path, poll=0.01)
     timer.join()
     assert seen == [True]  # still there while the build ran
-    lines = capsys.readouterr().err.splitlines()
+    lines = log_lines().splitlines()
     assert len(lines) == 2 and lines[0].startswith("note: waiting"), lines
     assert lines[1].startswith(f"warning: removed {lock}")
 
@@ -88,7 +89,7 @@ def test_a_lock_held_by_a_live_build_is_kept_however_old(
                     or shutil.which("ninja") is None, reason="no C++ compiler or ninja")
 def test_the_kernel_loader_clears_a_stale_lock_before_loading(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        log_lines: Callable[[], str]) -> None:
     import torch.utils.cpp_extension as cpp_extension
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
@@ -104,5 +105,5 @@ def test_the_kernel_loader_clears_a_stale_lock_before_loading(
     monkeypatch.setattr(cpp_extension, "load", fake_load)
     assert cpu_build._build.__wrapped__() is module  # the uncached build, with the fake load
     assert calls == [(str(build_dir), False)]  # in torch's build directory, lock gone first
-    err = capsys.readouterr().err
+    err = log_lines()
     assert err.count("\n") == 1 and err.startswith(f"warning: removed {lock}"), err

@@ -67,7 +67,7 @@ def test_a_model_without_weights_warns_that_its_output_is_meaningless(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     left, right = _write_pair(tmp_path / "in")
     code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
-                           "--model", "matchstereo-t"], capsys)
+                           *FAST], capsys)
     assert code == 0, err
     assert "meaningless" in err and "wrote 1 pair" in out
 

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -235,7 +236,7 @@ def _run_files(run_dir: Path) -> tuple[list[str], dict, list[dict]]:
 @pytest.mark.parametrize(("when", "nth", "best_step", "temporary"), [
     ("before", 1, 3, True), ("after", 1, 6, False), ("after", 2, 6, False)])
 def test_a_kill_while_saving_a_new_best_leaves_a_run_that_resumes_to_the_same_files(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], when: str, nth: int,
+        tmp_path: Path, log_lines: Callable[[], str], when: str, nth: int,
         best_step: int, temporary: bool) -> None:
     killed = tmp_path / "killed"
     result = subprocess.run([sys.executable, "-c", _KILLED_AT_RENAME, str(killed), when,
@@ -254,7 +255,7 @@ def test_a_kill_while_saving_a_new_best_leaves_a_run_that_resumes_to_the_same_fi
     for key, value in straight_best["model"].items():
         torch.testing.assert_close(best["model"][key], value, rtol=0, atol=0)
     assert _timeless(log) == _timeless(straight_log)  # one record per step, as never stopped
-    err = capsys.readouterr().err
+    err = log_lines()
     assert err == "".join(f"warning: removed {p}, left behind by crossview process "
                           f"{p.name.split('-')[-2]}, which ended before it finished (killed?)\n"
                           for p in left)
@@ -262,7 +263,7 @@ def test_a_kill_while_saving_a_new_best_leaves_a_run_that_resumes_to_the_same_fi
 
 @pytest.mark.parametrize("damage", ["stale", "missing"])
 def test_resume_mends_the_best_checkpoint_that_an_older_version_left_stale(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+        tmp_path: Path, log_lines: Callable[[], str], damage: str) -> None:
     """Older versions copied best.pt after the step checkpoint that records the new best: a
     kill in between left best.pt behind (here: step 3's while step 6 was the best)."""
     run(make_cfg(tmp_path, steps=8), stop_after=4)
@@ -279,12 +280,12 @@ def test_resume_mends_the_best_checkpoint_that_an_older_version_left_stale(
     for key, value in newest["model"].items():
         torch.testing.assert_close(best["model"][key], value, rtol=0, atol=0)
     was = "stale (step 3, metric " if damage == "stale" else "missing; "
-    assert capsys.readouterr().err.startswith(f"warning: --resume: {tmp_path / 'best.pt'} was "
+    assert log_lines().startswith(f"warning: --resume: {tmp_path / 'best.pt'} was "
                                               f"{was}")
 
 
 def test_start_removes_the_temporaries_of_killed_writes_and_nothing_else(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, log_lines: Callable[[], str]) -> None:
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
     host = socket.gethostname()
@@ -298,7 +299,7 @@ def test_start_removes_the_temporaries_of_killed_writes_and_nothing_else(
         (tmp_path / name).write_text("x")
     Trainer(make_cfg(tmp_path), model=StandInModel(), train_set=StandInStereo(), progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
-    assert capsys.readouterr().err.count("warning: removed ") == len(stale)
+    assert log_lines().count("warning: removed ") == len(stale)
 
 
 def test_log_is_parseable_when_killed_mid_run(tmp_path: Path) -> None:

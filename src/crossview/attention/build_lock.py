@@ -4,8 +4,9 @@
 file, ``BUILD_DIR/lock`` (torch's ``FileBaton``): the process that creates it compiles, every
 other one sleeps until the file disappears. A compile that is killed (Ctrl-C at the wrong
 moment, the OOM killer, ``kill -9``) leaves the file behind, and every later process then waits
-forever without a word. :func:`wait_for_build_lock` runs before ``load``: it says once that it
-waits for another build, and removes a stale lock with one warning line naming it.
+forever without a word. :func:`wait_for_build_lock` runs before ``load``: it logs once that it
+waits for another build, and removes a stale lock with one warning naming it (logger
+``crossview.attention.build_lock``).
 
 A lock is stale when it is older than :data:`STALE_AFTER_SECONDS` and no process works in the
 build directory (ninja and the compiler run there; seen through ``/proc/*/cwd`` on Linux). Age
@@ -16,8 +17,8 @@ alone cannot tell: on a loaded machine a live compile can take far longer than u
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -25,23 +26,25 @@ from pathlib import Path
 STALE_AFTER_SECONDS = 60.0
 UNVERIFIED_STALE_AFTER_SECONDS = 3600.0
 
+log = logging.getLogger(__name__)
+
 
 def wait_for_build_lock(build_dir: str | os.PathLike[str], *,
                         stale_after: float = STALE_AFTER_SECONDS, poll: float = 0.5) -> None:
     """Return once ``build_dir/lock`` does not exist, removing it when it is (or becomes)
-    stale (see the module docstring). Messages go to stderr, one line each: a note when it
-    starts waiting, a warning naming the lock when it removes one."""
+    stale (see the module docstring). It logs an INFO record when it starts waiting and a
+    WARNING naming the lock when it removes one."""
     lock = Path(build_dir) / "lock"
     told = False
     while (age := _age(lock)) is not None:
         if _stale(age, _someone_works_in(Path(build_dir)), stale_after):
             with contextlib.suppress(FileNotFoundError):
                 lock.unlink()
-            _say(f"warning: removed {lock}, a torch extension build lock {age:.0f} s old that no "
+            log.warning(f"removed {lock}, a torch extension build lock {age:.0f} s old that no "
                  "running build holds (left by a killed build)")
             return
         if not told:
-            _say(f"note: waiting for another process to finish compiling the fused kernels "
+            log.info(f"waiting for another process to finish compiling the fused kernels "
                  f"(lock {lock}, {age:.0f} s old)")
             told = True
         time.sleep(poll)
@@ -78,6 +81,3 @@ def _age(lock: Path) -> float | None:
     except FileNotFoundError:
         return None
 
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

@@ -52,6 +52,7 @@ class DenseOptions:
     save_right: bool
     save_rpos: bool
     fmt: str
+    download: bool = False
 
 
 def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
@@ -132,7 +133,8 @@ def load_model_for(task: str, options: DenseOptions) -> nn.Module:
     another task is a :class:`UserError`."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", api.RandomWeightsWarning)
-        model = api.load_model(options.model, options.weights, device=options.device)
+        model = api.load_model(options.model, options.weights, device=options.device,
+                               download=options.download)
     if model.task != task:
         raise UserError(f"model {options.model!r} estimates {model.task}; crossview {task} "
                         f"needs a {task} model")

@@ -22,6 +22,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from crossview import api
+from crossview.cli import options
 from crossview.console import stderr
 from crossview.device import resolve_device
 from crossview.distributed import (
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
-                    precision: str, warn: bool = True,
+                    precision: str, warn: bool = True, download: bool = False,
                     sample_size: tuple[int, int] | None = None) -> Predictor:
     """A predictor running the registered model ``name`` on a ``task`` benchmark
     (:func:`crossview.api.predictor`; ``warn``: print loading warnings, such as random weights,
@@ -55,7 +56,7 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                         f"benchmark (its models: {', '.join(api.list_models(task)) or 'none'})")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", api.RandomWeightsWarning)
-        model = api.load_model(name, weights, device=device)
+        model = api.load_model(name, weights, device=device, download=download)
     for warning in caught if warn else ():
         stderr.print(f"warning: {warning.message}", markup=False)
     if sample_size is not None:
@@ -134,6 +135,7 @@ def eval_command(
                           "synthetic benchmark name; --list shows the kinds.")] = None,
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="Weights file (.pth/.safetensors).")] = None,
+    download: options.Download = False,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -172,7 +174,8 @@ def eval_command(
     if info.enabled and device.startswith("cuda"):
         device = f"cuda:{info.local_rank}"
     predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
-                                warn=info.is_main, sample_size=_declared_size(data))
+                                warn=info.is_main, download=download,
+                                sample_size=_declared_size(data))
     total = len(data) if limit is None else min(limit, len(data))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())

@@ -31,6 +31,7 @@ def flow_command(
     out_dir: options.OutDir = Path("flow-out"),
     model: options.Model = DEFAULT_FLOW_MODEL,
     weights: options.Weights = None,
+    download: options.Download = False,
     device: options.Device = "cpu",
     precision: options.Precision = "fp32",
     lri: options.Lri = False,
@@ -44,5 +45,6 @@ def flow_command(
 ) -> None:
     """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns)."""
     run_dense("flow", frame0, frame1, DenseOptions(
-        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
+        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
+        download=download),
         views=("flow", "flow_backward"), tensors=_views)

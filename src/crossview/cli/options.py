@@ -13,6 +13,9 @@ from crossview.errors import UserError
 Model = Annotated[str, typer.Option("--model", help="Model name (see crossview.list_models()).")]
 Weights = Annotated[Path | None, typer.Option(
     "--weights", help="Weights: published .pth checkpoint, bare state dict or .safetensors.")]
+Download = Annotated[bool, typer.Option(
+    "--download", help="Fetch the model's published weights into the cache if missing (the "
+    "only network access; see `crossview weights`).")]
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda.")]
 Precision = Annotated[str, typer.Option("--precision", help="fp32, bf16 or fp16.")]
 OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]

@@ -30,6 +30,7 @@ def stereo_command(
     out_dir: options.OutDir = Path("stereo-out"),
     model: options.Model = DEFAULT_STEREO_MODEL,
     weights: options.Weights = None,
+    download: options.Download = False,
     device: options.Device = "cpu",
     precision: options.Precision = "fp32",
     lri: options.Lri = False,
@@ -42,5 +43,6 @@ def stereo_command(
 ) -> None:
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
     run_dense("stereo", left, right, DenseOptions(
-        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
+        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
+        download=download),
         views=("disp", "disp_right"), tensors=_views)

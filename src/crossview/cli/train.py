@@ -13,7 +13,6 @@ import typer
 
 from crossview.console import stdout
 from crossview.errors import UserError
-from crossview.train.config import load_config
 
 
 def train_command(
@@ -50,6 +49,7 @@ def train_command(
     from crossview.distributed import dist_info_from_env
     from crossview.output import check_output_files
     from crossview.train.checkpoint import BEST_NAME
+    from crossview.train.config import load_config  # PyYAML: the [train] extra
     from crossview.train.recipes import get_recipe
     from crossview.train.runlog import LOG_NAME
     from crossview.train.trainer import Trainer

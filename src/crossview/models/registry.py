@@ -11,7 +11,10 @@ the bundled ``matchstereo-mini/-hybrid`` and ``matchflow-mini/-hybrid``
 (:mod:`crossview.models.multiview.specs`).
 
 A spec's ``weights`` is a file name inside ``crossview/models/weights/`` or an absolute path;
-it is what :func:`crossview.load_model` loads when the caller gives no weights.
+it is what :func:`crossview.load_model` loads when the caller gives no weights. A spec's
+``published`` names the checkpoint its authors publish (file name and URL,
+:mod:`crossview.models.published`): the weights named ``"published"``, and the default of a
+model that ships none.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from torch import nn
 
 from crossview import settings
 from crossview.errors import UserError
+from crossview.models import published as published_weights
+from crossview.models.published import PublishedWeights
 from crossview.models.weights import load_weights
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -57,6 +62,7 @@ class ModelSpec:
         load: ``load(path, **overrides)`` builds the network from a weights file, for families
             whose architecture depends on the file; default: ``build(**overrides)`` and load
             ``path`` strictly (:func:`crossview.models.weights.load_weights`).
+        published: the checkpoint its authors publish (file name and URL), or ``None``.
     """
 
     name: str
@@ -66,6 +72,7 @@ class ModelSpec:
     description: str = ""
     predictor: PredictorBuilder | None = None
     load: Callable[..., nn.Module] | None = None
+    published: PublishedWeights | None = None
 
     @property
     def weights_path(self) -> Path | None:
@@ -74,6 +81,26 @@ class ModelSpec:
             return None
         path = Path(self.weights)
         return path if path.is_absolute() else WEIGHTS_DIR / path
+
+    def weights_file(self, weights: str | os.PathLike[str] | None, *, download: bool = False,
+                     progress: bool = True) -> str | os.PathLike[str] | None:
+        """The file that ``weights`` names for this model: ``None`` means the bundled weights,
+        else the published ones, else none (``None``: random weights); ``"published"`` means
+        the published checkpoint (in the cache, its SHA-256 checked; downloaded first if
+        missing and ``download``, see :func:`crossview.models.published.download`); any other
+        value is a path, returned as given."""
+        if weights is None:
+            if self.weights_path is not None or self.published is None:
+                return self.weights_path
+        elif weights != published_weights.NAME:  # a path (a Path never equals the name)
+            return weights
+        if self.published is None:
+            raise UserError(f"{self.name} has no published weights; models with published "
+                            f"weights: {', '.join(list_published())}")
+        if download:
+            return published_weights.download(self.name, self.published, check=self.create,
+                                              progress=progress)
+        return published_weights.verify(self.name, self.published)
 
     def create(self, weights: str | os.PathLike[str] | None, **overrides: Any) -> nn.Module:
         """The network with ``weights`` loaded (randomly initialised when ``None``)."""
@@ -136,6 +163,12 @@ def get_spec(name: str) -> ModelSpec:
     except KeyError:
         raise UserError(f"unknown model {name!r}; choose one of: "
                         f"{', '.join(list_models())}") from None
+
+
+def list_published() -> list[str]:
+    """Names of the registered models whose specs name published weights, sorted."""
+    _find_families()
+    return sorted(name for name, spec in _REGISTRY.items() if spec.published is not None)
 
 
 def list_models(task: str | None = None) -> list[str]:

@@ -152,12 +152,16 @@ def load_tensors_only(path: str | os.PathLike[str], what: str = "weights") -> ob
     raise UserError(f"{path}: cannot read {what} ({detail})")
 
 
-def _is_pickle(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` starts like what ``torch.save`` writes: a zip archive, or a pickle of
-    protocol 2 or later (``PROTO`` opcode)."""
-    with open(path, "rb") as handle:
-        head = handle.read(4)
+def starts_like_torch_save(head: bytes) -> bool:
+    """Whether ``head``, the first bytes of a file (4 suffice), start like what ``torch.save``
+    writes: a zip archive, or a pickle of protocol 2 or later (``PROTO`` opcode)."""
     return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
+
+
+def _is_pickle(path: str | os.PathLike[str]) -> bool:
+    """Whether the file ``path`` starts like what ``torch.save`` writes."""
+    with open(path, "rb") as handle:
+        return starts_like_torch_save(handle.read(4))
 
 
 def _unsafe_globals(path: str | os.PathLike[str]) -> str:

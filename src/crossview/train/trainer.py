@@ -18,6 +18,7 @@ killed writes removed. Rank 0 alone writes checkpoints, the JSONL log and the pr
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import signal
 import time
@@ -33,7 +34,6 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import default_collate
 
 from crossview.attention.match import NonFiniteError
-from crossview.console import stderr
 from crossview.device import resolve_device
 from crossview.distributed import (
     DistInfo,
@@ -50,6 +50,8 @@ from crossview.train import runlog
 from crossview.train.config import Config, config_from_dict, config_to_dict
 from crossview.train.recipe import Recipe, ValidationView
 from crossview.train.recipes import get_recipe
+
+log = logging.getLogger(__name__)
 
 StepCallback = Callable[[int, dict[str, float]], bool | None]
 
@@ -239,8 +241,8 @@ class Trainer:
             raise UserError(f"--resume: {error}") from None
         if self.dist.is_main:
             for why in skipped:
-                stderr.print(f"warning: --resume: {why}; resuming from {latest.name} (step "
-                              f"{int(state['step'])})", markup=False)
+                log.warning(f"--resume: {why}; resuming from {latest.name} (step "
+                            f"{int(state['step'])})")
         # through the current defaults: keys added since the checkpoint was written compare
         # as their defaults (the behaviour of the version that wrote it)
         try:
@@ -272,7 +274,7 @@ class Trainer:
                                        self.best_metric)
             repaired = ckpt.repair_best(self.run_dir, self.step, self.best_metric, best_step)
             if repaired is not None:
-                stderr.print(f"warning: --resume: {repaired}", markup=False)
+                log.warning(f"--resume: {repaired}")
 
     def save(self, best: bool = False) -> Path | None:
         """Checkpoint the current step, as ``best.pt`` too if ``best`` (rank 0 writes; every

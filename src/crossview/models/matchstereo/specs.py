@@ -1,12 +1,13 @@
 """The MatchStereo / MatchFlow models by name.
 
 Built in: ``matchstereo-t``, ``matchstereo-s``, ``matchstereo-b`` (stereo) and ``matchflow-b``
-(optical flow), the published architectures; their published weights are not shipped (pass
-them with ``weights=``). Bundled models are data only: a ``NAME.safetensors`` and a ``NAME.json``
-next to it in ``crossview/models/weights/`` (shipped as package data). The JSON holds
-``{"name": ..., "task": "stereo" | "flow", "config": {MatchStereoConfig fields},
-"description": ...}`` and optionally ``"weights"`` (a file name in that folder; default
-``NAME.safetensors``); ``crossview train`` writes both files.
+(optical flow), the published architectures; their published weights are not shipped: they
+are fetched by name from where the authors publish them (:data:`PUBLISHED_AT`, see
+:mod:`crossview.models.published`), or passed with ``weights=``. Bundled models are data
+only: a ``NAME.safetensors`` and a ``NAME.json`` next to it in ``crossview/models/weights/``
+(shipped as package data). The JSON holds ``{"name": ..., "task": "stereo" | "flow",
+"config": {MatchStereoConfig fields}, "description": ...}`` and optionally ``"weights"`` (a
+file name in that folder; default ``NAME.safetensors``); ``crossview train`` writes both files.
 """
 
 from __future__ import annotations
@@ -18,16 +19,24 @@ from pathlib import Path
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
 from crossview.models.matchstereo.inference import dense_predictor
 from crossview.models.matchstereo.model import MatchStereo
+from crossview.models.published import PublishedWeights
 from crossview.models.registry import WEIGHTS_DIR, ModelSpec, configured, register_model
+
+# the MatchAttention authors' Hugging Face model repository; a file's download is this + name
+PUBLISHED_AT = "https://huggingface.co/Tingman/MatchAttention/resolve/main/"
 
 
 def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
-                     weights: str | None = None, description: str = "") -> ModelSpec:
+                     weights: str | None = None, description: str = "",
+                     published: str | None = None) -> ModelSpec:
     """The spec of a MatchStereo (``task="stereo"``) or MatchFlow (``"flow"``) network of
-    ``config``; overrides replace config fields."""
+    ``config``; overrides replace config fields. ``published``: the file name of the authors'
+    checkpoint under :data:`PUBLISHED_AT`."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
-                     predictor=partial(dense_predictor, task=task))
+                     predictor=partial(dense_predictor, task=task),
+                     published=None if published is None
+                     else PublishedWeights(published, PUBLISHED_AT + published))
 
 
 def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
@@ -49,9 +58,11 @@ def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
 for _letter, _variant in (("t", "tiny"), ("s", "small"), ("b", "base")):
     register_model(matchstereo_spec(
         f"matchstereo-{_letter}", VARIANTS[_variant], "stereo",
-        description=f"MatchStereo-{_letter.upper()} (published architecture, "
-                    f"matchstereo_{_variant}_fsd.pth)"))
+        description=f"MatchStereo-{_letter.upper()} (published architecture and weights, "
+                    "FoundationStereo synthetic data)",
+        published=f"matchstereo_{_variant}_fsd.pth"))
 register_model(matchstereo_spec(
     "matchflow-b", VARIANTS["base"], "flow",
-    description="MatchFlow-B (published architecture, matchflow_base_sintel.pth)"))
+    description="MatchFlow-B (published architecture and weights, fine-tuned on Sintel)",
+    published="matchflow_base_sintel.pth"))
 register_bundled()
