@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from crossview.geometry.confidence import consistency_confidence, field_confidence
+from crossview.geometry.confidence import attention_peak, consistency_confidence, field_confidence
 
 
 def test_formula() -> None:
@@ -41,3 +41,18 @@ def test_an_inconsistent_pixel_is_less_confident() -> None:
     assert confidence[0, 1, 5] == pytest.approx(math.exp(-2.0))
     assert (confidence[0, 1, 5] < confidence[0, 1, 4]) and (confidence >= 0).all()
     assert (confidence <= 1).all()
+
+
+def test_attention_peak_by_hand() -> None:
+    one_hot, uniform = [0.0, 1.0, 0.0, 0.0], [0.25] * 4
+    half = [0.5, 0.5, 0.0, 0.0]  # max 0.5: (0.5 - 0.25) / 0.75 = 1/3
+    attn = torch.tensor([[one_hot, one_hot], [uniform, uniform], [half, one_hot]])
+    assert attention_peak(attn).tolist() == pytest.approx([1.0, 0.0, (1 / 3 + 1) / 2])
+    with pytest.raises(ValueError, match="attn"):
+        attention_peak(torch.ones(4))
+
+
+def test_field_confidence_with_a_peak_multiplies_by_one_minus_it() -> None:
+    field = torch.zeros(2, 3, 8, 2)
+    peak = torch.rand(2, 3, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(field_confidence(field, peak), 1 - peak)
