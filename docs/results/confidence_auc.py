@@ -109,7 +109,8 @@ def main() -> None:
                     for column in per_pair[0][error]} for error in per_pair[0]}
     rows = [(scene, error, *values.values()) for scene, table in results.items()
             for error, values in table.items()]
-    print_table("sparsification AUC (lower is better; oracle: the best possible)", COLUMNS, rows)
+    print_table("sparsification AUC (lower is better; oracle: the best possible)", COLUMNS, rows,
+                width=150)
     write_json(args.json, {"models": {t: m.model_name for t, m in models.items()},
                            "steps": 20, "results": results})
 
