@@ -1,16 +1,15 @@
-"""``crossview.data.ply``: binary PLY read back by an independent parser (``plyfile``) and by
-numpy structured parsing written here from the format's description."""
+"""``crossview.data.ply``: binary PLY read back by an independent parser (``plyfile``) and
+byte by byte against the format's description."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import plyfile
 import pytest
 
 from crossview.data.ply import ply_bytes, write_ply
-
-plyfile = pytest.importorskip("plyfile")
 
 
 def _cloud(n: int = 50) -> tuple[np.ndarray, np.ndarray]:
