@@ -197,3 +197,17 @@ def test_bad_calibration_input_is_one_line_exit_2_no_output(
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
     assert not out.exists()
+
+
+def test_pfm_depth_holds_metres(tmp_path: Path, pair: tuple[Path, Path],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, _, err = run_cli(_stereo(pair, out, "--focal", "400", "--baseline", "0.25",
+                                   "--depth-format", "pfm", "--edge-ratio", "0", fast=True),
+                           capsys)
+    assert code == 0, err
+    disparity = io.read_npy(out / "scene_l_disp.npy").astype(np.float64)
+    depth = io.read_pfm(out / "scene_l_depth.pfm")
+    kept = depth > 0
+    assert kept.any()
+    np.testing.assert_allclose(depth[kept], 100.0 / disparity[kept], rtol=1e-6)
