@@ -46,8 +46,9 @@ def flow_command(
     save_confidence: SaveConfidence = False,
 ) -> None:
     """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns)."""
-    extras = [ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
-                               lambda r: [r.confidence, r.confidence_backward])] * save_confidence
+    confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
+                                  lambda r: [r.confidence, r.confidence_backward])
+    extras = [confidence] if save_confidence else []
     run_dense("flow", frame0, frame1, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
         views=("flow", "flow_backward"), tensors=_views, extras=extras)

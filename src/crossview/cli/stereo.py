@@ -57,8 +57,9 @@ def stereo_command(
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
     depth_files = depth.depth_output(calib, focal, baseline, doffs, cx, cy, depth_format,
                                      max_depth, edge_ratio)
-    extras = [ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
-                               lambda r: [r.confidence, r.confidence_right])] * save_confidence
+    confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
+                                  lambda r: [r.confidence, r.confidence_right])
+    extras = [confidence] if save_confidence else []
     run_dense("stereo", left, right, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
         views=("disp", "disp_right"), tensors=_views,
