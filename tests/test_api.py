@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from safetensors.torch import save_file
 import crossview
 from crossview import api
 from crossview.errors import UserError
-from crossview.geometry.consistency import noc_mask
+from crossview.geometry.consistency import consistency_error, noc_mask
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig, inference
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
@@ -60,6 +61,17 @@ def test_disparity_equals_the_padded_model_run(model: MatchStereo) -> None:
     torch.testing.assert_close(result.disparity_right, field[1:, ..., 0].clamp(min=0))
     torch.testing.assert_close(result.valid, noc_mask(field, 8.0)[:1])
     assert result.valid.dtype == torch.bool and result.self_rpos.shape == (1, 200, 230, 2)
+    # confidence: exp(-left-right error) * (1 - peak of the last cross-attention, upsampled)
+    attn = out["cross_attn"]  # [2, H/4, W/4, heads, K], rows summing to 1
+    keys = attn.shape[-1]
+    torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:-1]))
+    peak = ((attn.max(-1).values - 1 / keys) / (1 - 1 / keys)).mean(-1)
+    peak = torch.nn.functional.interpolate(peak[:, None], size=(224, 256), mode="bilinear",
+                                           align_corners=True)[:, 0]
+    peak = peak[:, 224 - 200:, :230]  # the padding went on top and right
+    error = consistency_error(field)[0]
+    torch.testing.assert_close(result.confidence, (torch.exp(-error) * (1 - peak))[:1])
+    torch.testing.assert_close(result.confidence_right, (torch.exp(-error) * (1 - peak))[1:])
 
 
 def test_flow_layout(flow_model: MatchStereo) -> None:
@@ -95,11 +107,17 @@ def test_fixed_resolution_at_own_size_is_identity(model: MatchStereo) -> None:
 
 def test_fixed_resolution_rescales(flow_model: MatchStereo, monkeypatch) -> None:
     field = torch.ones(2, 192, 256, 2)
-    monkeypatch.setattr(inference, "_run", lambda *args: (field, field))
+    peak = torch.full((2, 192, 256), 0.75)
+    monkeypatch.setattr(inference, "_run", lambda *args: (field, field, peak))
     result = api.estimate_flow(*_pair(384, 384), model=flow_model, size=(192, 256))
     assert result.flow.shape == (1, 2, 384, 384)
     torch.testing.assert_close(result.flow[:, 0], torch.full((1, 384, 384), 1.5))
     torch.testing.assert_close(result.flow[:, 1], torch.full((1, 384, 384), 2.0))
+    # both frames move by (1.5, 2): forward-backward error 7 px where the match stays inside
+    # (3.5 px outside, between at the border), times 1 - peak resized back (0.25)
+    assert result.confidence.shape == (1, 384, 384)
+    assert result.confidence.median().item() == pytest.approx(0.25 * math.exp(-7.0))
+    assert result.confidence.max().item() == pytest.approx(0.25 * math.exp(-3.5))
 
 
 def test_lri_feeds_the_half_resolution_field(model: MatchStereo, monkeypatch) -> None:
@@ -247,3 +265,16 @@ def test_check_memory_returns_the_estimate_it_checked(model: MatchStereo, lri: b
 def test_models_without_an_estimate_are_not_checked(monkeypatch) -> None:
     monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "0.001")
     assert api.check_memory(torch.nn.Identity(), 100000, 100000, task="stereo") is None
+
+
+def test_without_attention_weights_the_confidence_is_the_consistency_alone() -> None:
+    torch.manual_seed(0)
+    plain = MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0,
+                                          attn_to_proj=False)).eval()
+    left, right = _pair(192, 224)
+    fields = inference.predict_fields(plain, left, right, "stereo")
+    assert fields.attention_peak is None
+    result = api.estimate_disparity(left, right, model=plain)
+    expected = torch.exp(-consistency_error(fields.field)[0])
+    torch.testing.assert_close(result.confidence, expected[:1])

@@ -7,8 +7,9 @@ Three published systems in one library:
 - TransforMatcher (match-to-match attention) for semantic correspondence.
 
 The user-facing functions (``load_model``, ``list_models``, ``estimate_disparity``,
-``estimate_flow``, ``match_keypoints``) live in :mod:`crossview.api` and are re-exported here
-lazily, so ``import crossview`` stays cheap.
+``estimate_flow``, ``match_keypoints``) live in :mod:`crossview.api`, ``disparity_to_depth`` and
+``depth_to_points`` in :mod:`crossview.geometry.depth`; they are re-exported here lazily, so
+``import crossview`` stays cheap.
 
 Messages that are not a command's own output (a removed stale file, a build waited for, a
 download) go to the standard ``logging`` logger ``crossview`` (and its children, one per
@@ -28,12 +29,15 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _API_NAMES = ("load_model", "list_models", "estimate_disparity", "estimate_flow", "match_keypoints")
+_GEOMETRY_NAMES = ("disparity_to_depth", "depth_to_points")
 
 
 def __getattr__(name: str) -> Any:
     if name in _API_NAMES:
         return getattr(import_module("crossview.api"), name)
+    if name in _GEOMETRY_NAMES:
+        return getattr(import_module("crossview.geometry.depth"), name)
     raise AttributeError(f"module 'crossview' has no attribute {name!r}")
 
 
-__all__ = ["__version__", *_API_NAMES]
+__all__ = ["__version__", *_API_NAMES, *_GEOMETRY_NAMES]

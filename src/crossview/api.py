@@ -32,10 +32,11 @@ from crossview.data.image_batch import ImageLike
 from crossview.data.image_batch import as_image_batch as as_image_batch
 from crossview.device import resolve_device
 from crossview.errors import UserError
+from crossview.geometry.confidence import field_confidence
 from crossview.geometry.disparity import field_to_disparity
 from crossview.models import registry
 from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
-from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD, predict_fields
+from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD, Fields, predict_fields
 from crossview.models.matchstereo.inference import check_memory as check_memory
 from crossview.models.registry import Predictor
 from crossview.models.transformatcher.inference import match_pair
@@ -122,7 +123,9 @@ def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32")
 class StereoResult:
     """Disparities (positive px) ``[B, H, W]`` of the left and right views, their left-right
     consistency (non-occlusion) masks ``[B, H, W]`` bool, and the self relative positions at
-    full resolution ``[B, H, W, 2]`` (px; where each pixel draws its information from)."""
+    full resolution ``[B, H, W, 2]`` (px; where each pixel draws its information from), and a
+    per-pixel confidence ``[B, H, W]`` in [0, 1] of each view
+    (:mod:`crossview.geometry.confidence`: left-right consistency and attention peak)."""
 
     disparity: torch.Tensor
     disparity_right: torch.Tensor
@@ -130,13 +133,16 @@ class StereoResult:
     valid_right: torch.Tensor
     self_rpos: torch.Tensor
     self_rpos_right: torch.Tensor
+    confidence: torch.Tensor
+    confidence_right: torch.Tensor
 
 
 @dataclass
 class FlowResult:
     """Forward flow (frame 0 -> 1) and backward flow ``[B, 2, H, W]`` (x, y px), their
-    forward-backward consistency masks ``[B, H, W]`` bool, and the self relative positions
-    ``[B, H, W, 2]`` (px) of both frames."""
+    forward-backward consistency masks ``[B, H, W]`` bool, the self relative positions
+    ``[B, H, W, 2]`` (px) of both frames and their confidence ``[B, H, W]`` in [0, 1]
+    (:mod:`crossview.geometry.confidence`: forward-backward consistency and attention peak)."""
 
     flow: torch.Tensor
     flow_backward: torch.Tensor
@@ -144,6 +150,8 @@ class FlowResult:
     valid_backward: torch.Tensor
     self_rpos: torch.Tensor
     self_rpos_backward: torch.Tensor
+    confidence: torch.Tensor
+    confidence_backward: torch.Tensor
 
 
 def estimate_disparity(left: ImageLike, right: ImageLike, *,
@@ -166,11 +174,13 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
     """
-    field, rpos, valid = _predict(model, weights, left, right, "stereo", device=device,
-                                  precision=precision, lri=lri, size=size, threshold=threshold)
+    field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
+                                        precision=precision, lri=lri, size=size,
+                                        threshold=threshold)
     b = field.shape[0] // 2
+    confidence = field_confidence(field, peak)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
-                        valid[:b], valid[b:], rpos[:b], rpos[b:])
+                        valid[:b], valid[b:], rpos[:b], rpos[b:], confidence[:b], confidence[b:])
 
 
 def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = DEFAULT_FLOW_MODEL,
@@ -182,18 +192,20 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
     Returns:
         :class:`FlowResult` (float32 tensors on ``device``).
     """
-    field, rpos, valid = _predict(model, weights, img0, img1, "flow", device=device,
-                                  precision=precision, lri=lri, size=size, threshold=threshold)
+    field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
+                                        precision=precision, lri=lri, size=size,
+                                        threshold=threshold)
     b = field.shape[0] // 2
-    flow = field.permute(0, 3, 1, 2)
-    return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:])
+    flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
+    return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:],
+                      confidence[:b], confidence[b:])
 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool,
-             size: tuple[int, int] | None, threshold: float,
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Full-resolution field and self relative positions ``[2B, H, W, 2]`` and the mask."""
+             size: tuple[int, int] | None, threshold: float) -> Fields:
+    """Full-resolution fields, self relative positions, mask and attention peak
+    (:class:`~crossview.models.matchstereo.inference.Fields`)."""
     target = resolve_device(device)
     if isinstance(model, str):
         model = load_model(model, weights, device=target)

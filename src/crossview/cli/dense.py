@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import glob
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -36,6 +37,18 @@ from crossview.output import staged_files
 ViewTensors = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 Views = Callable[[object], list[ViewTensors]]
 Pair = tuple[np.ndarray, np.ndarray]  # the decoded images [H, W, 3] uint8 of a pair
+
+
+class ExtraOutput(Protocol):
+    """More files per pair than a command's own (depth, confidence): ``check`` refuses inputs
+    before the model loads, ``file_names(name)`` are the pair's files and ``writers(images,
+    result)`` write them, in that order."""
+
+    def check(self, images: list[Pair]) -> None: ...
+
+    def file_names(self, name: str) -> list[str]: ...
+
+    def writers(self, images: Pair, result: Any) -> list[Callable[[Path], None]]: ...
 
 
 @dataclass(frozen=True)
@@ -144,20 +157,25 @@ def load_model_for(task: str, options: DenseOptions) -> nn.Module:
 
 
 def run_dense(task: str, first: str, second: str, options: DenseOptions, *,
-              views: tuple[str, str], tensors: Views) -> None:
+              views: tuple[str, str], tensors: Views,
+              extras: Sequence[ExtraOutput] = ()) -> None:
     """Check everything, load the model, run every pair and write its outputs.
 
     The files of the pair named NAME are NAME_VIEW* for the first of ``views`` (and the second
-    with ``--save-right``); ``tensors(result)`` gives their tensors. Nothing reaches
-    ``options.out_dir`` unless every pair succeeds.
+    with ``--save-right``); ``tensors(result)`` gives their tensors; then those of each of
+    ``extras``. Nothing reaches ``options.out_dir`` unless every pair succeeds.
     """
     size = parse_size(options.size) if options.size else None
     resolve_device(options.device, "--device")
     pairs = find_pairs(first, second)
     images = read_pairs(pairs)
+    for extra in extras:
+        extra.check(images)
     kind = "disparity" if task == "stereo" else "flow"
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
-    files = {name: pair_file_names(name, views, kind, options) for name in output_names(pairs)}
+    files = {name: pair_file_names(name, views, kind, options)
+             + [f for extra in extras for f in extra.file_names(name)]
+             for name in output_names(pairs)}
     destinations = [options.out_dir / f for names in files.values() for f in names]
     # a transient bar shows nothing off a terminal but would leave an empty line on stderr
     with staged_files(destinations) as staged, Progress(
@@ -173,7 +191,8 @@ def run_dense(task: str, first: str, second: str, options: DenseOptions, *,
                                   precision=options.precision, lri=options.lri, size=size)
             except UserError as error:
                 raise UserError(f"{a} and {b}: {error} (no output written)") from None
-            writers = pair_writers(pair, tensors(result), kind, options)
+            writers = pair_writers(pair, tensors(result), kind, options) + [
+                w for extra in extras for w in extra.writers(pair, result)]
             for file_name, write in zip(names, writers, strict=True):
                 write(staged_as[options.out_dir / file_name])
             progress.advance(bar)

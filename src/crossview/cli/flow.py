@@ -4,7 +4,8 @@ Writes per pair into ``-o DIR`` (NAME = the first frame's stem): ``NAME_flow.{fl
 (raw forward flow, px; pfm holds (u, v, 0)), ``NAME_flow_color.png`` (standard colour wheel),
 ``NAME_flow_noc.png`` (forward-backward consistency mask); with ``--save-right`` the backward
 flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions as
-``NAME_flow_rpos.png``.
+``NAME_flow_rpos.png``, with ``--save-confidence`` the confidence from forward-backward
+consistency (:mod:`crossview.cli.confidence_output`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typer
 
 from crossview.api import DEFAULT_FLOW_MODEL, FlowResult
 from crossview.cli import options
+from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
 
 
@@ -42,9 +44,13 @@ def flow_command(
     save_rpos: options.SaveRpos = False,
     fmt: Annotated[str, typer.Option(
         "--format", help="Raw flow: flo, pfm, png16 or npy.")] = "flo",
+    save_confidence: SaveConfidence = False,
 ) -> None:
     """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns)."""
+    confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
+                                  lambda r: [r.confidence, r.confidence_backward])
+    extras = [confidence] if save_confidence else []
     run_dense("flow", frame0, frame1, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
         download=download),
-        views=("flow", "flow_backward"), tensors=_views)
+        views=("flow", "flow_backward"), tensors=_views, extras=extras)

@@ -4,7 +4,9 @@ Writes per pair into ``-o DIR`` (NAME = the left file's stem): ``NAME_disp.{pfm,
 (raw disparity, px), ``NAME_disp_color.png`` (colourised, with a colour bar),
 ``NAME_disp_noc.png`` (left-right consistency mask, 255 = consistent); with ``--save-right``
 the same for the right view (``NAME_disp_right*``), with ``--save-rpos`` the self relative
-positions as ``NAME_disp_rpos.png``.
+positions as ``NAME_disp_rpos.png``, with ``--save-confidence`` the confidence
+(:mod:`crossview.cli.confidence_output`), with a calibration metric depth and a point cloud
+(:mod:`crossview.cli.depth_output`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from typing import Annotated
 import typer
 
 from crossview.api import DEFAULT_STEREO_MODEL, StereoResult
+from crossview.cli import depth_output as depth
 from crossview.cli import options
+from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
 
 
@@ -40,9 +44,25 @@ def stereo_command(
     save_rpos: options.SaveRpos = False,
     fmt: Annotated[str, typer.Option(
         "--format", help="Raw disparity: pfm, png16 or npy.")] = "pfm",
+    save_confidence: SaveConfidence = False,
+    calib: depth.Calib = None,
+    focal: depth.Focal = None,
+    baseline: depth.Baseline = None,
+    doffs: depth.Doffs = None,
+    cx: depth.Cx = None,
+    cy: depth.Cy = None,
+    depth_format: depth.DepthFormat = None,
+    max_depth: depth.MaxDepth = None,
+    edge_ratio: depth.EdgeRatio = None,
 ) -> None:
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
+    depth_files = depth.depth_output(calib, focal, baseline, doffs, cx, cy, depth_format,
+                                     max_depth, edge_ratio)
+    confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
+                                  lambda r: [r.confidence, r.confidence_right])
+    extras = [confidence] if save_confidence else []
     run_dense("stereo", left, right, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
         download=download),
-        views=("disp", "disp_right"), tensors=_views)
+        views=("disp", "disp_right"), tensors=_views,
+        extras=extras + ([depth_files] if depth_files else []))

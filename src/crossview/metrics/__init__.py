@@ -5,6 +5,7 @@
 - :mod:`crossview.metrics.score`: :class:`Score` per sample and :class:`MetricAccumulator`, which
   reduces over a dataset per pixel ("pooled") and per image ("image_mean");
 - :mod:`crossview.metrics.keypoints`: PCK of semantic keypoint transfer;
+- :mod:`crossview.metrics.sparsification`: sparsification curves and AUC of a confidence;
 - :mod:`crossview.metrics.registry`: named metrics (``"d1_all"``, ``"bad2_noc"``, ``"fl_all"``,
   ``"pck@0.1_bbox"``, ...); importing this package registers them all.
 """

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crossview.data import io
+from crossview.data.calibration import read_key_values
 from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero, first_existing
 from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
@@ -28,23 +29,11 @@ RESOLUTIONS = ("F", "H", "Q")
 NONOCC = 255
 
 
-def read_calib(path: Path) -> dict[str, str]:
-    """Parse a Middlebury/ETH3D ``calib.txt`` into ``{key: value string}``."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such file (every Middlebury scene has a calib.txt)")
-    entries = {}
-    for line in path.read_text().splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            entries[key.strip()] = value.strip()
-    return entries
-
-
 def _ndisp(path: Path) -> int:
     """The ``ndisp`` of a ``calib.txt``: the release's conservative bound on the disparity
     range. It has no safe default (0 would claim an empty range), so a file without it is an
     error naming the file."""
-    calib = read_calib(path)
+    calib = read_key_values(path)
     if "ndisp" not in calib:
         raise UserError(f"{path}: no ndisp= line (every Middlebury calib.txt gives the "
                         "disparity search range)")

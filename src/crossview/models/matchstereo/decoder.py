@@ -16,7 +16,8 @@ class ScaleOutput:
 
     ``x [N, H, W, C]`` final features, ``self_rpos [N, H, W, 2]`` (averaged over heads),
     ``field [N, H, W, 2]``, and per layer: ``fields`` / ``kinds`` (``"self"`` then ``"cross"``)
-    and ``noc_masks`` (one per layer, ``[N, H, W]``).
+    and ``noc_masks`` (one per layer, ``[N, H, W]``); ``attn`` the last layer's cross-attention
+    weights ``[N, H, W, heads, (2r+2)^2]`` (``None`` without ``attn_to_proj``).
     """
 
     x: torch.Tensor
@@ -25,6 +26,7 @@ class ScaleOutput:
     fields: list[torch.Tensor] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     noc_masks: list[torch.Tensor] = field(default_factory=list)
+    attn: torch.Tensor | None = None
 
 
 class MatchDecoderScale(nn.Module):
@@ -50,6 +52,6 @@ class MatchDecoderScale(nn.Module):
             result.fields += [out.field_self, out.field]
             result.kinds += ["self", "cross"]
             result.noc_masks.append(out.noc)
-        result.x, result.field = x, field
+        result.x, result.field, result.attn = x, field, out.attn
         result.self_rpos = per_head.unflatten(-1, (self.heads, 2)).mean(-2)
         return result

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +23,7 @@ from crossview import memory
 from crossview.data.image_batch import ImageLike, as_image_batch, sample_image
 from crossview.device import resolve_device
 from crossview.errors import UserError
+from crossview.geometry.confidence import attention_peak
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.models.registry import Predictor
@@ -67,11 +68,19 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     return needed
 
 
+class Fields(NamedTuple):
+    """What :func:`predict_fields` returns (all float32 but ``valid``, rows as the model's)."""
+
+    field: torch.Tensor  # [2B, H, W, 2] px: the first images' fields, then the second images'
+    self_rpos: torch.Tensor  # [2B, H, W, 2] px
+    valid: torch.Tensor  # [2B, H, W] bool, the consistency mask
+    attention_peak: torch.Tensor | None  # [2B, H, W] in [0, 1]; None: no attention weights
+
+
 def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
                    device: str | torch.device = "cpu", precision: str = "fp32",
                    lri: bool = False, size: tuple[int, int] | None = None,
-                   threshold: float = CONSISTENCY_THRESHOLD,
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                   threshold: float = CONSISTENCY_THRESHOLD) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -83,9 +92,12 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         threshold: consistency threshold in px of the mask.
 
     Returns:
-        ``field [2B, H, W, 2]`` (the first images' fields, then the second images'), the self
-        relative positions ``[2B, H, W, 2]`` (px) and the consistency mask ``[2B, H, W]`` bool
-        (:func:`crossview.geometry.consistency.noc_mask`), float32 on ``device``.
+        :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
+        images'), the self relative positions ``[2B, H, W, 2]`` (px), the consistency mask
+        ``[2B, H, W]`` bool (:func:`crossview.geometry.consistency.noc_mask`) and the last
+        cross-attention layer's peak sharpness ``[2B, H, W]``
+        (:func:`crossview.geometry.confidence.attention_peak`, upsampled bilinearly; ``None``
+        for a model without ``attn_to_proj``), on ``device``.
     """
     target = resolve_device(device)
     dtype = PRECISIONS.get(precision)
@@ -107,11 +119,11 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                 else contextlib.nullcontext())
     with torch.inference_mode(), autocast:
         if size is None:
-            field, rpos = _run(model, x0, x1, task, lri)
+            field, rpos, peak = _run(model, x0, x1, task, lri)
         else:
-            field, rpos = _run_fixed(model, x0, x1, task, lri, size)
+            field, rpos, peak = _run_fixed(model, x0, x1, task, lri, size)
     field, rpos = field.float(), rpos.float()
-    return field, rpos, noc_mask(field, threshold)
+    return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
 
 
 def dense_predictor(model: nn.Module, device: str, precision: str, *, task: str) -> Predictor:
@@ -119,9 +131,9 @@ def dense_predictor(model: nn.Module, device: str, precision: str, *, task: str)
     (stereo) or forward flow ``[H, W, 2]`` (flow) of a sample's ``image0``, ``image1``."""
 
     def predict(sample: Mapping[str, Any]) -> torch.Tensor:
-        field, _, _ = predict_fields(model, sample_image(sample["image0"]),
-                                     sample_image(sample["image1"]), task, device=device,
-                                     precision=precision)
+        field = predict_fields(model, sample_image(sample["image0"]),
+                               sample_image(sample["image1"]), task, device=device,
+                               precision=precision).field
         return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
 
     return predict
@@ -141,27 +153,36 @@ def _run_size(size: object) -> tuple[int, int] | None:
 
 
 def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, lri: bool,
-               size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+               size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Fixed-resolution inference: resize to ``size``, run, resize the fields back, rescale."""
     h, w = x0.shape[-2:]
     _check_size(model, *size, task, f"size={size} is")
-    field, rpos = _run(model, _resize(x0, size), _resize(x1, size), task, lri)
+    field, rpos, peak = _run(model, _resize(x0, size), _resize(x1, size), task, lri)
     gain = torch.tensor([w / size[1], h / size[0]], device=field.device, dtype=field.dtype)
-    return _resize_field(field, (h, w)) * gain, _resize_field(rpos, (h, w)) * gain
+    if peak is not None:
+        peak = _resize(peak[:, None], (h, w))[:, 0]
+    return _resize_field(field, (h, w)) * gain, _resize_field(rpos, (h, w)) * gain, peak
 
 
 def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
-         lri: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """One padded pass (two with ``lri``); fields cropped to the input size."""
+         lri: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """One padded pass (two with ``lri``); fields and attention peak cropped to the input
+    size."""
     h, w = x0.shape[-2:]
     init = None
     if lri:
         half = (h // 2, w // 2)
-        coarse, _ = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)
+        coarse = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)[0]
         init = _resize_field(coarse, (_ceil32(h) // 32, _ceil32(w) // 32)) * (2 / 32)
     _check_size(model, h, w, task)
     out = model.forward_fields(_pad(x0), _pad(x1), task=task, init_field=init)
-    return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w)
+    attn = out.get("cross_attn")
+    peak = None
+    if attn is not None:  # 1/4 resolution -> full, as self_rpos_up
+        peak = F.interpolate(attention_peak(attn)[:, None], scale_factor=4, mode="bilinear",
+                             align_corners=True)[:, 0, :, :, None]
+        peak = _crop(peak, h, w)[..., 0]
+    return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w), peak
 
 
 def _check_size(model: nn.Module, h: int, w: int, task: str, subject: str = "") -> None:

@@ -44,11 +44,11 @@ class SelfMatchAttention(nn.Module):
 class CrossMatchAttention(nn.Module):
     """Gated cross-MatchAttention between the two views (Eq. 10-11).
 
-    ``forward(x [2B, H, W, in_dim], field [2B, H, W, 2]) -> [2B, H, W, in_dim]``. Queries come
-    from each row, keys and values from the other view's row; all heads share the window centre
-    ``position + field``. With ``gating`` the attention output is multiplied by
-    ``SiLU(g(x))``; with ``attn_to_proj`` the BilinearSoftmax weights (head-major,
-    ``heads * (2r+2)^2`` channels) are concatenated before ``proj``.
+    ``forward(x [2B, H, W, in_dim], field [2B, H, W, 2]) -> (out [2B, H, W, in_dim], attn)``.
+    Queries come from each row, keys and values from the other view's row; all heads share the
+    window centre ``position + field``. With ``gating`` the attention output is multiplied by
+    ``SiLU(g(x))``; with ``attn_to_proj`` the BilinearSoftmax weights ``attn [2B, H, W, heads,
+    (2r+2)^2]`` are concatenated (head-major) before ``proj`` and returned (else ``None``).
     """
 
     def __init__(self, dim: int, in_dim: int, heads: int, radius: int, *, gating: bool = True,
@@ -62,7 +62,8 @@ class CrossMatchAttention(nn.Module):
         extra = heads * (2 * radius + 2) ** 2 if attn_to_proj else 0
         self.proj = nn.Linear(dim + extra, in_dim, bias=False)
 
-    def forward(self, x: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, field: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         other = other_view(x)
         q = _split_heads(self.q(x), self.heads).to(field.dtype)
         k = _split_heads(self.k(other), self.heads).to(field.dtype)
@@ -75,21 +76,24 @@ class CrossMatchAttention(nn.Module):
             out = self.g(x) * out
         if attn is not None:
             out = torch.cat([out, attn.flatten(-2)], dim=-1)
-        return self.proj(out)
+        return self.proj(out), attn
 
 
 @dataclass
 class LayerOutput:
     """What one layer returns: features ``x [N, H, W, C]``, per-head self relative positions
     ``self_rpos [N, H, W, 2*heads]``, the field after self-attention (``field_self``) and after
-    cross-attention (``field``, the layer's result), both ``[N, H, W, 2]``, and the
-    non-occlusion mask the layer computed from its input field (``noc [N, H, W]``, 0/1)."""
+    cross-attention (``field``, the layer's result), both ``[N, H, W, 2]``, the
+    non-occlusion mask the layer computed from its input field (``noc [N, H, W]``, 0/1) and the
+    cross-attention weights ``attn [N, H, W, heads, (2r+2)^2]`` (``None`` without
+    ``attn_to_proj``)."""
 
     x: torch.Tensor
     self_rpos: torch.Tensor
     field_self: torch.Tensor
     field: torch.Tensor
     noc: torch.Tensor
+    attn: torch.Tensor | None = None
 
 
 class MatchAttentionLayer(nn.Module):
@@ -130,13 +134,14 @@ class MatchAttentionLayer(nn.Module):
         if stereo:
             _zero_y(x)
         field_self = x[..., -2:] / self.field_scale
-        x = x + self.match_attention_cross(self.norm1(x), field_self)
+        cross, attn = self.match_attention_cross(self.norm1(x), field_self)
+        x = x + cross
         if stereo:
             _zero_y(x)
         field = x[..., -2:] / self.field_scale
         x = x[..., : self.dim]
         x = x + self.mlp(self.norm2(x))
-        return LayerOutput(x, self_rpos, field_self, field, noc)
+        return LayerOutput(x, self_rpos, field_self, field, noc, attn)
 
 
 def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:

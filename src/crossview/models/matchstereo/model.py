@@ -99,6 +99,9 @@ class MatchStereo(nn.Module):
             - ``self_rpos`` ``[2B, H/4, W/4, 2]``: self relative positions at 1/4 (1/4 tokens),
               averaged over heads; ``self_rpos_up`` ``[2B, H, W, 2]`` the same upsampled x4
               bilinearly and multiplied by 4 (pixels).
+            - ``cross_attn`` ``[2B, H/4, W/4, heads, (2r+2)^2]``: the last layer's
+              cross-attention weights (BilinearSoftmax, where each pixel's match draws from;
+              ``None`` without ``attn_to_proj``).
 
             Everything is differentiable in train mode (the in-decoder consistency check uses
             the detached field, as published).
@@ -143,7 +146,7 @@ class MatchStereo(nn.Module):
                                          mode="bilinear", align_corners=True).permute(0, 2, 3, 1)
         return {"init_field": init_field, "init_cv": init_cv, "fields": fields,
                 "field_kinds": kinds, "noc_masks": noc_masks, "field": full,
-                "self_rpos": self_rpos, "self_rpos_up": self_rpos_up}
+                "self_rpos": self_rpos, "self_rpos_up": self_rpos_up, "cross_attn": out.attn}
 
     def _check_images(self, img0: torch.Tensor, img1: torch.Tensor, task: str) -> None:
         if img0.ndim != 4 or img0.shape[1] != 3 or img0.shape != img1.shape:

@@ -1,0 +1,147 @@
+"""``crossview stereo`` with calibration: metric depth and a coloured point cloud per pair.
+
+The calibration is a file (``--calib``: Middlebury/ETH3D ``calib.txt`` or KITTI
+``calib_cam_to_cam.txt``, :mod:`crossview.data.calibration`) or numbers (``--focal`` px,
+``--baseline`` metres, optional ``--doffs``, ``--cx``, ``--cy`` px), never both. With it,
+each pair NAME also gets ``NAME_depth.{npy,pfm,png}`` (metres; the 16-bit PNG holds
+millimetres, so depths beyond 65.535 m read as missing) and ``NAME_depth.ply`` (binary PLY,
+the left image's colours, camera frame in metres: x right, y down, z forward).
+
+A pixel keeps its depth (and becomes a point) only when it passes every filter: left-right
+consistent (the ``_noc`` mask), a finite depth (``disparity + doffs > 0``), no farther than
+``--max-depth``, and not at a depth edge (:func:`crossview.geometry.depth.depth_edge_mask`
+with ``--edge-ratio``, where flying pixels hang between surfaces). The others hold depth 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import torch
+import typer
+
+from crossview.api import StereoResult
+from crossview.data import io
+from crossview.data.calibration import StereoCalibration, read_stereo_calibration
+from crossview.data.ply import write_ply
+from crossview.errors import UserError
+from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
+
+DEPTH_FORMATS = ("npy", "pfm", "png16")
+EDGE_RATIO = 0.05  # relative depth jump between 4-neighbours that marks a depth edge
+MILLIMETRES = 1000.0
+
+Calib = Annotated[Path | None, typer.Option(
+    "--calib", help="Calibration file: Middlebury/ETH3D calib.txt or KITTI "
+    "calib_cam_to_cam.txt; writes depth and a point cloud.")]
+Focal = Annotated[float | None, typer.Option(
+    "--focal", help="Focal length in px (with --baseline, instead of --calib).")]
+Baseline = Annotated[float | None, typer.Option(
+    "--baseline", help="Baseline in metres (with --focal).")]
+Doffs = Annotated[float | None, typer.Option(
+    "--doffs", help="Right minus left principal point x in px (default 0; with --focal).")]
+Cx = Annotated[float | None, typer.Option(
+    "--cx", help="Principal point x in px (default: image centre; with --focal).")]
+Cy = Annotated[float | None, typer.Option(
+    "--cy", help="Principal point y in px (default: image centre; with --focal).")]
+DepthFormat = Annotated[str | None, typer.Option(
+    "--depth-format", help="Depth file: npy (default), pfm (metres) or png16 (millimetres).")]
+MaxDepth = Annotated[float | None, typer.Option(
+    "--max-depth", help="Drop depths beyond this many metres.")]
+EdgeRatio = Annotated[float | None, typer.Option(
+    "--edge-ratio", help=f"Drop pixels whose depth jumps by more than this fraction to a "
+    f"neighbour (flying pixels; default {EDGE_RATIO}, 0: keep them).")]
+
+
+@dataclass(frozen=True)
+class DepthOutput:
+    """The depth files of a pair: which they are, and how to write them."""
+
+    calibration: StereoCalibration
+    source: str
+    fmt: str = "npy"
+    max_depth: float | None = None
+    edge_ratio: float = EDGE_RATIO
+
+    def check(self, images: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Refuse images of another size than the calibration's (before the model runs)."""
+        for first, _ in images:
+            self.calibration.check_image_size(*first.shape[:2], self.source)
+
+    def file_names(self, name: str) -> list[str]:
+        suffix = ".png" if self.fmt == "png16" else f".{self.fmt}"
+        return [f"{name}_depth{suffix}", f"{name}_depth.ply"]
+
+    def writers(self, images: tuple[np.ndarray, np.ndarray], result: StereoResult
+                ) -> list[Callable[[Path], None]]:
+        """Writers of the depth map and the point cloud of batch row 0, in
+        :meth:`file_names` order."""
+        depth, keep = self.filtered_depth(result.disparity[0].cpu(), result.valid[0].cpu())
+        cx, cy = self.calibration.principal_point(*depth.shape)
+        points = depth_to_points(depth, self.calibration.focal, cx, cy)[keep].numpy()
+        colours = images[0][keep.numpy()]
+        return [self._depth_writer(depth.numpy().astype(np.float32)),
+                lambda path: write_ply(path, points, colours)]
+
+    def filtered_depth(self, disparity: torch.Tensor, valid: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Depth ``[H, W]`` (metres, 0 where filtered out) and the kept pixels ``[H, W]``."""
+        cal = self.calibration
+        depth = disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
+        keep = valid & (depth > 0)
+        if self.max_depth is not None:
+            keep &= depth <= self.max_depth
+        if self.edge_ratio > 0:
+            keep &= ~depth_edge_mask(depth, self.edge_ratio)
+        return torch.where(keep, depth, 0.0), keep
+
+    def _depth_writer(self, depth: np.ndarray) -> Callable[[Path], None]:
+        if self.fmt == "npy":
+            return lambda path: io.write_npy(path, depth)
+        if self.fmt == "pfm":
+            return lambda path: io.write_pfm(path, depth)
+        millimetres = np.round(depth.astype(np.float64) * MILLIMETRES)
+        png = np.where(millimetres <= 65535, millimetres, 0).astype(np.uint16)
+        return lambda path: io.write_png16(path, png)
+
+
+def depth_output(calib: Path | None, focal: float | None, baseline: float | None,
+                 doffs: float | None, cx: float | None, cy: float | None,
+                 fmt: str | None, max_depth: float | None,
+                 edge_ratio: float | None) -> DepthOutput | None:
+    """The depth output the options ask for (``None``: none); a :class:`UserError` for a
+    contradiction, a missing calibration or a bad value (checked before any work)."""
+    numbers = {"--focal": focal, "--baseline": baseline, "--doffs": doffs, "--cx": cx,
+               "--cy": cy}
+    given = [name for name, value in numbers.items() if value is not None]
+    depth_options = [name for name, value in (("--depth-format", fmt), ("--max-depth", max_depth),
+                                              ("--edge-ratio", edge_ratio)) if value is not None]
+    if calib is not None and given:
+        raise UserError(f"give the calibration either as --calib or as --focal/--baseline, "
+                        f"not both (got --calib and {', '.join(given)})")
+    if calib is None and not given:
+        if depth_options:
+            raise UserError(f"{depth_options[0]} needs a calibration: give --calib FILE or "
+                            "--focal F --baseline B")
+        return None
+    if fmt is not None and fmt not in DEPTH_FORMATS:
+        raise UserError(f"--depth-format {fmt!r} is not one of {', '.join(DEPTH_FORMATS)}")
+    if max_depth is not None and not max_depth > 0:
+        raise UserError(f"--max-depth must be positive (metres), got {max_depth:g}")
+    if edge_ratio is not None and not edge_ratio >= 0:
+        raise UserError(f"--edge-ratio must be 0 (off) or positive, got {edge_ratio:g}")
+    if calib is not None:
+        calibration, source = read_stereo_calibration(calib), str(calib)
+    else:
+        missing = [name for name in ("--focal", "--baseline") if numbers[name] is None]
+        if missing:
+            raise UserError(f"{' and '.join(missing)} missing: a calibration by numbers needs "
+                            "--focal (px) and --baseline (metres)")
+        calibration = StereoCalibration(focal, baseline, doffs or 0.0, cx, cy)
+        source = "the calibration"
+    return DepthOutput(calibration, source, fmt or "npy", max_depth,
+                       EDGE_RATIO if edge_ratio is None else edge_ratio)

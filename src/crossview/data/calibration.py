@@ -1,0 +1,179 @@
+"""Rectified stereo calibration: the one place crossview reads calibration files.
+
+Two release formats are read, recognised by their content, not their name:
+
+- Middlebury (2005-2021) and ETH3D ``calib.txt``: ``key=value`` lines,
+  ``cam0=[f 0 cx; 0 f cy; 0 0 1]``, ``cam1=[...]``, ``doffs=`` (the x-difference of the
+  principal points, ``cx1 - cx0``), ``baseline=`` in millimetres, optionally ``width=``,
+  ``height=``, ``ndisp=``.
+- KITTI ``calib_cam_to_cam.txt``: ``key: numbers`` lines; the rectified projections of the
+  colour cameras ``P_rect_02``/``P_rect_03`` (3 x 4, row-major) give the focal length,
+  principal point and baseline (``P[0, 3] = fx * tx``; the baseline is ``tx_02 - tx_03``,
+  metres), ``S_rect_02`` the rectified image size.
+
+A :class:`StereoCalibration` holds what depth needs, in metres:
+``depth = focal * baseline / (disparity + doffs)``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from crossview.errors import UserError
+
+KITTI_CAMERAS = ("02", "03")  # the colour pair of the KITTI stereo benchmarks
+_MIDDLEBURY_MATRIX = re.compile(r"^\[(.*)\]$")
+
+
+@dataclass(frozen=True)
+class StereoCalibration:
+    """A rectified pair's calibration: focal length ``focal`` (px), ``baseline`` (metres),
+    ``doffs`` (px, the right principal point's x minus the left's), the left principal point
+    ``cx``, ``cy`` (px; ``None``: the image centre) and the image size it is for
+    (``image_size = (H, W)``, ``None`` if the file does not say).
+
+    >>> StereoCalibration(focal=700.0, baseline=0.5).depth_scale
+    350.0
+    """
+
+    focal: float
+    baseline: float
+    doffs: float = 0.0
+    cx: float | None = None
+    cy: float | None = None
+    image_size: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("focal", "baseline"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise UserError(f"the {name} must be a positive number, got {value:g}")
+        for name in ("doffs", "cx", "cy"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise UserError(f"{name} must be a finite number, got {value}")
+
+    @property
+    def depth_scale(self) -> float:
+        """``focal * baseline`` (px * metres): depth is this over ``disparity + doffs``."""
+        return self.focal * self.baseline
+
+    def principal_point(self, height: int, width: int) -> tuple[float, float]:
+        """``(cx, cy)`` in px; the centre of an ``height x width`` image where not given."""
+        cx = (width - 1) / 2 if self.cx is None else self.cx
+        cy = (height - 1) / 2 if self.cy is None else self.cy
+        return cx, cy
+
+    def check_image_size(self, height: int, width: int, source: str) -> None:
+        """:class:`UserError` if the calibration is for another image size than ``H x W``."""
+        if self.image_size is not None and self.image_size != (height, width):
+            h, w = self.image_size
+            raise UserError(f"{source} is for {w}x{h} px images but the images are {width}x"
+                            f"{height} (W x H); calibrate the resolution you run at")
+
+
+def read_key_values(path: Path, separator: str = "=") -> dict[str, str]:
+    """``{key: value string}`` of the ``key SEPARATOR value`` lines of a text file (other lines
+    are skipped); :class:`UserError` for a missing or binary file."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file (a calibration file holds key/value "
+                        "lines)") from None
+    entries = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(separator)
+        if sep and key.strip():
+            entries[key.strip()] = value.strip()
+    return entries
+
+
+def read_stereo_calibration(path: str | Path) -> StereoCalibration:
+    """The calibration of a Middlebury/ETH3D ``calib.txt`` or a KITTI
+    ``calib_cam_to_cam.txt`` (told apart by their keys); :class:`UserError` naming the file for
+    anything else, or a file of the right kind with a missing or malformed entry."""
+    path = Path(path)
+    middlebury = read_key_values(path, "=")
+    if "cam0" in middlebury:
+        return _middlebury(path, middlebury)
+    kitti = read_key_values(path, ":")
+    if f"P_rect_{KITTI_CAMERAS[0]}" in kitti:
+        return _kitti(path, kitti)
+    raise UserError(f"{path}: not a stereo calibration file: expected a Middlebury/ETH3D "
+                    "calib.txt (cam0=, cam1=, baseline= lines) or a KITTI calib_cam_to_cam.txt "
+                    "(P_rect_02:, P_rect_03: lines)")
+
+
+def _numbers(path: Path, key: str, text: str, count: int) -> np.ndarray:
+    """``count`` numbers of the entry ``key`` (separated by spaces, commas or semicolons)."""
+    try:
+        values = np.array([float(v) for v in re.split(r"[\s,;]+", text.strip()) if v], float)
+    except ValueError:
+        raise UserError(f"{path}: {key} must hold {count} numbers, got {text!r}") from None
+    if values.size != count or not np.isfinite(values).all():
+        raise UserError(f"{path}: {key} must hold {count} finite numbers, got {text!r}")
+    return values
+
+
+def _entry(path: Path, entries: dict[str, str], key: str, kind: str) -> str:
+    if key not in entries:
+        raise UserError(f"{path}: no {key} entry (a {kind} calibration file has one)")
+    return entries[key]
+
+
+def _middlebury(path: Path, entries: dict[str, str]) -> StereoCalibration:
+    """Middlebury ``cam0``/``cam1`` matrices (``[a b c; d e f; g h i]``), ``baseline`` (mm)."""
+    cameras = []
+    for key in ("cam0", "cam1"):
+        text = _entry(path, entries, key, "Middlebury")
+        inside = _MIDDLEBURY_MATRIX.match(text)
+        if inside is None:
+            raise UserError(f"{path}: {key} must look like [f 0 cx; 0 f cy; 0 0 1], got {text!r}")
+        cameras.append(_numbers(path, key, inside.group(1), 9).reshape(3, 3))
+    (left, right) = cameras
+    baseline_mm = _numbers(path, "baseline", _entry(path, entries, "baseline", "Middlebury"), 1)
+    doffs = (_numbers(path, "doffs", entries["doffs"], 1)[0] if "doffs" in entries
+             else right[0, 2] - left[0, 2])
+    size = None
+    if "width" in entries and "height" in entries:
+        width = _numbers(path, "width", entries["width"], 1)[0]
+        height = _numbers(path, "height", entries["height"], 1)[0]
+        size = (int(height), int(width))
+    return _calibration(path, left[0, 0], baseline_mm[0] / 1000.0, doffs, left[0, 2],
+                        left[1, 2], size)
+
+
+def _kitti(path: Path, entries: dict[str, str]) -> StereoCalibration:
+    """KITTI rectified projections ``P_rect_02``/``P_rect_03`` (3 x 4) and ``S_rect_02``."""
+    first, second = (
+        _numbers(path, f"P_rect_{c}", _entry(path, entries, f"P_rect_{c}", "KITTI"), 12)
+        .reshape(3, 4) for c in KITTI_CAMERAS)
+    focal = first[0, 0]
+    if focal <= 0 or second[0, 0] <= 0:
+        raise UserError(f"{path}: the focal lengths of P_rect_02 and P_rect_03 must be "
+                        f"positive, got {first[0, 0]:g} and {second[0, 0]:g}")
+    baseline = first[0, 3] / first[0, 0] - second[0, 3] / second[0, 0]
+    size = None
+    if f"S_rect_{KITTI_CAMERAS[0]}" in entries:
+        width, height = _numbers(path, "S_rect_02", entries[f"S_rect_{KITTI_CAMERAS[0]}"], 2)
+        size = (int(height), int(width))
+    return _calibration(path, focal, baseline, second[0, 2] - first[0, 2], first[0, 2],
+                        first[1, 2], size)
+
+
+def _calibration(path: Path, focal: float, baseline: float, doffs: float, cx: float,
+                 cy: float, size: tuple[int, int] | None) -> StereoCalibration:
+    """The :class:`StereoCalibration`, its value errors naming ``path``."""
+    try:
+        return StereoCalibration(float(focal), float(baseline), float(doffs), float(cx),
+                                 float(cy), size)
+    except UserError as error:
+        raise UserError(f"{path}: {error}") from None
