@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from types import ModuleType
+from typing import Annotated, Any
 
 import typer
 from rich.progress import Progress
@@ -14,20 +15,64 @@ from crossview.output import check_output_files, check_writable
 app = typer.Typer(help="Reproducible experiments (results JSON, table, plot).",
                   no_args_is_help=True)
 
+Steps = Annotated[int | None, typer.Option(help="Training steps per run.")]
+Seeds = Annotated[int | None, typer.Option(help="Seeds per conditioning.")]
+Quick = Annotated[bool, typer.Option(
+    "--quick", help="A tiny budget (seconds): a smoke run of the whole pipeline.")]
+Jobs = Annotated[int, typer.Option(help="Runs in parallel (one thread each).")]
+Fresh = Annotated[bool, typer.Option(
+    "--fresh", help="Delete existing run files first instead of resuming.")]
+CacheDir = Annotated[Path, typer.Option(
+    help="Where rendered scenes and the runs' checkpoints are cached.")]
+
+
+def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds: int | None,
+         quick: bool, jobs: int, out: Path, cache_dir: Path, fresh: bool) -> None:
+    """Check the budget and every output place, then run ``study`` (a module with
+    ``run_study``, ``summarize``, ``SUMMARY_FILES`` and ``CONDITIONINGS``) and print its
+    table."""
+    from crossview.experiments.seeded_runs import with_budget
+
+    if (steps is not None and steps <= 0) or (seeds is not None and seeds <= 0) or jobs <= 0:
+        raise UserError("--steps, --seeds and --jobs must be positive")
+    # before hours of rendering and training
+    check_output_files(out / file for file in study.SUMMARY_FILES)
+    for directory in (out / "runs", cache_dir):
+        check_writable(directory)
+    config = with_budget(config, steps, seeds)
+    if fresh:
+        for stale in (out / "runs").glob("*.json"):
+            stale.unlink()
+    command = " ".join(
+        [f"crossview experiment {name}"]
+        + (["--quick"] if quick else [])
+        + ([f"--steps {steps}"] if steps is not None else [])
+        + ([f"--seeds {seeds}"] if seeds is not None else [])
+        + [f"--jobs {jobs}", f"--out {out}"]
+    )
+    with Progress() as progress:
+        task = progress.add_task("rendering scenes, then training",
+                                 total=config.seeds * len(study.CONDITIONINGS))
+
+        def on_done(path: str) -> None:
+            progress.update(task, advance=1, description=f"done {Path(path).stem}")
+
+        study.run_study(config, out, cache_dir, jobs=jobs, on_done=on_done)
+    study.summarize(out, command)
+    typer.echo((out / "table.md").read_text())
+    typer.echo(", ".join(f"wrote {out / file}" for file in study.SUMMARY_FILES))
+
 
 @app.command("camera-encodings")
 def camera_encodings(
-    steps: Annotated[int | None, typer.Option(help="Training steps per run.")] = None,
-    seeds: Annotated[int | None, typer.Option(help="Seeds per conditioning.")] = None,
-    quick: Annotated[bool, typer.Option(
-        "--quick", help="A tiny budget (seconds): a smoke run of the whole pipeline.")] = False,
-    jobs: Annotated[int, typer.Option(help="Runs in parallel (one thread each).")] = 2,
+    steps: Steps = None,
+    seeds: Seeds = None,
+    quick: Quick = False,
+    jobs: Jobs = 2,
     out: Annotated[Path, typer.Option(help="Results directory.")] = Path(
         "docs/results/camera-encodings"),
-    cache_dir: Annotated[Path, typer.Option(help="Where rendered scenes are cached.")] = Path(
-        "runs/camera-encodings"),
-    fresh: Annotated[bool, typer.Option(
-        "--fresh", help="Delete existing run files first instead of resuming.")] = False,
+    cache_dir: CacheDir = Path("runs/camera-encodings"),
+    fresh: Fresh = False,
 ) -> None:
     """Train one small NVS transformer per camera conditioning and seed; compare them.
 
@@ -37,40 +82,33 @@ def camera_encodings(
     """
     # imported when the study runs: scikit-image and the study (~0.3 s) would slow every
     # `crossview --help`
-    from crossview.experiments.camera_encodings import (
-        CONDITIONINGS,
-        SUMMARY_FILES,
-        StudyConfig,
-        run_study,
-        summarize,
-        with_budget,
-    )
+    from crossview.experiments import camera_encodings as study
 
-    if (steps is not None and steps <= 0) or (seeds is not None and seeds <= 0) or jobs <= 0:
-        raise UserError("--steps, --seeds and --jobs must be positive")
-    # before hours of rendering and training
-    check_output_files(out / name for name in SUMMARY_FILES)
-    for directory in (out / "runs", cache_dir):
-        check_writable(directory)
-    config = with_budget(StudyConfig.quick() if quick else StudyConfig(), steps, seeds)
-    if fresh:
-        for stale in (out / "runs").glob("*.json"):
-            stale.unlink()
-    command = " ".join(
-        ["crossview experiment camera-encodings"]
-        + (["--quick"] if quick else [])
-        + ([f"--steps {steps}"] if steps is not None else [])
-        + ([f"--seeds {seeds}"] if seeds is not None else [])
-        + [f"--jobs {jobs}", f"--out {out}"]
-    )
-    with Progress() as progress:
-        task = progress.add_task("rendering scenes, then training",
-                                 total=config.seeds * len(CONDITIONINGS))
+    config = study.StudyConfig.quick() if quick else study.StudyConfig()
+    _run("camera-encodings", study, config, steps=steps, seeds=seeds, quick=quick, jobs=jobs,
+         out=out, cache_dir=cache_dir, fresh=fresh)
 
-        def on_done(path: str) -> None:
-            progress.update(task, advance=1, description=f"done {Path(path).stem}")
 
-        run_study(config, out, cache_dir, jobs=jobs, on_done=on_done)
-    summarize(out, command)
-    typer.echo((out / "table.md").read_text())
-    typer.echo(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'plot.png'}")
+@app.command("camera-depth")
+def camera_depth(
+    steps: Steps = None,
+    seeds: Seeds = None,
+    quick: Quick = False,
+    jobs: Jobs = 1,
+    out: Annotated[Path, typer.Option(help="Results directory.")] = Path(
+        "docs/results/camera-depth"),
+    cache_dir: CacheDir = Path("runs/camera-depth"),
+    fresh: Fresh = False,
+) -> None:
+    """Train one multi-view depth transformer per camera conditioning and seed; compare them.
+
+    The six conditionings of camera-encodings plus a camera-blind baseline, identical
+    budgets, on posed unrectified views where depth is only defined through the cameras;
+    tested with 2 and 4 views, zoomed intrinsics and wider baselines. Resumable. Writes
+    OUT/runs/*.json, OUT/results.json, OUT/table.md and OUT/plot.png.
+    """
+    from crossview.experiments import camera_depth as study
+
+    config = study.DepthStudyConfig.quick() if quick else study.DepthStudyConfig()
+    _run("camera-depth", study, config, steps=steps, seeds=seeds, quick=quick, jobs=jobs,
+         out=out, cache_dir=cache_dir, fresh=fresh)

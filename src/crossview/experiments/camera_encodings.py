@@ -20,27 +20,31 @@ run files into ``results.json``, ``table.md`` and ``plot.png``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, replace
-from multiprocessing import get_context
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from crossview.data.synthetic.camera_scenes import make_scenes
 from crossview.eval import evaluate
+from crossview.experiments.seeded_runs import (
+    loss_record,
+    read_runs,
+    run_all,
+    run_dir,
+    run_file,
+    save_atomic,
+    seed_stats,
+)
 from crossview.models.multiview import CONDITIONINGS
-from crossview.output import atomic_output, staged_files
+from crossview.output import staged_files
 from crossview.train.checkpoint import latest_checkpoint
 from crossview.train.config import Config, config_from_dict
 from crossview.train.recipes.novel_view import FixedViews, RandomViews
-from crossview.train.runlog import LOG_NAME
 from crossview.train.trainer import Trainer
 
 SETTINGS = ("in_distribution", "more_views", "zoomed")
@@ -87,16 +91,6 @@ def _data_key(config: StudyConfig) -> str:
             f"s{config.data_seed}").replace(" ", "").replace("(", "").replace(")", "")
 
 
-def _save_atomic(path: Path, payload: Any, *, as_json: bool) -> None:
-    """Write ``payload`` as JSON or with ``torch.save``; nothing is left behind on failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(path) as tmp:
-        if as_json:
-            tmp.write_text(json.dumps(payload, indent=2))
-        else:
-            torch.save(payload, tmp)
-
-
 def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch.Tensor]]:
     """Training and test scenes, rendered once and cached in ``cache_dir``.
 
@@ -114,7 +108,7 @@ def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch
                             config.train_zoom, config.data_seed + 1, config.image_size,
                             split="heldout", test_zoom=config.test_zoom),
     }
-    _save_atomic(path, data, as_json=False)
+    save_atomic(path, data, as_json=False)
     return data
 
 
@@ -173,30 +167,13 @@ def train_run(conditioning: str, seed: int, config: StudyConfig,
                       progress=False)
     trainer.run()
     train_seconds = time.perf_counter() - started
-    losses = [record["loss"] for record in map(json.loads, (out_dir / LOG_NAME).read_text()
-                                               .splitlines()) if record["kind"] == "train"]
-    window = max(1, min(50, len(losses)))
     return {
         "conditioning": conditioning, "seed": seed, "config": asdict(config),
         "parameters": sum(p.numel() for p in trainer.model.parameters()),
-        "final_train_loss": float(np.mean(losses[-window:])),
-        "loss_curve": [float(np.mean(losses[i:i + window]))
-                       for i in range(0, len(losses), window)],
+        **loss_record(out_dir),
         "train_seconds": train_seconds,
         "test": evaluate_settings(trainer.model, data["test"], config, trainer),
     }
-
-
-def _run_file(out_dir: Path, conditioning: str, seed: int) -> Path:
-    return out_dir / "runs" / f"{conditioning}-seed{seed}.json"
-
-
-def run_dir(cache_dir: Path, config: StudyConfig, conditioning: str, seed: int) -> Path:
-    """Where the run's checkpoints go: ``CACHE/train/<config hash>/<conditioning>-seed<k>``
-    (another budget never resumes these; training is deterministic, so a run resumed from its
-    last checkpoint records what a fresh one would, but its wall time)."""
-    digest = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()
-    return cache_dir / "train" / digest[:12] / f"{conditioning}-seed{seed}"
 
 
 def _worker(conditioning: str, seed: int, config: StudyConfig, cache_dir: str,
@@ -205,8 +182,8 @@ def _worker(conditioning: str, seed: int, config: StudyConfig, cache_dir: str,
     data = load_data(config, Path(cache_dir))
     record = train_run(conditioning, seed, config, data,
                        run_dir(Path(cache_dir), config, conditioning, seed))
-    path = _run_file(Path(out_dir), conditioning, seed)
-    _save_atomic(path, record, as_json=True)
+    path = run_file(Path(out_dir), conditioning, seed)
+    save_atomic(path, record, as_json=True)
     return str(path)
 
 
@@ -219,32 +196,8 @@ def run_study(config: StudyConfig, out_dir: Path, cache_dir: Path, *, jobs: int 
     JSON exists with the same config) are skipped. Returns the run files.
     """
     load_data(config, cache_dir)  # render once, before the workers start
-    todo = []
-    for seed in range(config.seeds):
-        for conditioning in conditionings:
-            path = _run_file(out_dir, conditioning, seed)
-            if path.exists() and json.loads(path.read_text())["config"] == json.loads(
-                    json.dumps(asdict(config))):
-                continue
-            todo.append((conditioning, seed))
-    if todo and jobs <= 1:
-        threads = torch.get_num_threads()
-        try:
-            for conditioning, seed in todo:
-                done = _worker(conditioning, seed, config, str(cache_dir), str(out_dir))
-                if on_done is not None:
-                    on_done(done)
-        finally:
-            torch.set_num_threads(threads)
-    elif todo:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(_worker, c, s, config, str(cache_dir), str(out_dir))
-                       for c, s in todo]
-            for future in futures:
-                done = future.result()
-                if on_done is not None:
-                    on_done(done)
-    return [_run_file(out_dir, c, s) for s in range(config.seeds) for c in conditionings]
+    return run_all(_worker, config, out_dir, cache_dir, seeds=config.seeds,
+                   conditionings=conditionings, jobs=jobs, on_done=on_done)
 
 
 SUMMARY_FILES = ("results.json", "table.md", "plot.png")
@@ -253,34 +206,26 @@ SUMMARY_FILES = ("results.json", "table.md", "plot.png")
 def summarize(out_dir: Path, command: str) -> dict[str, Any]:
     """Aggregate the run files into ``results.json``, ``table.md`` and ``plot.png`` (published
     together or not at all, :func:`crossview.output.staged_files`)."""
-    runs = [json.loads(p.read_text()) for p in sorted((out_dir / "runs").glob("*.json"))]
-    if not runs:
-        raise FileNotFoundError(f"no run files in {out_dir / 'runs'}")
+    runs = read_runs(out_dir)
     summary: dict[str, Any] = {"command": command, "config": runs[0]["config"],
                                "conditionings": {}}
     for conditioning in CONDITIONINGS:
         mine = [r for r in runs if r["conditioning"] == conditioning]
         if not mine:
             continue
-        entry: dict[str, Any] = {"seeds": [r["seed"] for r in mine],
-                                 "parameters": mine[0]["parameters"],
-                                 "final_train_loss": _stats([r["final_train_loss"] for r in mine])}
+        entry: dict[str, Any] = {
+            "seeds": [r["seed"] for r in mine], "parameters": mine[0]["parameters"],
+            "final_train_loss": seed_stats([r["final_train_loss"] for r in mine])}
         for setting in SETTINGS:
             for metric in ("psnr", "ssim"):
-                entry[f"{setting}_{metric}"] = _stats([r["test"][setting][metric] for r in mine])
+                entry[f"{setting}_{metric}"] = seed_stats(
+                    [r["test"][setting][metric] for r in mine])
         summary["conditionings"][conditioning] = entry
     with staged_files(out_dir / name for name in SUMMARY_FILES) as (results, table, plot):
         results.write_text(json.dumps(summary, indent=2))
         _write_table(table, summary)
         _write_plot(plot, summary)
     return summary
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    array = np.asarray(values, dtype=np.float64)
-    std = float(array.std(ddof=1)) if array.size > 1 else 0.0
-    return {"mean": float(array.mean()), "std": std, "min": float(array.min()),
-            "max": float(array.max()), "n": int(array.size), "values": array.tolist()}
 
 
 def _write_table(path: Path, summary: dict[str, Any]) -> None:
@@ -336,8 +281,3 @@ def _write_plot(path: Path, summary: dict[str, Any]) -> None:
     finally:
         plt.close(fig)
 
-
-def with_budget(config: StudyConfig, steps: int | None, seeds: int | None) -> StudyConfig:
-    """``config`` with ``steps`` and ``seeds`` replaced when given."""
-    changes = {k: v for k, v in (("steps", steps), ("seeds", seeds)) if v is not None}
-    return replace(config, **changes)
