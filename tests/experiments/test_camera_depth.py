@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from crossview.cli.app import main
+from crossview.experiments.camera_depth import (
+    CONDITIONINGS,
+    SETTINGS,
+    DepthStudyConfig,
+    load_data,
+    run_study,
+    separated_pairs,
+    summarize,
+)
+
+
+def test_test_scenes_hold_every_setting(tmp_path: Path) -> None:
+    config = replace(DepthStudyConfig.quick(), train_scenes=1, test_scenes=2,
+                     image_size=(16, 16))
+    data = load_data(config, tmp_path)
+    assert data["train"]["images"].shape == (1, config.views, 3, 16, 16)
+    assert set(data["test"]) == {"main", "zoomed", "wide"}
+    for scenes in data["test"].values():
+        assert scenes["images"].shape == (2, config.more_views, 3, 16, 16)
+    # the cache is keyed by what the scenes depend on
+    again = load_data(replace(config, wide_separation=(30.0, 40.0)), tmp_path)
+    assert not (again["test"]["wide"]["viewmats"] == data["test"]["wide"]["viewmats"]).all()
+    assert len(list(tmp_path.glob("depth-scenes-*.pt"))) == 2
+
+
+def _entry(mean: float, std: float, n: int = 3) -> dict[str, dict[str, float]]:
+    return {"x": {"mean": mean, "std": std, "n": n}}
+
+
+def test_separated_pairs_by_hand() -> None:
+    summary = {"conditionings": {"a": _entry(0.10, 0.01), "b": _entry(0.13, 0.01),
+                                 "c": _entry(0.115, 0.002), "d": _entry(0.5, 0.0, n=1)}}
+    # a-b: gap 0.03 > 2 * 0.01; a-c: 0.015 < 0.02; b-c: 0.015 < 0.02; d has one seed
+    assert separated_pairs(summary, "x", lower_is_better=True) == [
+        {"better": "a", "worse": "b", "gap": pytest.approx(0.03)}]
+    assert separated_pairs(summary, "x", lower_is_better=False) == [
+        {"better": "b", "worse": "a", "gap": pytest.approx(0.03)}]
+
+
+def test_quick_study_runs_resumes_and_summarizes(tmp_path: Path) -> None:
+    config = DepthStudyConfig.quick()
+    done: list[str] = []
+    run_study(config, tmp_path / "out", tmp_path / "cache", jobs=1, on_done=done.append)
+    assert sorted(Path(p).name for p in done) == sorted(f"{c}-seed0.json" for c in CONDITIONINGS)
+    again: list[str] = []
+    run_study(config, tmp_path / "out", tmp_path / "cache", jobs=1, on_done=again.append)
+    assert again == []  # every run finished: nothing is trained twice
+    summary = summarize(tmp_path / "out", "test")
+    assert list(summary["conditionings"]) == list(CONDITIONINGS)
+    record = json.loads((tmp_path / "out" / "runs" / "gta-seed0.json").read_text())
+    for setting in SETTINGS:
+        entry = summary["conditionings"]["gta"][f"{setting}_abs_rel"]
+        assert entry["values"] == [record["test"][setting]["abs_rel"]]
+        assert 0 <= summary["conditionings"]["gta"][f"{setting}_delta1"]["mean"] <= 100
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert "| no cameras | 1 |" in table and "Command: `test`" in table
+    assert (tmp_path / "out" / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_quick_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["experiment", "camera-depth", "--quick", "--out", str(out), "--cache-dir",
+              str(tmp_path / "cache"), "--seeds", "1"])
+    assert exit_info.value.code == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["command"].startswith("crossview experiment camera-depth --quick --seeds 1")
+    assert results["config"]["steps"] == DepthStudyConfig.quick().steps
+    assert "4 views (OOD) AbsRel" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("option", ["--steps", "--seeds", "--jobs"])
+def test_cli_rejects_bad_budget(capsys: pytest.CaptureFixture[str], option: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["experiment", "camera-depth", option, "0"])
+    assert exit_info.value.code == 2
+    assert "--steps, --seeds and --jobs must be positive" in capsys.readouterr().err
