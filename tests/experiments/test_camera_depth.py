@@ -78,9 +78,31 @@ def test_cli_quick_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "4 views (OOD) AbsRel" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("option", ["--steps", "--seeds", "--jobs"])
-def test_cli_rejects_bad_budget(capsys: pytest.CaptureFixture[str], option: str) -> None:
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--steps", "0", "--steps, --seeds and --jobs must be positive"),
+    ("--seeds", "0", "--steps, --seeds and --jobs must be positive"),
+    ("--jobs", "0", "--steps, --seeds and --jobs must be positive"),
+    ("--conditioning", "rope", "--conditioning 'rope' is not one of plucker, naive"),
+])
+def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                 option: str, value: str, message: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["experiment", "camera-depth", option, "0"])
+        main(["experiment", "camera-depth", option, value, "--out", str(tmp_path / "out"),
+              "--cache-dir", str(tmp_path / "cache")])
     assert exit_info.value.code == 2
-    assert "--steps, --seeds and --jobs must be positive" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "cache").exists()
+
+
+def test_cli_trains_only_the_chosen_conditionings(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["experiment", "camera-depth", "--quick", "--out", str(out), "--cache-dir",
+              str(tmp_path / "cache"), "--conditioning", "none", "--conditioning", "gta"])
+    assert exit_info.value.code == 0
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["gta-seed0.json",
+                                                                "none-seed0.json"]
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["conditionings"]) == ["gta", "none"]
+    assert "--conditioning gta --conditioning none" in results["command"]

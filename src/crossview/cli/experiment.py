@@ -24,10 +24,14 @@ Fresh = Annotated[bool, typer.Option(
     "--fresh", help="Delete existing run files first instead of resuming.")]
 CacheDir = Annotated[Path, typer.Option(
     help="Where rendered scenes and the runs' checkpoints are cached.")]
+Only = Annotated[list[str] | None, typer.Option(
+    "--conditioning", help="Train only this conditioning (repeatable; default: all). The "
+    "summary covers every finished run.")]
 
 
 def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds: int | None,
-         quick: bool, jobs: int, out: Path, cache_dir: Path, fresh: bool) -> None:
+         quick: bool, jobs: int, out: Path, cache_dir: Path, fresh: bool,
+         only: list[str] | None = None) -> None:
     """Check the budget and every output place, then run ``study`` (a module with
     ``run_study``, ``summarize``, ``SUMMARY_FILES`` and ``CONDITIONINGS``) and print its
     table."""
@@ -35,6 +39,11 @@ def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds:
 
     if (steps is not None and steps <= 0) or (seeds is not None and seeds <= 0) or jobs <= 0:
         raise UserError("--steps, --seeds and --jobs must be positive")
+    unknown = sorted(set(only or ()) - set(study.CONDITIONINGS))
+    if unknown:
+        raise UserError(f"--conditioning {unknown[0]!r} is not one of "
+                        f"{', '.join(study.CONDITIONINGS)}")
+    conditionings = tuple(c for c in study.CONDITIONINGS if not only or c in only)
     # before hours of rendering and training
     check_output_files(out / file for file in study.SUMMARY_FILES)
     for directory in (out / "runs", cache_dir):
@@ -48,16 +57,18 @@ def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds:
         + (["--quick"] if quick else [])
         + ([f"--steps {steps}"] if steps is not None else [])
         + ([f"--seeds {seeds}"] if seeds is not None else [])
+        + [f"--conditioning {c}" for c in (conditionings if only else ())]
         + [f"--jobs {jobs}", f"--out {out}"]
     )
     with Progress() as progress:
         task = progress.add_task("rendering scenes, then training",
-                                 total=config.seeds * len(study.CONDITIONINGS))
+                                 total=config.seeds * len(conditionings))
 
         def on_done(path: str) -> None:
             progress.update(task, advance=1, description=f"done {Path(path).stem}")
 
-        study.run_study(config, out, cache_dir, jobs=jobs, on_done=on_done)
+        study.run_study(config, out, cache_dir, jobs=jobs, conditionings=conditionings,
+                        on_done=on_done)
     study.summarize(out, command)
     typer.echo((out / "table.md").read_text())
     typer.echo(", ".join(f"wrote {out / file}" for file in study.SUMMARY_FILES))
@@ -73,6 +84,7 @@ def camera_encodings(
         "docs/results/camera-encodings"),
     cache_dir: CacheDir = Path("runs/camera-encodings"),
     fresh: Fresh = False,
+    only: Only = None,
 ) -> None:
     """Train one small NVS transformer per camera conditioning and seed; compare them.
 
@@ -86,7 +98,7 @@ def camera_encodings(
 
     config = study.StudyConfig.quick() if quick else study.StudyConfig()
     _run("camera-encodings", study, config, steps=steps, seeds=seeds, quick=quick, jobs=jobs,
-         out=out, cache_dir=cache_dir, fresh=fresh)
+         out=out, cache_dir=cache_dir, fresh=fresh, only=only)
 
 
 @app.command("camera-depth")
@@ -99,6 +111,7 @@ def camera_depth(
         "docs/results/camera-depth"),
     cache_dir: CacheDir = Path("runs/camera-depth"),
     fresh: Fresh = False,
+    only: Only = None,
 ) -> None:
     """Train one multi-view depth transformer per camera conditioning and seed; compare them.
 
@@ -111,4 +124,4 @@ def camera_depth(
 
     config = study.DepthStudyConfig.quick() if quick else study.DepthStudyConfig()
     _run("camera-depth", study, config, steps=steps, seeds=seeds, quick=quick, jobs=jobs,
-         out=out, cache_dir=cache_dir, fresh=fresh)
+         out=out, cache_dir=cache_dir, fresh=fresh, only=only)

@@ -54,7 +54,7 @@ class DepthOptions:
 
     scenes: int = settings.setting(2000, low=1)
     views: int = settings.setting(2, low=2)
-    zoom: tuple[float, float] = settings.setting((1.0, 3.0), low=0, low_open=True)
+    zoom: tuple[float, float] = settings.setting((1.0, 1.5), low=0, low_open=True)
     separation: tuple[float, float] = settings.setting((5.0, 20.0), low=0)
     scenes_seed: int = settings.setting(1234, low=0)
 
