@@ -106,3 +106,15 @@ def test_cli_trains_only_the_chosen_conditionings(tmp_path: Path) -> None:
     results = json.loads((out / "results.json").read_text())
     assert list(results["conditionings"]) == ["gta", "none"]
     assert "--conditioning gta --conditioning none" in results["command"]
+
+
+def test_a_stopped_run_writes_no_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGINT / SIGTERM make the trainer checkpoint and return early: the study stops with one
+    error line instead of recording a half-trained model."""
+    from crossview.errors import UserError
+    from crossview.train.trainer import Trainer
+
+    monkeypatch.setattr(Trainer, "run", lambda self: {"step": self.step})  # stopped at once
+    with pytest.raises(UserError, match=r"stopped at step 0 of 3 .*run the same command"):
+        run_study(DepthStudyConfig.quick(), tmp_path / "out", tmp_path / "cache", jobs=1)
+    assert not (tmp_path / "out" / "runs").exists()

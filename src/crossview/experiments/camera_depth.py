@@ -45,6 +45,7 @@ from crossview.experiments.seeded_runs import (
     run_file,
     save_atomic,
     seed_stats,
+    train_to_end,
 )
 from crossview.models.multiview.depth import DEPTH_CONDITIONINGS as CONDITIONINGS
 from crossview.output import staged_files
@@ -177,7 +178,7 @@ def train_run(conditioning: str, seed: int, config: DepthStudyConfig, data: dict
     started = time.perf_counter()
     trainer = Trainer(cfg, train_set=ShuffledViews(data["train"], cfg.data.train_size, seed),
                       resume=latest_checkpoint(out_dir) is not None, progress=False)
-    trainer.run()
+    train_to_end(trainer)
     return {
         "conditioning": conditioning, "seed": seed, "config": asdict(config),
         "parameters": sum(p.numel() for p in trainer.model.parameters()),

@@ -39,6 +39,7 @@ from crossview.experiments.seeded_runs import (
     run_file,
     save_atomic,
     seed_stats,
+    train_to_end,
 )
 from crossview.models.multiview import CONDITIONINGS
 from crossview.output import staged_files
@@ -165,7 +166,7 @@ def train_run(conditioning: str, seed: int, config: StudyConfig,
     started = time.perf_counter()
     trainer = Trainer(cfg, train_set=train, resume=latest_checkpoint(out_dir) is not None,
                       progress=False)
-    trainer.run()
+    train_to_end(trainer)
     train_seconds = time.perf_counter() - started
     return {
         "conditioning": conditioning, "seed": seed, "config": asdict(config),

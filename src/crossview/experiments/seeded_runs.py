@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from crossview.errors import UserError
 from crossview.output import atomic_output
 from crossview.train.runlog import LOG_NAME
+from crossview.train.trainer import Trainer
 
 Worker = Callable[[str, int, Any, str, str], str]
 
@@ -84,6 +86,16 @@ def run_all(worker: Worker, config: Any, out_dir: Path, cache_dir: Path, *, seed
                 if on_done is not None:
                     on_done(done)
     return [run_file(out_dir, c, s) for s in range(seeds) for c in conditionings]
+
+
+def train_to_end(trainer: Trainer) -> None:
+    """Run ``trainer``; a run stopped early (SIGINT / SIGTERM checkpoint and return) is a
+    :class:`UserError`, so that no record of a half-trained model is written (the next call
+    resumes it from its checkpoint)."""
+    trainer.run()
+    if trainer.step < trainer.cfg.train.steps:
+        raise UserError(f"stopped at step {trainer.step} of {trainer.cfg.train.steps} "
+                        f"({trainer.cfg.train.out_dir}); run the same command to resume")
 
 
 def loss_record(run: Path) -> dict[str, Any]:
