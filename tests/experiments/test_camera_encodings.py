@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from crossview.cli.app import main
-from crossview.experiments.camera_encodings import StudyConfig, run_dir, run_study, summarize
+from crossview.experiments.camera_encodings import StudyConfig, run_study, summarize
+from crossview.experiments.seeded_runs import run_dir
 from crossview.models.multiview import CONDITIONINGS
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any
@@ -74,54 +75,43 @@ def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds:
     typer.echo(", ".join(f"wrote {out / file}" for file in study.SUMMARY_FILES))
 
 
-@app.command("camera-encodings")
-def camera_encodings(
-    steps: Steps = None,
-    seeds: Seeds = None,
-    quick: Quick = False,
-    jobs: Jobs = 2,
-    out: Annotated[Path, typer.Option(help="Results directory.")] = Path(
-        "docs/results/camera-encodings"),
-    cache_dir: CacheDir = Path("runs/camera-encodings"),
-    fresh: Fresh = False,
-    only: Only = None,
-) -> None:
-    """Train one small NVS transformer per camera conditioning and seed; compare them.
+def _study_command(name: str, module: str, config_class: str, default_jobs: int,
+                   doc: str) -> None:
+    """Register ``crossview experiment NAME``: the study of ``crossview.experiments.MODULE``
+    with its budget dataclass ``CONFIG_CLASS`` (its ``quick()`` for ``--quick``)."""
 
-    Plücker raymap, naive raymap, CaPE, GTA, PRoPE and PRoPE + CamRay, identical budgets;
-    finished runs are skipped (resumable). Writes OUT/runs/*.json, OUT/results.json,
-    OUT/table.md and OUT/plot.png.
-    """
-    # imported when the study runs: scikit-image and the study (~0.3 s) would slow every
-    # `crossview --help`
-    from crossview.experiments import camera_encodings as study
+    def command(
+        steps: Steps = None,
+        seeds: Seeds = None,
+        quick: Quick = False,
+        jobs: Jobs = default_jobs,
+        out: Annotated[Path, typer.Option(help="Results directory.")] = Path(
+            f"docs/results/{name}"),
+        cache_dir: CacheDir = Path(f"runs/{name}"),
+        fresh: Fresh = False,
+        only: Only = None,
+    ) -> None:
+        # imported when the study runs: scikit-image and the study (~0.3 s) would slow every
+        # `crossview --help`
+        study = importlib.import_module(f"crossview.experiments.{module}")
+        budget = getattr(study, config_class)
+        _run(name, study, budget.quick() if quick else budget(), steps=steps, seeds=seeds,
+             quick=quick, jobs=jobs, out=out, cache_dir=cache_dir, fresh=fresh, only=only)
 
-    config = study.StudyConfig.quick() if quick else study.StudyConfig()
-    _run("camera-encodings", study, config, steps=steps, seeds=seeds, quick=quick, jobs=jobs,
-         out=out, cache_dir=cache_dir, fresh=fresh, only=only)
+    command.__doc__ = doc
+    app.command(name)(command)
 
 
-@app.command("camera-depth")
-def camera_depth(
-    steps: Steps = None,
-    seeds: Seeds = None,
-    quick: Quick = False,
-    jobs: Jobs = 1,
-    out: Annotated[Path, typer.Option(help="Results directory.")] = Path(
-        "docs/results/camera-depth"),
-    cache_dir: CacheDir = Path("runs/camera-depth"),
-    fresh: Fresh = False,
-    only: Only = None,
-) -> None:
-    """Train one multi-view depth transformer per camera conditioning and seed; compare them.
-
-    The six conditionings of camera-encodings plus a camera-blind baseline, identical
-    budgets, on posed unrectified views where depth is only defined through the cameras;
-    tested with 2 and 4 views, zoomed intrinsics and wider baselines. Resumable. Writes
-    OUT/runs/*.json, OUT/results.json, OUT/table.md and OUT/plot.png.
-    """
-    from crossview.experiments import camera_depth as study
-
-    config = study.DepthStudyConfig.quick() if quick else study.DepthStudyConfig()
-    _run("camera-depth", study, config, steps=steps, seeds=seeds, quick=quick, jobs=jobs,
-         out=out, cache_dir=cache_dir, fresh=fresh, only=only)
+_study_command(
+    "camera-encodings", "camera_encodings", "StudyConfig", 2,
+    "Train one small NVS transformer per camera conditioning and seed; compare them.\n\n"
+    "Plücker raymap, naive raymap, CaPE, GTA, PRoPE and PRoPE + CamRay, identical budgets; "
+    "finished runs are skipped (resumable). Writes OUT/runs/*.json, OUT/results.json, "
+    "OUT/table.md and OUT/plot.png.")
+_study_command(
+    "camera-depth", "camera_depth", "DepthStudyConfig", 1,
+    "Train one multi-view depth transformer per camera conditioning and seed; compare them.\n\n"
+    "The six conditionings of camera-encodings plus a camera-blind baseline, identical "
+    "budgets, on posed unrectified views where depth is only defined through the cameras; "
+    "tested with 2 and 4 views, zoomed intrinsics and wider baselines. Resumable. Writes "
+    "OUT/runs/*.json, OUT/results.json, OUT/table.md and OUT/plot.png.")

@@ -27,32 +27,30 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from crossview.data.synthetic.depth_scenes import make_depth_scenes
-from crossview.eval import evaluate
 from crossview.experiments.seeded_runs import (
-    loss_record,
+    StudyBudget,
+    plot_seeds,
     read_runs,
     run_all,
-    run_dir,
-    run_file,
     save_atomic,
     seed_stats,
-    train_to_end,
+    train_and_test,
+    worker,
 )
+from crossview.experiments.seeded_runs import run_config as study_run_config
 from crossview.models.multiview.depth import DEPTH_CONDITIONINGS as CONDITIONINGS
 from crossview.output import staged_files
-from crossview.train.checkpoint import latest_checkpoint
-from crossview.train.config import Config, config_from_dict
+from crossview.train.config import Config
 from crossview.train.recipes.multiview_depth import FirstViews, ShuffledViews
-from crossview.train.trainer import Trainer
 
 SETTINGS = ("in_distribution", "more_views", "zoomed", "wide")
 METRICS = ("abs_rel", "delta1")
@@ -64,34 +62,18 @@ SUMMARY_FILES = ("results.json", "table.md", "plot.png")
 
 
 @dataclass(frozen=True)
-class DepthStudyConfig:
-    """Budget and sizes of the study (identical for every conditioning); angles in degrees."""
+class DepthStudyConfig(StudyBudget):
+    """Budget, sizes and data ranges of the study (identical for every conditioning); angles
+    in degrees."""
 
-    steps: int = 800
-    seeds: int = 3
-    batch: int = 16
     lr: float = 2e-3
-    warmup: int = 80
     train_scenes: int = 2000
-    test_scenes: int = 100
     views: int = 2
     more_views: int = 4
     train_zoom: tuple[float, float] = (1.0, 1.5)
     test_zoom: tuple[float, float] = (2.0, 3.0)
     separation: tuple[float, float] = (5.0, 20.0)
     wide_separation: tuple[float, float] = (25.0, 35.0)
-    image_size: tuple[int, int] = (32, 32)
-    patch: int = 8
-    width: int = 64
-    depth: int = 4
-    heads: int = 4
-    data_seed: int = 1234
-
-    @classmethod
-    def quick(cls) -> DepthStudyConfig:
-        """A tiny budget that runs in seconds (for tests and smoke checks)."""
-        return cls(steps=3, seeds=1, batch=2, warmup=1, train_scenes=4, test_scenes=2,
-                   width=16, depth=1, heads=2)
 
 
 def _data_key(config: DepthStudyConfig) -> str:
@@ -129,74 +111,37 @@ def load_data(config: DepthStudyConfig, cache_dir: Path) -> dict[str, Any]:
 
 def run_config(config: DepthStudyConfig, conditioning: str, seed: int, out_dir: Path
                ) -> Config:
-    """The training configuration of one run (the ``multiview-depth`` recipe): AdamW, linear
-    warm-up over ``warmup`` steps then cosine decay, clipping at 1, the scenes of ``config``
-    (passed to the trainer as rendered by :func:`load_data`)."""
-    return config_from_dict({
-        "task": "multiview-depth",
-        "model": {"name": "multiview-depth", "overrides": {
-            "conditioning": conditioning, "patch": config.patch, "width": config.width,
-            "depth": config.depth, "heads": config.heads}},
-        "data": {"train": "depth-scenes", "val": "depth-scenes",
-                 "train_size": config.steps * config.batch, "val_size": 0, "seed": seed,
-                 "height": config.image_size[0], "width": config.image_size[1]},
-        "recipe": {"scenes": config.train_scenes, "views": config.views,
-                   "zoom": list(config.train_zoom), "separation": list(config.separation),
-                   "scenes_seed": config.data_seed},
-        "optim": {"lr": config.lr, "weight_decay": 0.05, "grad_clip": 1.0,
-                  "schedule": "cosine", "pct_start": config.warmup / config.steps},
-        "train": {"steps": config.steps, "batch_size": config.batch, "seed": seed,
-                  "out_dir": str(out_dir), "log_every": 1, "val_every": config.steps,
-                  "ckpt_every": max(1, config.steps // 8), "keep_last": 1},
-    })
+    """The training configuration of one run (the ``multiview-depth`` recipe, see
+    :func:`~crossview.experiments.seeded_runs.run_config`)."""
+    return study_run_config(
+        config, task="multiview-depth", model="multiview-depth", dataset="depth-scenes",
+        conditioning=conditioning, seed=seed, out_dir=out_dir,
+        recipe={"scenes": config.train_scenes, "views": config.views,
+                "zoom": list(config.train_zoom), "separation": list(config.separation),
+                "scenes_seed": config.data_seed})
 
 
-def evaluate_settings(trainer: Trainer, test: dict[str, dict[str, torch.Tensor]],
-                      config: DepthStudyConfig) -> dict[str, dict[str, float]]:
-    """``abs_rel`` and ``delta1`` (pooled over the pixels of view 0) in each of
-    :data:`SETTINGS`, through :func:`crossview.eval.evaluate` with the recipe's predictor."""
-    trainer.model.eval()
-    cases = {"in_distribution": FirstViews(test["main"], config.views),
-             "more_views": FirstViews(test["main"], config.more_views),
-             "zoomed": FirstViews(test["zoomed"], config.views),
-             "wide": FirstViews(test["wide"], config.views)}
-    predict = trainer.recipe.predictor(trainer.model, trainer.cfg, trainer.device)
-
-    def predictor(sample: Any) -> Any:
-        with torch.no_grad():
-            return predict(sample)
-
-    return {name: evaluate(views, predictor, trainer.recipe.metrics(trainer.cfg),
-                           dataset_name=name).mean() for name, views in cases.items()}
+def test_cases(test: dict[str, dict[str, torch.Tensor]], config: DepthStudyConfig
+               ) -> dict[str, FirstViews]:
+    """The held-out scenes of each of :data:`SETTINGS` (view 0 is the one scored)."""
+    return {"in_distribution": FirstViews(test["main"], config.views),
+            "more_views": FirstViews(test["main"], config.more_views),
+            "zoomed": FirstViews(test["zoomed"], config.views),
+            "wide": FirstViews(test["wide"], config.views)}
 
 
 def train_run(conditioning: str, seed: int, config: DepthStudyConfig, data: dict[str, Any],
               out_dir: Path) -> dict[str, Any]:
-    """Train one model from scratch (or resume its run in ``out_dir``) and evaluate it;
-    returns the run record."""
+    """Train one model from scratch (or resume its run in ``out_dir``) and score its
+    ``abs_rel`` and ``delta1`` (pooled over the pixels of view 0) in each of
+    :data:`SETTINGS`; returns the run record."""
     cfg = run_config(config, conditioning, seed, out_dir)
-    started = time.perf_counter()
-    trainer = Trainer(cfg, train_set=ShuffledViews(data["train"], cfg.data.train_size, seed),
-                      resume=latest_checkpoint(out_dir) is not None, progress=False)
-    train_to_end(trainer)
-    return {
-        "conditioning": conditioning, "seed": seed, "config": asdict(config),
-        "parameters": sum(p.numel() for p in trainer.model.parameters()),
-        **loss_record(out_dir),
-        "train_seconds": time.perf_counter() - started,
-        "test": evaluate_settings(trainer, data["test"], config),
-    }
+    train = ShuffledViews(data["train"], cfg.data.train_size, seed)
+    return train_and_test(conditioning, seed, config, cfg, train,
+                          test_cases(data["test"], config))
 
 
-def _worker(conditioning: str, seed: int, config: DepthStudyConfig, cache_dir: str,
-            out_dir: str) -> str:
-    torch.set_num_threads(1)
-    data = load_data(config, Path(cache_dir))
-    record = train_run(conditioning, seed, config, data,
-                       run_dir(Path(cache_dir), config, conditioning, seed))
-    path = run_file(Path(out_dir), conditioning, seed)
-    save_atomic(path, record, as_json=True)
-    return str(path)
+_worker = partial(worker, load_data, train_run)
 
 
 def run_study(config: DepthStudyConfig, out_dir: Path, cache_dir: Path, *, jobs: int = 1,
@@ -300,29 +245,6 @@ def _cell(stats: dict[str, float], metric: str) -> str:
 
 
 def _write_plot(path: Path, summary: dict[str, Any]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(summary["conditionings"])
-    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(4.0 * len(SETTINGS), 3.8), sharey=True)
-    for ax, setting in zip(axes, SETTINGS, strict=True):
-        for i, name in enumerate(names):
-            stats = summary["conditionings"][name][f"{setting}_abs_rel"]
-            colour = {"plucker": "#999999", "naive": "#999999", "none": "#cc6677"}.get(
-                name, "#4477aa")
-            ax.scatter([i] * len(stats["values"]), stats["values"], s=12, color=colour,
-                       alpha=0.6)
-            ax.errorbar([i + 0.2], [stats["mean"]], yerr=[stats["std"]], fmt="o",
-                        color=colour, capsize=3)
-        ax.set_xticks(range(len(names)), [LABELS[n] for n in names], rotation=40, ha="right")
-        ax.set_title(TITLES[setting])
-        ax.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel("AbsRel of view 0 (lower is better)")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110, format="png")
-    finally:
-        plt.close(fig)
-
+    plot_seeds(path, {TITLES[setting]: {name: entry[f"{setting}_abs_rel"]
+                                        for name, entry in summary["conditionings"].items()}
+                      for setting in SETTINGS}, LABELS, "AbsRel of view 0 (lower is better)")
