@@ -11,10 +11,10 @@ quaternion and translation), one SIMPLE_PINHOLE camera and 1042 triangulated poi
 (``points3D.txt``). Each photo is padded to a square (grey bands above and below) and resized
 to the study's 32x32, with the intrinsics changed alike. The ground truth is sparse: the
 camera-0 depth of every 3D point seen by photo 00 (its COLMAP track), scored at the 32x32 pixel
-it falls in (the median when several points share a pixel). Each finished run's last
-checkpoint predicts the depth of photo 00 from photos 00 and 01 (2 views) and from all four;
-AbsRel and δ<1.25 over those pixels. COLMAP's scale is arbitrary; the models are scale
-equivariant (the depth follows the poses' units), so no alignment is done.
+it falls in (the median when several points share a pixel). Each finished run's final
+checkpoint (step ``steps``) predicts the depth of photo 00 from photos 00 and 01 (2 views) and
+from all four; AbsRel and δ<1.25 over those pixels. COLMAP's scale is arbitrary; the models
+are scale equivariant (the depth follows the poses' units), so no alignment is done.
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ def main(colmap: str, cache_dir: str, out: str) -> None:
     for conditioning in CONDITIONINGS:
         for seed in range(config.seeds):
             ckpt = latest_checkpoint(run_dir(Path(cache_dir), config, conditioning, seed))
-            if ckpt is None:
-                continue
+            if ckpt is None or ckpt.name != f"step-{config.steps:08d}.pt":
+                continue  # not trained to the end yet
             model = MultiViewDepth(MultiViewConfig(
                 conditioning=conditioning, image_size=config.image_size, patch=config.patch,
                 width=config.width, depth=config.depth, heads=config.heads))
