@@ -118,3 +118,17 @@ def test_a_stopped_run_writes_no_record(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(UserError, match=r"stopped at step 0 of 3 .*run the same command"):
         run_study(DepthStudyConfig.quick(), tmp_path / "out", tmp_path / "cache", jobs=1)
     assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_its_log_over(tmp_path: Path) -> None:
+    from crossview.experiments.seeded_runs import run_dir
+
+    config = DepthStudyConfig.quick()
+    stale = run_dir(tmp_path / "cache", config, "gta", 0) / "log.jsonl"
+    stale.parent.mkdir(parents=True)
+    stale.write_text('{"kind": "train", "step": 1, "loss": 99.0}\n')
+    run_study(config, tmp_path / "out", tmp_path / "cache", jobs=1, conditionings=("gta",))
+    record = json.loads((tmp_path / "out" / "runs" / "gta-seed0.json").read_text())
+    steps = [json.loads(line)["step"] for line in stale.read_text().splitlines()
+             if json.loads(line)["kind"] == "train"]
+    assert steps == list(range(1, config.steps + 1)) and 99.0 not in record["loss_curve"]

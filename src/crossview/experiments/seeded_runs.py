@@ -158,9 +158,11 @@ def train_and_test(conditioning: str, seed: int, config: Any, cfg: Config, train
     :func:`crossview.eval.evaluate` with the recipe's predictor and metrics (mean per metric);
     returns the run record (``config`` is the study budget it belongs to)."""
     out_dir = Path(cfg.train.out_dir)
+    resume = latest_checkpoint(out_dir) is not None
+    if not resume:  # killed before its first checkpoint: start the log over with the run
+        (out_dir / LOG_NAME).unlink(missing_ok=True)
     started = time.perf_counter()
-    trainer = Trainer(cfg, train_set=train_set, resume=latest_checkpoint(out_dir) is not None,
-                      progress=False)
+    trainer = Trainer(cfg, train_set=train_set, resume=resume, progress=False)
     train_to_end(trainer)
     seconds = time.perf_counter() - started
     trainer.model.eval()
