@@ -77,7 +77,8 @@ def _overrides(**values: object) -> dict:
     ({"train": {"stpes": 3}}, "unknown key 'train.stpes'"),
     ({"optim": {"lr": "fast"}}, "optim.lr must be float"),
     ({"task": "depth"},
-     "task must be one of 'stereo', 'flow', 'semantic', 'novel-view', got 'depth'"),
+     "task must be one of 'stereo', 'flow', 'semantic', 'novel-view', 'multiview-depth', "
+     "got 'depth'"),
     ({"model": {"name": "nope"}}, "unknown model 'nope'"),
     ({"data": {"height": -5}}, "data.height must be >= 1"),
     ({"data": {"val_size": -1}}, "data.val_size must be >= 0"),
