@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from crossview.cli.app import main
-from crossview.experiments.camera_encodings import StudyConfig, run_dir, run_study, summarize
+from crossview.experiments.camera_encodings import StudyConfig, run_study, summarize
+from crossview.experiments.seeded_runs import run_dir
 from crossview.models.multiview import CONDITIONINGS
 
 
@@ -22,12 +23,12 @@ def test_cached_scenes_follow_the_config(tmp_path: Path) -> None:
 
 
 def test_failed_save_leaves_no_file(tmp_path: Path) -> None:
-    from crossview.experiments.camera_encodings import _save_atomic
+    from crossview.experiments.seeded_runs import save_atomic
 
     with pytest.raises(Exception, match=r"(?i)pickle"):
-        _save_atomic(tmp_path / "runs" / "data.pt", {"f": lambda: 0}, as_json=False)
+        save_atomic(tmp_path / "runs" / "data.pt", {"f": lambda: 0}, as_json=False)
     with pytest.raises(TypeError):
-        _save_atomic(tmp_path / "runs" / "run.json", {"x": object()}, as_json=True)
+        save_atomic(tmp_path / "runs" / "run.json", {"x": object()}, as_json=True)
     assert list((tmp_path / "runs").iterdir()) == []
 
 

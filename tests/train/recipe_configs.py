@@ -30,6 +30,14 @@ TINY: dict[str, dict[str, Any]] = {
                             "val_size": 2, "height": 16, "width": 16},
                    "recipe": {"scenes": 3, "views": 4},
                    "optim": {"schedule": "cosine", "pct_start": 0.3}},
+    "multiview-depth": {"task": "multiview-depth",
+                        "model": {"name": "multiview-depth",
+                                  "overrides": {"conditioning": "prope", "width": 16,
+                                                "depth": 1, "heads": 2}},
+                        "data": {"train": "depth-scenes", "val": "depth-scenes",
+                                 "train_size": 8, "val_size": 2, "height": 16, "width": 16},
+                        "recipe": {"scenes": 3, "views": 2},
+                        "optim": {"schedule": "cosine", "pct_start": 0.3}},
 }
 
 

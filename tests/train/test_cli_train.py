@@ -77,7 +77,8 @@ def _overrides(**values: object) -> dict:
     ({"train": {"stpes": 3}}, "unknown key 'train.stpes'"),
     ({"optim": {"lr": "fast"}}, "optim.lr must be float"),
     ({"task": "depth"},
-     "task must be one of 'stereo', 'flow', 'semantic', 'novel-view', got 'depth'"),
+     "task must be one of 'stereo', 'flow', 'semantic', 'novel-view', 'multiview-depth', "
+     "got 'depth'"),
     ({"model": {"name": "nope"}}, "unknown model 'nope'"),
     ({"data": {"height": -5}}, "data.height must be >= 1"),
     ({"data": {"val_size": -1}}, "data.val_size must be >= 0"),
@@ -103,7 +104,7 @@ def _overrides(**values: object) -> dict:
      "'bf16', 'fp16', got 'fp8'"),
     ({"train": {"batch_size": 0}}, "config: train.batch_size must be >= 1, got 0"),
     ({"data": {"train": "kitti"}}, "config: data.train must be one of 'synthetic-stereo', "
-     "'synthetic-flow', 'synthetic-warps', 'camera-scenes', got 'kitti'"),
+     "'synthetic-flow', 'synthetic-warps', 'camera-scenes', 'depth-scenes', got 'kitti'"),
     (_overrides(heads=0), "config: model.overrides.heads must be >= 1, got 0"),
     (_overrides(heads="two"), "config: model.overrides.heads must be int, got 'two'"),
     (_overrides(heads=3), "config: model.overrides.dims must each divide by heads=3"),

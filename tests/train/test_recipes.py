@@ -43,7 +43,8 @@ def assert_same_state(found: dict, expected: dict) -> None:
 
 
 def test_every_task_has_a_recipe_and_a_tiny_test_config() -> None:
-    assert set(RECIPES) == set(TINY) == {"stereo", "flow", "semantic", "novel-view"}
+    assert set(RECIPES) == set(TINY) == {"stereo", "flow", "semantic", "novel-view",
+                                         "multiview-depth"}
     with pytest.raises(UserError, match="no training recipe for task 'depth'"):
         get_recipe("depth")
 
@@ -134,6 +135,16 @@ def test_torchrun_two_processes_equal_one(tmp_path: Path, task: str) -> None:
      "config: model.overrides.conditioning must be one of 'plucker', 'naive'"),
     ("novel-view", {"data": {"height": 20}},
      "config: data.height x data.width is 20x16, not a multiple of model.overrides.patch (8)"),
+    ("multiview-depth", {"recipe": {"separation": [20.0, 5.0]}},
+     "config: recipe.separation must be [low, high] with low <= high, got [20.0, 5.0]"),
+    ("multiview-depth", {"recipe": {"views": 1}}, "config: recipe.views must be >= 2"),
+    ("multiview-depth", {"model": {"name": "multiview-depth",
+                                   "overrides": {"conditioning": "rope"}}},
+     "config: model.overrides.conditioning must be one of 'plucker', 'naive'"),
+    ("multiview-depth", {"model": {"name": "multiview"}},
+     "config: model.name is 'multiview', but a multiview-depth run trains 'multiview-depth'"),
+    ("multiview-depth", {"data": {"train": "camera-scenes"}},
+     "config: data.train is 'camera-scenes', but a multiview-depth run reads 'depth-scenes'"),
     ("stereo", {"recipe": {"keypoints": 3}}, "config: unknown key 'recipe.keypoints'"),
     ("stereo", {"data": {"train": "camera-scenes"}},
      "config: data.train is 'camera-scenes', but a stereo run reads 'synthetic-stereo'"),

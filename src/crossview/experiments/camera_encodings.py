@@ -12,36 +12,39 @@ each have their own zoom (:mod:`crossview.experiments.camera_scenes`). Every run
 
 Each run is one :class:`~crossview.train.trainer.Trainer` run of the ``novel-view`` recipe
 (:mod:`crossview.train.recipes.novel_view`; :func:`run_config` is its configuration), with
-checkpoints in :func:`run_dir`, so a killed study resumes mid-run. Each
-finished run writes ``runs/<conditioning>-seed<k>.json``; a rerun skips them (resumable). The
-three settings are scored through :func:`crossview.eval.evaluate`. :func:`summarize` turns the
-run files into ``results.json``, ``table.md`` and ``plot.png``.
+checkpoints in :func:`~crossview.experiments.seeded_runs.run_dir`, so a killed study resumes
+mid-run. Each finished run writes ``runs/<conditioning>-seed<k>.json``; a rerun skips them
+(resumable). The three settings are scored through :func:`crossview.eval.evaluate`.
+:func:`summarize` turns the run files into ``results.json``, ``table.md`` and ``plot.png``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, replace
-from multiprocessing import get_context
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from crossview.data.synthetic.camera_scenes import make_scenes
-from crossview.eval import evaluate
+from crossview.experiments.seeded_runs import (
+    StudyBudget,
+    plot_seeds,
+    read_runs,
+    run_all,
+    save_atomic,
+    seed_stats,
+    train_and_test,
+    worker,
+)
+from crossview.experiments.seeded_runs import run_config as study_run_config
 from crossview.models.multiview import CONDITIONINGS
-from crossview.output import atomic_output, staged_files
-from crossview.train.checkpoint import latest_checkpoint
-from crossview.train.config import Config, config_from_dict
+from crossview.output import staged_files
+from crossview.train.config import Config
 from crossview.train.recipes.novel_view import FixedViews, RandomViews
-from crossview.train.runlog import LOG_NAME
-from crossview.train.trainer import Trainer
 
 SETTINGS = ("in_distribution", "more_views", "zoomed")
 _LABELS = {"plucker": "Plücker raymap", "naive": "naive raymap", "cape": "CaPE", "gta": "GTA",
@@ -49,34 +52,15 @@ _LABELS = {"plucker": "Plücker raymap", "naive": "naive raymap", "cape": "CaPE"
 
 
 @dataclass(frozen=True)
-class StudyConfig:
-    """Budget and sizes of the study (identical for every conditioning)."""
+class StudyConfig(StudyBudget):
+    """Budget, sizes and data ranges of the study (identical for every conditioning)."""
 
-    steps: int = 800
-    seeds: int = 3
-    batch: int = 16
-    lr: float = 1e-3
-    warmup: int = 80
-    train_scenes: int = 1000
-    test_scenes: int = 100
     views: int = 6
     context: int = 2
     more_context: int = 4
     targets: int = 2
     train_zoom: tuple[float, float] = (1.0, 3.0)
     test_zoom: tuple[float, float] = (3.0, 5.0)
-    image_size: tuple[int, int] = (32, 32)
-    patch: int = 8
-    width: int = 64
-    depth: int = 4
-    heads: int = 4
-    data_seed: int = 1234
-
-    @classmethod
-    def quick(cls) -> StudyConfig:
-        """A tiny budget that runs in seconds (for tests and smoke checks)."""
-        return cls(steps=3, seeds=1, batch=2, warmup=1, train_scenes=4, test_scenes=2,
-                   width=16, depth=1, heads=2)
 
 
 def _data_key(config: StudyConfig) -> str:
@@ -85,16 +69,6 @@ def _data_key(config: StudyConfig) -> str:
             f"t{config.more_context + config.targets}-"
             f"n{config.train_scenes}-{config.test_scenes}-z{config.train_zoom}-{config.test_zoom}-"
             f"s{config.data_seed}").replace(" ", "").replace("(", "").replace(")", "")
-
-
-def _save_atomic(path: Path, payload: Any, *, as_json: bool) -> None:
-    """Write ``payload`` as JSON or with ``torch.save``; nothing is left behind on failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(path) as tmp:
-        if as_json:
-            tmp.write_text(json.dumps(payload, indent=2))
-        else:
-            torch.save(payload, tmp)
 
 
 def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch.Tensor]]:
@@ -114,100 +88,42 @@ def load_data(config: StudyConfig, cache_dir: Path) -> dict[str, dict[str, torch
                             config.train_zoom, config.data_seed + 1, config.image_size,
                             split="heldout", test_zoom=config.test_zoom),
     }
-    _save_atomic(path, data, as_json=False)
+    save_atomic(path, data, as_json=False)
     return data
 
 
 def run_config(config: StudyConfig, conditioning: str, seed: int, out_dir: Path) -> Config:
-    """The training configuration of one run of the study (the ``novel-view`` recipe): AdamW,
-    linear warm-up over ``warmup`` steps then cosine decay, clipping at 1, the scenes of
-    ``config`` (passed to the trainer as rendered by :func:`load_data`)."""
-    return config_from_dict({
-        "task": "novel-view",
-        "model": {"name": "multiview", "overrides": {
-            "conditioning": conditioning, "patch": config.patch, "width": config.width,
-            "depth": config.depth, "heads": config.heads}},
-        "data": {"train": "camera-scenes", "val": "camera-scenes",
-                 "train_size": config.steps * config.batch, "val_size": 0, "seed": seed,
-                 "height": config.image_size[0], "width": config.image_size[1]},
-        "recipe": {"scenes": config.train_scenes, "views": config.views,
-                   "context": config.context, "targets": config.targets,
-                   "zoom": list(config.train_zoom), "scenes_seed": config.data_seed},
-        "optim": {"lr": config.lr, "weight_decay": 0.05, "grad_clip": 1.0,
-                  "schedule": "cosine", "pct_start": config.warmup / config.steps},
-        "train": {"steps": config.steps, "batch_size": config.batch, "seed": seed,
-                  "out_dir": str(out_dir), "log_every": 1, "val_every": config.steps,
-                  "ckpt_every": max(1, config.steps // 8), "keep_last": 1},
-    })
+    """The training configuration of one run of the study (the ``novel-view`` recipe, see
+    :func:`~crossview.experiments.seeded_runs.run_config`)."""
+    return study_run_config(
+        config, task="novel-view", model="multiview", dataset="camera-scenes",
+        conditioning=conditioning, seed=seed, out_dir=out_dir,
+        recipe={"scenes": config.train_scenes, "views": config.views,
+                "context": config.context, "targets": config.targets,
+                "zoom": list(config.train_zoom), "scenes_seed": config.data_seed})
 
 
-def evaluate_settings(model: torch.nn.Module, test: dict[str, torch.Tensor],
-                      config: StudyConfig, trainer: Trainer) -> dict[str, dict[str, float]]:
-    """Mean PSNR and SSIM over the test targets in each of :data:`SETTINGS`, through
-    :func:`crossview.eval.evaluate` with the recipe's predictor."""
-    model.eval()
+def test_cases(test: dict[str, torch.Tensor], config: StudyConfig) -> dict[str, FixedViews]:
+    """The held-out views of each of :data:`SETTINGS`."""
     c, m, t = config.context, config.more_context, config.targets
     targets = torch.arange(m, m + t)
-    cases = {"in_distribution": FixedViews(test, torch.arange(c), targets),
-             "more_views": FixedViews(test, torch.arange(m), targets),
-             "zoomed": FixedViews(test, torch.arange(c), targets, "images_zoomed", "K_zoomed")}
-    predict = trainer.recipe.predictor(model, trainer.cfg, trainer.device)
-
-    def predictor(sample: Any) -> Any:
-        with torch.no_grad():
-            return predict(sample)
-
-    return {name: evaluate(views, predictor, trainer.recipe.metrics(trainer.cfg),
-                           dataset_name=name).mean() for name, views in cases.items()}
+    return {"in_distribution": FixedViews(test, torch.arange(c), targets),
+            "more_views": FixedViews(test, torch.arange(m), targets),
+            "zoomed": FixedViews(test, torch.arange(c), targets, "images_zoomed", "K_zoomed")}
 
 
 def train_run(conditioning: str, seed: int, config: StudyConfig,
               data: dict[str, dict[str, torch.Tensor]], out_dir: Path) -> dict[str, Any]:
-    """Train one model from scratch (or resume its run in ``out_dir``) and evaluate it;
-    returns the run record."""
+    """Train one model from scratch (or resume its run in ``out_dir``) and score its mean
+    PSNR and SSIM in each of :data:`SETTINGS`; returns the run record."""
     cfg = run_config(config, conditioning, seed, out_dir)
     train = RandomViews(data["train"], cfg.data.train_size, config.context, config.targets,
                         seed)
-    started = time.perf_counter()
-    trainer = Trainer(cfg, train_set=train, resume=latest_checkpoint(out_dir) is not None,
-                      progress=False)
-    trainer.run()
-    train_seconds = time.perf_counter() - started
-    losses = [record["loss"] for record in map(json.loads, (out_dir / LOG_NAME).read_text()
-                                               .splitlines()) if record["kind"] == "train"]
-    window = max(1, min(50, len(losses)))
-    return {
-        "conditioning": conditioning, "seed": seed, "config": asdict(config),
-        "parameters": sum(p.numel() for p in trainer.model.parameters()),
-        "final_train_loss": float(np.mean(losses[-window:])),
-        "loss_curve": [float(np.mean(losses[i:i + window]))
-                       for i in range(0, len(losses), window)],
-        "train_seconds": train_seconds,
-        "test": evaluate_settings(trainer.model, data["test"], config, trainer),
-    }
+    return train_and_test(conditioning, seed, config, cfg, train,
+                          test_cases(data["test"], config))
 
 
-def _run_file(out_dir: Path, conditioning: str, seed: int) -> Path:
-    return out_dir / "runs" / f"{conditioning}-seed{seed}.json"
-
-
-def run_dir(cache_dir: Path, config: StudyConfig, conditioning: str, seed: int) -> Path:
-    """Where the run's checkpoints go: ``CACHE/train/<config hash>/<conditioning>-seed<k>``
-    (another budget never resumes these; training is deterministic, so a run resumed from its
-    last checkpoint records what a fresh one would, but its wall time)."""
-    digest = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()
-    return cache_dir / "train" / digest[:12] / f"{conditioning}-seed{seed}"
-
-
-def _worker(conditioning: str, seed: int, config: StudyConfig, cache_dir: str,
-            out_dir: str) -> str:
-    torch.set_num_threads(1)
-    data = load_data(config, Path(cache_dir))
-    record = train_run(conditioning, seed, config, data,
-                       run_dir(Path(cache_dir), config, conditioning, seed))
-    path = _run_file(Path(out_dir), conditioning, seed)
-    _save_atomic(path, record, as_json=True)
-    return str(path)
+_worker = partial(worker, load_data, train_run)
 
 
 def run_study(config: StudyConfig, out_dir: Path, cache_dir: Path, *, jobs: int = 2,
@@ -219,32 +135,8 @@ def run_study(config: StudyConfig, out_dir: Path, cache_dir: Path, *, jobs: int 
     JSON exists with the same config) are skipped. Returns the run files.
     """
     load_data(config, cache_dir)  # render once, before the workers start
-    todo = []
-    for seed in range(config.seeds):
-        for conditioning in conditionings:
-            path = _run_file(out_dir, conditioning, seed)
-            if path.exists() and json.loads(path.read_text())["config"] == json.loads(
-                    json.dumps(asdict(config))):
-                continue
-            todo.append((conditioning, seed))
-    if todo and jobs <= 1:
-        threads = torch.get_num_threads()
-        try:
-            for conditioning, seed in todo:
-                done = _worker(conditioning, seed, config, str(cache_dir), str(out_dir))
-                if on_done is not None:
-                    on_done(done)
-        finally:
-            torch.set_num_threads(threads)
-    elif todo:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(_worker, c, s, config, str(cache_dir), str(out_dir))
-                       for c, s in todo]
-            for future in futures:
-                done = future.result()
-                if on_done is not None:
-                    on_done(done)
-    return [_run_file(out_dir, c, s) for s in range(config.seeds) for c in conditionings]
+    return run_all(_worker, config, out_dir, cache_dir, seeds=config.seeds,
+                   conditionings=conditionings, jobs=jobs, on_done=on_done)
 
 
 SUMMARY_FILES = ("results.json", "table.md", "plot.png")
@@ -253,34 +145,26 @@ SUMMARY_FILES = ("results.json", "table.md", "plot.png")
 def summarize(out_dir: Path, command: str) -> dict[str, Any]:
     """Aggregate the run files into ``results.json``, ``table.md`` and ``plot.png`` (published
     together or not at all, :func:`crossview.output.staged_files`)."""
-    runs = [json.loads(p.read_text()) for p in sorted((out_dir / "runs").glob("*.json"))]
-    if not runs:
-        raise FileNotFoundError(f"no run files in {out_dir / 'runs'}")
+    runs = read_runs(out_dir)
     summary: dict[str, Any] = {"command": command, "config": runs[0]["config"],
                                "conditionings": {}}
     for conditioning in CONDITIONINGS:
         mine = [r for r in runs if r["conditioning"] == conditioning]
         if not mine:
             continue
-        entry: dict[str, Any] = {"seeds": [r["seed"] for r in mine],
-                                 "parameters": mine[0]["parameters"],
-                                 "final_train_loss": _stats([r["final_train_loss"] for r in mine])}
+        entry: dict[str, Any] = {
+            "seeds": [r["seed"] for r in mine], "parameters": mine[0]["parameters"],
+            "final_train_loss": seed_stats([r["final_train_loss"] for r in mine])}
         for setting in SETTINGS:
             for metric in ("psnr", "ssim"):
-                entry[f"{setting}_{metric}"] = _stats([r["test"][setting][metric] for r in mine])
+                entry[f"{setting}_{metric}"] = seed_stats(
+                    [r["test"][setting][metric] for r in mine])
         summary["conditionings"][conditioning] = entry
     with staged_files(out_dir / name for name in SUMMARY_FILES) as (results, table, plot):
         results.write_text(json.dumps(summary, indent=2))
         _write_table(table, summary)
         _write_plot(plot, summary)
     return summary
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    array = np.asarray(values, dtype=np.float64)
-    std = float(array.std(ddof=1)) if array.size > 1 else 0.0
-    return {"mean": float(array.mean()), "std": std, "min": float(array.min()),
-            "max": float(array.max()), "n": int(array.size), "values": array.tolist()}
 
 
 def _write_table(path: Path, summary: dict[str, Any]) -> None:
@@ -309,35 +193,8 @@ def _write_table(path: Path, summary: dict[str, Any]) -> None:
 
 
 def _write_plot(path: Path, summary: dict[str, Any]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(summary["conditionings"])
-    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(4.2 * len(SETTINGS), 3.8))
     titles = {"in_distribution": "2 context views", "more_views": "4 context views (OOD)",
               "zoomed": "zoomed test intrinsics (OOD)"}
-    for ax, setting in zip(axes, SETTINGS, strict=True):
-        for i, name in enumerate(names):
-            stats = summary["conditionings"][name][f"{setting}_psnr"]
-            colour = "#999999" if name in ("plucker", "naive") else "#4477aa"
-            ax.scatter([i] * len(stats["values"]), stats["values"], s=12, color=colour,
-                       alpha=0.6)
-            ax.errorbar([i + 0.2], [stats["mean"]], yerr=[stats["std"]], fmt="o",
-                        color=colour, capsize=3)
-        ax.set_xticks(range(len(names)), [_LABELS[n] for n in names], rotation=35, ha="right")
-        ax.set_title(titles[setting])
-        ax.set_ylabel("PSNR (dB)")
-        ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110, format="png")
-    finally:
-        plt.close(fig)
-
-
-def with_budget(config: StudyConfig, steps: int | None, seeds: int | None) -> StudyConfig:
-    """``config`` with ``steps`` and ``seeds`` replaced when given."""
-    changes = {k: v for k, v in (("steps", steps), ("seeds", seeds)) if v is not None}
-    return replace(config, **changes)
+    plot_seeds(path, {titles[setting]: {name: entry[f"{setting}_psnr"]
+                                        for name, entry in summary["conditionings"].items()}
+                      for setting in SETTINGS}, _LABELS, "PSNR (dB)")

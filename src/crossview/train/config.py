@@ -26,8 +26,9 @@ POSITIVE = {"low": 0, "low_open": True}
 NON_NEGATIVE = {"low": 0}
 AT_LEAST_1 = {"low": 1}
 SEED = {"low": 0, "high": SEED_MAX}
-TASKS = ("stereo", "flow", "semantic", "novel-view")
-DATASETS = ("synthetic-stereo", "synthetic-flow", "synthetic-warps", "camera-scenes")
+TASKS = ("stereo", "flow", "semantic", "novel-view", "multiview-depth")
+DATASETS = ("synthetic-stereo", "synthetic-flow", "synthetic-warps", "camera-scenes",
+            "depth-scenes")
 SCHEDULES = ("one-cycle", "constant", "cosine")
 
 
@@ -43,7 +44,7 @@ class ModelConfig:
 class DataConfig:
     """Training and validation data (dataset names of :mod:`crossview.data`; each task's recipe
     says which it reads: ``synthetic-stereo``, ``synthetic-flow``, ``synthetic-warps``
-    (semantic), ``camera-scenes`` (novel-view)).
+    (semantic), ``camera-scenes`` (novel-view), ``depth-scenes`` (multiview-depth)).
 
     ``augment`` applies to training samples only: ``none`` (the clean render at
     ``height x width``), ``standard`` (RAFT-Stereo / RAFT augmentation: colour, erasing, scale,

@@ -33,9 +33,10 @@ from crossview.geometry.raymaps import camray_map, naive_raymap, plucker_raymap
 from crossview.nn.camera_attention import CameraAttention
 
 CONDITIONINGS = ("plucker", "naive", "cape", "gta", "prope", "prope+camray")
-_RAY_CHANNELS = {"plucker": 6, "naive": 6, "prope+camray": 3}
-_ATTENTION = {"plucker": "none", "naive": "none", "cape": "cape", "gta": "gta",
-              "prope": "prope", "prope+camray": "prope"}
+NO_CAMERAS = "none"  # the camera-blind baseline of the depth study: no conditioning at all
+RAY_CHANNELS = {"plucker": 6, "naive": 6, "prope+camray": 3}
+ATTENTION = {"plucker": "none", "naive": "none", "cape": "cape", "gta": "gta",
+             "prope": "prope", "prope+camray": "prope", NO_CAMERAS: "none"}
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(),
                                  nn.Linear(mlp_ratio * width, width))
 
-    def forward(self, x: Tensor, transforms: CameraTransforms, mask: Tensor) -> Tensor:
+    def forward(self, x: Tensor, transforms: CameraTransforms, mask: Tensor | None) -> Tensor:
         x = x + self.attention(self.norm1(x), transforms, attn_mask=mask)
         return x + self.mlp(self.norm2(x))
 
@@ -92,6 +93,29 @@ def unpatchify(tokens: Tensor, views: int, image_size: tuple[int, int], patch: i
     return tiles.reshape(b, views, height, width, c)
 
 
+def token_rays(conditioning: str, cameras: Cameras) -> Tensor:
+    """Per-pixel token-level camera input ``[B, V, H, W, C]`` of ``conditioning`` for
+    ``cameras`` (batch ``[B, V]``); ``C = 0`` for the attention-only conditionings."""
+    if conditioning == "plucker":
+        return plucker_raymap(cameras)
+    if conditioning == "naive":
+        return naive_raymap(cameras)
+    if conditioning == "prope+camray":
+        return camray_map(cameras)
+    return cameras.K.new_zeros(*cameras.K.shape[:2], *cameras.image_size, 0)
+
+
+def check_config(config: MultiViewConfig, conditionings: tuple[str, ...]) -> None:
+    """``ValueError`` unless ``config.conditioning`` is one of ``conditionings`` and the
+    image divides into patches."""
+    if config.conditioning not in conditionings:
+        raise ValueError(f"conditioning must be one of {conditionings}, got "
+                         f"{config.conditioning!r}")
+    if config.image_size[0] % config.patch or config.image_size[1] % config.patch:
+        raise ValueError(f"image_size {config.image_size} must divide by patch "
+                         f"{config.patch}")
+
+
 class MultiViewTransformer(nn.Module):
     """Novel view synthesis from posed context views.
 
@@ -107,15 +131,10 @@ class MultiViewTransformer(nn.Module):
 
     def __init__(self, config: MultiViewConfig) -> None:
         super().__init__()
-        if config.conditioning not in CONDITIONINGS:
-            raise ValueError(f"conditioning must be one of {CONDITIONINGS}, got "
-                             f"{config.conditioning!r}")
-        if config.image_size[0] % config.patch or config.image_size[1] % config.patch:
-            raise ValueError(f"image_size {config.image_size} must divide by patch "
-                             f"{config.patch}")
+        check_config(config, CONDITIONINGS)
         self.config = config
-        self.encoding = _ATTENTION[config.conditioning]
-        ray_channels = _RAY_CHANNELS.get(config.conditioning, 0)
+        self.encoding = ATTENTION[config.conditioning]
+        ray_channels = RAY_CHANNELS.get(config.conditioning, 0)
         pixels = config.patch * config.patch
         self.embed_context = nn.Linear(pixels * (3 + ray_channels), config.width)
         self.embed_target = nn.Linear(pixels * max(ray_channels, 1), config.width)
@@ -125,17 +144,6 @@ class MultiViewTransformer(nn.Module):
         )
         self.norm = nn.LayerNorm(config.width)
         self.head = nn.Linear(config.width, pixels * 3)
-
-    def _rays(self, cameras: Cameras) -> Tensor:
-        """Per-pixel token-level camera input ``[B, V, H, W, C]`` (``C = 0`` for none)."""
-        conditioning = self.config.conditioning
-        if conditioning == "plucker":
-            return plucker_raymap(cameras)
-        if conditioning == "naive":
-            return naive_raymap(cameras)
-        if conditioning == "prope+camray":
-            return camray_map(cameras)
-        return cameras.K.new_zeros(*cameras.K.shape[:2], *self.config.image_size, 0)
 
     def _mask(self, context: int, targets: int, device: torch.device) -> Tensor:
         per_view = self.config.grid[0] * self.config.grid[1]
@@ -164,7 +172,7 @@ class MultiViewTransformer(nn.Module):
                              f"{config.image_size[1]}], got {context_images.shape=}")
         viewmats, _ = normalize_poses(torch.cat([context_viewmats, target_viewmats], dim=1))
         cameras = Cameras(torch.cat([context_K, target_K], dim=1), viewmats, config.image_size)
-        rays = self._rays(cameras)
+        rays = token_rays(config.conditioning, cameras)
         pixels = context_images.permute(0, 1, 3, 4, 2) / 127.5 - 1.0
         context = patchify(torch.cat([pixels, rays[:, :n_context]], dim=-1), config.patch)
         target_rays = rays[:, n_context:]

@@ -7,6 +7,8 @@ task            family                                      file
 ``flow``        MatchFlow                                   :mod:`~.fields`
 ``semantic``    TransforMatcher                             :mod:`~.semantic`
 ``novel-view``  the camera-encoding study's transformer     :mod:`~.novel_view`
+``multiview-    the depth study's transformer               :mod:`~.multiview_depth`
+depth``
 ==============  ==========================================  ===================================
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 from crossview.errors import UserError
 from crossview.train.recipe import Recipe
 from crossview.train.recipes.fields import FieldRecipe
+from crossview.train.recipes.multiview_depth import MultiViewDepthRecipe
 from crossview.train.recipes.novel_view import NovelViewRecipe
 from crossview.train.recipes.semantic import SemanticRecipe
 
@@ -23,6 +26,7 @@ RECIPES: dict[str, Recipe] = {
     "flow": FieldRecipe("flow"),
     "semantic": SemanticRecipe(),
     "novel-view": NovelViewRecipe(),
+    "multiview-depth": MultiViewDepthRecipe(),
 }
 
 
