@@ -7,7 +7,10 @@ Backends, in order of preference for ``"auto"`` (:data:`BACKENDS`):
   Triton is installed (``pip install 'crossview[gpu]'``);
 - ``cpu``: fused C++ kernels (:mod:`crossview.attention.match.cpu`), CPU tensors only,
   compiled on first use;
-- ``reference``: plain PyTorch (:mod:`crossview.attention.match.reference`), any device.
+- ``reference``: plain PyTorch (:mod:`crossview.attention.match.reference`), any device;
+- ``export``: plain PyTorch in ONNX-exportable operators
+  (:mod:`crossview.attention.match.export`), any device; never reached by ``"auto"`` (the
+  reference is always available), named by :mod:`crossview.export` while tracing.
 
 The default is ``"auto"``; :func:`set_backend` or the environment variable
 ``CROSSVIEW_MATCH_BACKEND`` change it for the whole process, so a whole model can be run and
@@ -22,10 +25,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from crossview.attention.match import cpu, gpu, reference
+from crossview.attention.match import cpu, export, gpu, reference
 from crossview.attention.match.backend import Backend
 
-BACKENDS: tuple[Backend, ...] = (gpu.BACKEND, cpu.BACKEND, reference.BACKEND)
+BACKENDS: tuple[Backend, ...] = (gpu.BACKEND, cpu.BACKEND, reference.BACKEND, export.BACKEND)
 ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
 
 _by_name = {backend.name: backend for backend in BACKENDS}
