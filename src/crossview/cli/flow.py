@@ -4,7 +4,9 @@ Writes per pair into ``-o DIR`` (NAME = the first frame's stem): ``NAME_flow.{fl
 (raw forward flow, px; pfm holds (u, v, 0)), ``NAME_flow_color.png`` (standard colour wheel),
 ``NAME_flow_noc.png`` (forward-backward consistency mask); with ``--save-right`` the backward
 flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions as
-``NAME_flow_rpos.png``.
+``NAME_flow_rpos.png``. A video ``V.mp4`` gives one pair per consecutive frames, named
+``V_000000`` (frames 0 and 1), ... Many pairs are written pair by pair
+(:mod:`crossview.cli.batch`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ def _views(result: FlowResult) -> list[ViewTensors]:
 
 
 def flow_command(
-    frame0: Annotated[str, typer.Argument(help="First frame, directory or glob pattern.")],
-    frame1: Annotated[str, typer.Argument(help="Second frame, directory or glob pattern.")],
+    frame0: Annotated[str, typer.Argument(
+        help="First frame, directory, glob pattern or a video file (consecutive frames).")],
+    frame1: Annotated[str | None, typer.Argument(
+        help="Second frame, directory or glob pattern (none for a video).")] = None,
     out_dir: options.OutDir = Path("flow-out"),
     model: options.Model = DEFAULT_FLOW_MODEL,
     weights: options.Weights = None,
@@ -41,8 +45,11 @@ def flow_command(
     save_rpos: options.SaveRpos = False,
     fmt: Annotated[str, typer.Option(
         "--format", help="Raw flow: flo, pfm, png16 or npy.")] = "flo",
+    skip_existing: options.SkipExisting = False,
 ) -> None:
-    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns)."""
+    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns) or
+    for the consecutive frames of one video file (pip install 'crossview[video]')."""
     run_dense("flow", frame0, frame1, DenseOptions(
-        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
+        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
+        skip_existing=skip_existing),
         views=("flow", "flow_backward"), tensors=_views)

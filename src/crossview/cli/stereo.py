@@ -4,7 +4,8 @@ Writes per pair into ``-o DIR`` (NAME = the left file's stem): ``NAME_disp.{pfm,
 (raw disparity, px), ``NAME_disp_color.png`` (colourised, with a colour bar),
 ``NAME_disp_noc.png`` (left-right consistency mask, 255 = consistent); with ``--save-right``
 the same for the right view (``NAME_disp_right*``), with ``--save-rpos`` the self relative
-positions as ``NAME_disp_rpos.png``.
+positions as ``NAME_disp_rpos.png``. Many pairs are written pair by pair
+(:mod:`crossview.cli.batch`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def stereo_command(
     save_rpos: options.SaveRpos = False,
     fmt: Annotated[str, typer.Option(
         "--format", help="Raw disparity: pfm, png16 or npy.")] = "pfm",
+    skip_existing: options.SkipExisting = False,
 ) -> None:
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
     run_dense("stereo", left, right, DenseOptions(
-        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt),
+        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
+        skip_existing=skip_existing),
         views=("disp", "disp_right"), tensors=_views)

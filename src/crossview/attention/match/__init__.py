@@ -25,4 +25,5 @@ from crossview.attention.match.choose import choose_backend as choose_backend
 from crossview.attention.match.choose import get_backend as get_backend
 from crossview.attention.match.choose import set_backend as set_backend
 from crossview.attention.match.choose import unavailable_reason as unavailable_reason
+from crossview.attention.match.choose import using_backend as using_backend
 from crossview.attention.match.function import match_attention as match_attention

@@ -19,8 +19,10 @@ benchmarked per backend without touching its code.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -130,3 +132,16 @@ def backend_for(device: torch.device, dtype: torch.dtype, backend: str = "auto")
             warnings.warn(f"MatchAttention falls back to the {chosen.label} backend: {reason}",
                           RuntimeWarning, stacklevel=3)
     return chosen
+
+
+@contextlib.contextmanager
+def using_backend(name: str) -> Iterator[None]:
+    """:func:`set_backend` ``(name)`` for the duration of the block, then the previous setting
+    again (e.g. the ``export`` backend while a model is traced for ONNX)."""
+    global _default
+    previous = _default
+    set_backend(name)
+    try:
+        yield
+    finally:
+        _default = previous

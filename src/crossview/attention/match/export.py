@@ -85,4 +85,5 @@ def match_attention_gathers(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 # Plain PyTorch like the reference, so it runs anywhere; after the reference in the chooser's
 # order, so "auto" never picks it: it is named by crossview.export while tracing.
 BACKEND = Backend(name="export", label="export-friendly gather",
-                  unsupported=lambda device, dtype: None, missing=lambda: None, forward=half_in_float32(match_attention_gathers))
+                  unsupported=lambda device, dtype: None, missing=lambda: None,
+                  forward=half_in_float32(match_attention_gathers))

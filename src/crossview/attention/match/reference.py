@@ -103,4 +103,5 @@ def match_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 # Runs any device and dtype, needs nothing built: always available, the chooser's last resort.
 BACKEND = Backend(name="reference", label="slow reference",
-                  unsupported=lambda device, dtype: None, missing=lambda: None, forward=half_in_float32(match_attention_reference))
+                  unsupported=lambda device, dtype: None, missing=lambda: None,
+                  forward=half_in_float32(match_attention_reference))
