@@ -120,6 +120,6 @@ def run_batch(jobs: Iterable[PairJob], total: int | None, run: Callable[[PairJob
 
 def _finish(summary: BatchSummary, out_dir: Path) -> None:
     first, *rest = summary.lines(out_dir)
-    stdout.print(first, markup=False)
+    stdout.print(first, markup=False, soft_wrap=True)
     for line in rest:
         stderr.print(line, markup=False)
