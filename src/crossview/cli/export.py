@@ -12,6 +12,7 @@ from crossview import api
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
 from crossview.export.onnx import (
+    check_size,
     example_inputs,
     export_module,
     export_onnx,
@@ -47,7 +48,8 @@ def onnx_command(
     for module in ("onnx", "onnxscript", *(["onnxruntime"] if check else [])):
         require(module)
     network = api.load_model(model, weights)
-    export_module(network)  # a model that cannot be exported fails before the long trace
+    export_module(network)  # a model or size that cannot be exported fails before the trace
+    check_size(network, shape)
     with stderr.status(f"exporting {model} at {shape[0]}x{shape[1]} (takes minutes)"):
         names = export_onnx(network, out, shape, dynamic=not static)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",
