@@ -14,6 +14,7 @@ from crossview.cli.app import main
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
+from video_files import write_lossless_video
 
 # A small registered flow model keeps the runs short; the command is the same for matchflow-b.
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
@@ -140,17 +141,6 @@ def test_a_pair_failing_at_inference_is_skipped_and_the_others_written(
         "a_f0_flow.flo", "a_f0_flow_color.png", "a_f0_flow_noc.png"}
 
 
-def _write_video(path: Path, frames: list[np.ndarray]) -> None:
-    """A lossless (FFV1) video of ``frames`` ``[H, W, 3]`` uint8, written with PyAV."""
-    av = pytest.importorskip("av")
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=10)
-        stream.width, stream.height, stream.pix_fmt = frames[0].shape[1], frames[0].shape[0], "bgr0"
-        for frame in frames:
-            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
-        container.mux(stream.encode())
-
-
 def _video_frames() -> list[np.ndarray]:
     rng = np.random.default_rng(2)
     first = rng.integers(0, 256, (192, 192, 3), dtype=np.uint8)
@@ -162,7 +152,7 @@ def test_a_video_gives_one_pair_per_consecutive_frames(
     """Pair 1 of the video (frames 1 and 2) gives the same flow as those frames given as
     PNG files (same seed, so the same random weights)."""
     frames = _video_frames()
-    _write_video(tmp_path / "clip.mkv", frames)
+    write_lossless_video(tmp_path / "clip.mkv", frames)
     torch.manual_seed(0)
     code, out, err = _run(["flow", str(tmp_path / "clip.mkv"), "-o", str(tmp_path / "out"),
                            "--format", "npy", *FAST], capsys)
