@@ -53,10 +53,11 @@ def onnx_command(
     with stderr.status(f"exporting {model} at {shape[0]}x{shape[1]} (takes minutes)"):
         names = export_onnx(network, out, shape, dynamic=not static)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",
-                 markup=False)
+                 markup=False, soft_wrap=True)
     if check:
         pair = example_inputs(shape, seed=1)
         differences = max_differences(export_module(network)(*pair),
                                       run_onnx(onnx_session(out), *pair), names)
         stdout.print("max |onnxruntime - pytorch|: " + ", ".join(
-            f"{name} {value:.3g}" for name, value in differences.items()), markup=False)
+            f"{name} {value:.3g}" for name, value in differences.items()), markup=False,
+            soft_wrap=True)

@@ -17,7 +17,7 @@ import importlib
 import logging
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -161,13 +161,25 @@ def max_differences(expected: tuple[torch.Tensor, ...], got: list[np.ndarray],
     """Per output: the largest absolute difference (float outputs) or the fraction of
     differing elements (bool masks) between PyTorch's ``expected`` and onnxruntime's ``got``;
     a shape mismatch is infinite."""
-    differences = {}
-    for name, want, have in zip(names, expected, got, strict=True):
-        want = want.detach().cpu().numpy()
-        if want.shape != have.shape:
-            differences[name] = float("inf")
-        elif want.dtype == np.bool_:
-            differences[name] = float(np.mean(want != have))
-        else:
-            differences[name] = float(np.abs(want.astype(np.float64) - have).max())
-    return differences
+    return {name: _compare(want, have, lambda d: float(d.max()), float("inf"))
+            for name, want, have in zip(names, expected, got, strict=True)}
+
+
+def fractions_beyond(expected: tuple[torch.Tensor, ...], got: list[np.ndarray],
+                     names: tuple[str, ...], tolerance: float) -> dict[str, float]:
+    """Per output: the fraction of elements differing by more than ``tolerance`` (bool masks:
+    differing at all) between ``expected`` and ``got``; a shape mismatch is 1."""
+    return {name: _compare(want, have, lambda d: float(np.mean(d > tolerance)), 1.0)
+            for name, want, have in zip(names, expected, got, strict=True)}
+
+
+def _compare(want: torch.Tensor, have: np.ndarray, reduce: Callable[[np.ndarray], float],
+             mismatch: float) -> float:
+    """``reduce`` of ``|want - have|`` (float outputs); a bool mask gives the fraction of
+    differing elements, a shape mismatch ``mismatch``."""
+    want = want.detach().cpu().numpy()
+    if want.shape != have.shape:
+        return mismatch
+    if want.dtype == np.bool_:
+        return float(np.mean(want != have))
+    return reduce(np.abs(want.astype(np.float64) - have))
