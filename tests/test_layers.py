@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("nn",),
     ("models",),
     ("train", "eval", "baselines"),
-    ("api",),
+    ("api", "export"),
     ("bench", "experiments"),
     ("cli", "__main__"),
 )

@@ -7,12 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skimage.data
+import torch
 from PIL import Image
 
 from crossview.cli.app import main
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
+from video_files import write_lossless_video
 
 # A small registered flow model keeps the runs short; the command is the same for matchflow-b.
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
@@ -123,15 +125,67 @@ def test_a_stereo_model_is_refused_and_leaves_no_output(tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
-def test_a_pair_failing_at_inference_leaves_no_output(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """The first pair runs, the second is too small for the model: nothing is written."""
+def test_a_pair_failing_at_inference_is_skipped_and_the_others_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The first pair runs, the second is too small for the model: the first is written, the
+    second reported, exit code 1."""
     for name, size in (("a", 192), ("b", 96)):
         (tmp_path / name).mkdir()
         _frames(tmp_path / name, size, size)
     code, _, err = _run(["flow", str(tmp_path / "*" / "f0.png"), str(tmp_path / "*" / "f1.png"),
                          "-o", str(tmp_path / "out"), *FAST], capsys)
     lines = [line for line in err.splitlines() if not line.startswith("warning:")]
-    assert code == 2 and len(lines) == 1, err
+    assert code == 1 and len(lines) == 2, err
     assert lines[0].startswith(f"error: {tmp_path / 'b' / 'f0.png'} and ") and "too small" in err
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {
+        "a_f0_flow.flo", "a_f0_flow_color.png", "a_f0_flow_noc.png"}
+
+
+def _video_frames() -> list[np.ndarray]:
+    rng = np.random.default_rng(2)
+    first = rng.integers(0, 256, (192, 192, 3), dtype=np.uint8)
+    return [np.roll(first, (i, -2 * i), axis=(0, 1)) for i in range(3)]
+
+
+def test_a_video_gives_one_pair_per_consecutive_frames(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pair 1 of the video (frames 1 and 2) gives the same flow as those frames given as
+    PNG files (same seed, so the same random weights)."""
+    frames = _video_frames()
+    write_lossless_video(tmp_path / "clip.mkv", frames)
+    torch.manual_seed(0)
+    code, out, err = _run(["flow", str(tmp_path / "clip.mkv"), "-o", str(tmp_path / "out"),
+                           "--format", "npy", *FAST], capsys)
+    assert code == 0, err
+    assert out == f"wrote 2 pair(s) to {tmp_path / 'out'}\n"
+    assert {p.name for p in (tmp_path / "out").glob("*.npy")} == {
+        "clip_000000_flow.npy", "clip_000001_flow.npy"}
+    for index in (1, 2):
+        Image.fromarray(frames[index]).save(tmp_path / f"frame{index}.png")
+    torch.manual_seed(0)
+    code, _, err = _run(["flow", str(tmp_path / "frame1.png"), str(tmp_path / "frame2.png"),
+                         "-o", str(tmp_path / "png"), "--format", "npy", *FAST], capsys)
+    assert code == 0, err
+    np.testing.assert_array_equal(io.read_npy(tmp_path / "out" / "clip_000001_flow.npy"),
+                                  io.read_npy(tmp_path / "png" / "frame1_flow.npy"))
+
+
+@pytest.mark.parametrize("case", ["undecodable", "empty file", "two inputs", "missing"])
+def test_bad_video_input_is_one_line_exit_2_no_output(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
+    pytest.importorskip("av")
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"\x00\x00\x00\x18ftypmp42 not a video" * 10)
+    (tmp_path / "empty.mp4").write_bytes(b"")
+    f0, _ = _frames(tmp_path)
+    args, message = {
+        "undecodable": ([str(bad)], f"{bad}: cannot decode video"),
+        "empty file": ([str(tmp_path / "empty.mp4")], "empty.mp4: cannot decode video"),
+        "two inputs": ([str(bad), str(f0)], "flow also takes one video file"),
+        "missing": ([str(tmp_path / "none.mp4")], "none.mp4: no such file"),
+    }[case]
+    code, out, err = _run(["flow", *args, "-o", str(tmp_path / "out"), *FAST], capsys)
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert code == 2 and out == "" and len(lines) == 1, err
+    assert lines[0].startswith("error: ") and message in lines[0], err
     assert not (tmp_path / "out").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -163,6 +164,11 @@ def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list
     state = MatchStereo(SMALL).state_dict()
     state["up_masks.4.2.weight"][0] = float("nan")
     nan_weights, nan_pth = tmp_path / "nan.safetensors", tmp_path / "nan.pth"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "partners").mkdir()
+    for name in ("scene_r.png", "corrupt.png"):  # shares one name with in/, not scene_l.png
+        (tmp_path / "partners" / name).write_bytes(left.read_bytes())
     save_file(state, nan_weights)
     torch.save({"model": state}, nan_pth)
     return {
@@ -216,6 +222,11 @@ def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list
                        "--device 'foo' is not a device name; available here: cpu"),
         "device cuda": ([str(left), str(right), "--device", "cuda"],
                         "--device 'cuda': CUDA is not available on this machine"),
+        "empty folders": ([str(empty), str(empty)], "empty: no images in this directory"),
+        "mismatched names": ([str(tmp_path / "in"), str(tmp_path / "partners")],
+                             f"{tmp_path / 'in' / 'scene_l.png'} has no partner of that name in "
+                             f"{tmp_path / 'partners'} (directories pair by file name)"),
+        "video for stereo": ([str(tmp_path / "clip.mp4")] * 2, "flow also takes one video file"),
     }
 
 
@@ -230,7 +241,8 @@ NEEDS = {"device cuda": pytest.mark.skipif(torch.cuda.is_available(), reason="ha
                  "text weights", "precision", "read-only", "flow weights", "os.system pickle",
                  "NaN weights", "NaN weights pth", "huge image", "huge image advice",
                  "huge size", "large size", "large size advice", "device mps", "device meta",
-                 "device foo", "device cuda"]])
+                 "device foo", "device cuda", "empty folders", "mismatched names",
+                 "video for stereo"]])
 def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 huge_pair: tuple[Path, Path], case: str) -> None:
@@ -246,33 +258,104 @@ def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.C
     assert not out_dir.exists()  # not even an empty directory
 
 
-def test_a_pair_failing_at_inference_leaves_no_output_of_earlier_pairs(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Pair 'a' runs, pair 'b' is too small for the model (found only when it runs): the
-    output directory keeps exactly what it held before, older results included."""
-    for scene, (h, w) in (("a", (192, 200)), ("b", (100, 120))):
+def _folders(tmp_path: Path, sizes: dict[str, tuple[int, int]]) -> tuple[Path, Path]:
+    """left/NAME.png and right/NAME.png for every NAME of ``sizes`` (its (H, W))."""
+    for scene, (h, w) in sizes.items():
         left, right = _write_pair(tmp_path / "in", h, w, stem=scene)
         (tmp_path / "left").mkdir(exist_ok=True)
         (tmp_path / "right").mkdir(exist_ok=True)
         left.rename(tmp_path / "left" / f"{scene}.png")
         right.rename(tmp_path / "right" / f"{scene}.png")
+    return tmp_path / "left", tmp_path / "right"
+
+
+def test_a_failed_pair_is_reported_and_skipped_the_others_are_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pairs 'a' and 'c' run, pair 'b' is too small for the model (found only when it runs):
+    a and c are written, b is reported, its older result stays untouched, exit code 1."""
+    left, right = _folders(tmp_path, {"a": (192, 200), "b": (100, 120), "c": (192, 200)})
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    (out_dir / "a_disp.npy").write_bytes(b"an earlier result")
-    code, out, err = _run(["stereo", str(tmp_path / "left"), str(tmp_path / "right"), "-o",
-                           str(out_dir), "--format", "npy", *FAST], capsys)
+    (out_dir / "b_disp.npy").write_bytes(b"an earlier result")
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(out_dir), "--format",
+                           "npy", *FAST], capsys)
     lines = [line for line in err.splitlines() if not line.startswith("warning:")]
-    assert code == 2 and out == ""
-    assert len(lines) == 1 and lines[0].startswith(
-        f"error: {tmp_path / 'left' / 'b.png'} and {tmp_path / 'right' / 'b.png'}: images of "
-        "100x120 px are too small"), err
-    assert [p.name for p in out_dir.iterdir()] == ["a_disp.npy"]
-    assert (out_dir / "a_disp.npy").read_bytes() == b"an earlier result"
-    (out_dir / "a_disp.npy").unlink()
-    out_dir.rmdir()
-    code, _, _ = _run(["stereo", str(tmp_path / "left"), str(tmp_path / "right"), "-o",
-                       str(out_dir / "deeper"), "--format", "npy", *FAST], capsys)
-    assert code == 2 and not out_dir.exists()
+    assert code == 1
+    assert lines == [f"error: {left / 'b.png'} and {right / 'b.png'}: images of 100x120 px are "
+                     "too small: the model needs at least 161x161 px (HxW) for stereo (padded "
+                     "to multiples of 32, >= 192x192) (no output written) (pair skipped)",
+                     "1 pair(s) failed"], err
+    assert out == f"wrote 2 pair(s) to {out_dir}\n"
+    assert {p.name for p in out_dir.iterdir()} == {
+        f"{n}_disp{e}" for n in "ac" for e in (".npy", "_color.png", "_noc.png")} | {
+        "b_disp.npy"}
+    assert (out_dir / "b_disp.npy").read_bytes() == b"an earlier result"
+    assert io.read_npy(out_dir / "c_disp.npy").shape == (192, 200)
+
+
+def test_when_every_pair_fails_the_exit_code_is_2_and_nothing_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    left, right = _folders(tmp_path, {"a": (100, 120), "b": (192, 200)})
+    (right / "b.png").write_bytes(b"not an image")
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                           *FAST], capsys)
+    assert code == 2 and out == f"wrote 0 pair(s) to {tmp_path / 'out'}\n"
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert len(lines) == 3 and lines[-1] == "2 pair(s) failed"
+    assert "b.png: cannot read image" in lines[1], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_skip_existing_runs_only_the_pairs_not_yet_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    left, right = _folders(tmp_path, {"a": (192, 200), "b": (192, 200), "c": (192, 200)})
+    out_dir = tmp_path / "out"
+    args = ["stereo", str(left), str(right), "-o", str(out_dir), "--format", "npy", *FAST]
+    assert _run(args, capsys)[0] == 0
+    first = {p.name: p.read_bytes() for p in out_dir.iterdir()}
+    (out_dir / "b_disp_noc.png").unlink()  # b is incomplete: it runs again
+    ran: list[int] = []
+    estimate = api.estimate_disparity
+    monkeypatch.setattr(api, "estimate_disparity",
+                        lambda *a, **k: ran.append(a[0].shape[0]) or estimate(*a, **k))
+    code, out, _ = _run([*args, "--skip-existing"], capsys)
+    assert code == 0 and len(ran) == 1
+    assert out == f"wrote 1 pair(s) to {out_dir}, skipped 2 already there\n"
+    again = {p.name: p.read_bytes() for p in out_dir.iterdir()}
+    assert again.keys() == first.keys()  # b complete again (random weights: new values)
+    assert {n: v for n, v in again.items() if not n.startswith("b")} == {
+        n: v for n, v in first.items() if not n.startswith("b")}
+
+
+@pytest.mark.parametrize("signum,code,line", [
+    (signal.SIGINT, 130, None),
+    (signal.SIGTERM, 143, "error: stopped by SIGTERM; outputs not yet published were discarded")])
+def test_a_signal_keeps_the_finished_pairs_and_discards_the_running_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        signum: int, code: int, line: str | None) -> None:
+    """The signal arrives while the second pair runs: the first pair's files stay, the second
+    leaves nothing (no staging directory either), the third never runs."""
+    left, right = _folders(tmp_path, {"a": (192, 200), "b": (192, 200), "c": (192, 200)})
+    calls: list[int] = []
+    estimate = api.estimate_disparity
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        result = estimate(*args, **kwargs)
+        if len(calls) == 2:
+            signal.raise_signal(signum)
+        return result
+
+    monkeypatch.setattr(api, "estimate_disparity", interrupted)
+    out_dir = tmp_path / "out"
+    got, out, err = _run(["stereo", str(left), str(right), "-o", str(out_dir), "--format", "npy",
+                          *FAST], capsys)
+    assert got == code and len(calls) == 2
+    assert out.startswith(f"wrote 1 pair(s) to {out_dir}; ")
+    assert line is None or err.splitlines()[-1] == line
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "a_disp.npy", "a_disp_color.png", "a_disp_noc.png"]
 
 
 @pytest.mark.parametrize("taken", ["scene_l_disp.pfm", "scene_l_disp_color.png",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from crossview import __version__
-from crossview.cli import bench, experiment, weights
+from crossview.cli import bench, experiment, export, weights
 from crossview.cli.eval import eval_command
 from crossview.cli.flow import flow_command
 from crossview.cli.match import match_command
@@ -43,6 +43,7 @@ def _root(
 
 app.add_typer(bench.app, name="bench")
 app.add_typer(experiment.app, name="experiment")
+app.add_typer(export.app, name="export")
 app.add_typer(weights.app, name="weights")
 app.command("eval")(eval_command)
 app.command("match")(match_command)

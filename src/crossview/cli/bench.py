@@ -15,11 +15,13 @@ from rich.progress import Progress
 from crossview import api
 from crossview.bench import attention as attention_bench
 from crossview.bench import camera as camera_bench
+from crossview.bench import export as export_bench
 from crossview.bench import match as match_bench
 from crossview.bench import model as model_bench
 from crossview.bench.device import fused_backend
 from crossview.cli.options import parse_size
 from crossview.errors import UserError
+from crossview.export.onnx import check_size, export_module, require
 from crossview.output import check_output_file, check_output_files, staged_files
 from crossview.report import print_table, report_json, write_json
 
@@ -333,4 +335,46 @@ def train(
           r["samples_per_s"], r["over_fused"], r["over_fused_cpu"]] for r in rows],
         width=160)
     path = write_json(json_path, {"benchmark": "train", "rows": rows})
+    typer.echo(f"wrote {path}")
+
+
+@app.command("export")
+def export(
+    model: Annotated[str, typer.Option(
+        "--model", help="MatchStereo / MatchFlow / TransforMatcher model name.")] = (
+        "matchstereo-hybrid"),
+    weights: Annotated[str | None, typer.Option(
+        "--weights", help="Weights (default: the model's bundled ones).")] = None,
+    size: Annotated[str, typer.Option(help="Image size HxW (multiples of 32).")] = "384x640",
+    repeats: Annotated[int, typer.Option(help="Timed runs per runtime (median).")] = 3,
+    threads: Annotated[int, typer.Option(help="CPU threads, torch and onnxruntime.")] = 1,
+    json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
+        "bench-results/export.json"),
+) -> None:
+    """ONNX export: onnxruntime's CPU provider beside PyTorch on one pair, with each output's
+    largest difference from PyTorch (needs pip install 'crossview[export]')."""
+    check_output_file(json_path, "--json")
+    shape = parse_size(size)
+    if repeats <= 0 or threads <= 0:
+        raise UserError("--repeats and --threads must be positive")
+    for module in ("onnx", "onnxscript", "onnxruntime"):
+        require(module)
+    network = api.load_model(model, weights)
+    export_module(network)
+    check_size(network, shape)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("export", total=None)
+        result = export_bench.bench_export(
+            network, shape, repeats=repeats, threads=threads,
+            on_step=lambda label: progress.update(task, description=label))
+    names = result["outputs"]
+    print_table(
+        f"{model} at {shape[0]}x{shape[1]}, {threads} thread(s); exported in "
+        f"{result['export_s']:.1f} s ({result['onnx_bytes'] / 2**20:.1f} MiB)",
+        ["runtime", "median s", "min s", *(f"max diff {n}" for n in names)],
+        [[r["runtime"], r["median_s"], r["min_s"], *(r["max_abs_diff"][n] for n in names)]
+         for r in result["rows"]],
+        caption="max diff: largest |value - PyTorch| (masks: fraction of differing pixels)")
+    path = write_json(json_path, {"benchmark": "export", "model": model, "size": list(shape),
+                                  "threads": threads, **result})
     typer.echo(f"wrote {path}")

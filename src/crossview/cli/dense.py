@@ -1,36 +1,37 @@
 """What ``crossview stereo`` and ``crossview flow`` share: pairing inputs, running, writing.
 
-Inputs are two files, two directories (paired by file name, else by sorted order) or two glob
-patterns (paired in sorted order). Every input image is decoded once and checked before the
-model runs (the decoded images are kept for the run: all pairs are in memory together), and
-every output file name is checked (not taken by a directory) before the model loads. All or
-nothing: the outputs of every pair go to a hidden staging directory inside the output directory
-and are moved into place only once the last pair is done, so a command that fails on any pair
-(or is interrupted) leaves the output directory as it was, and removes it if it created it (see
-:func:`crossview.output.staged_files`).
+Inputs are two files, two directories (paired by file name, else by sorted order), two glob
+patterns (paired in sorted order) or, for flow, one video file (consecutive frames). Every
+output file name is checked (not taken by a directory) before the model loads. One pair (two
+files) is all or nothing: an error is one line and exit code 2, and nothing is written. A run
+of many pairs (:mod:`crossview.cli.batch`) publishes each pair's files together as soon as
+that pair is done; a pair that fails is reported and skipped, Ctrl-C or SIGTERM keep the
+finished pairs, and ``--skip-existing`` skips pairs whose files are all there (see
+:func:`crossview.output.staged_files`, used per pair).
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import torch
-from rich.progress import Progress
 from torch import nn
 
 from crossview import api
+from crossview.cli.batch import PairJob, run_batch
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
-from crossview.data import io
+from crossview.data import io, video
 from crossview.device import resolve_device
 from crossview.errors import UserError
-from crossview.output import staged_files
+from crossview.output import check_output_files, staged_files
 
 # one view of a result: raw [B, ...] (disparity [B, H, W] or flow [B, H, W, 2]), valid
 # [B, H, W], self_rpos [B, H, W, 2]; a command gives a result's views (first, second)
@@ -66,6 +67,7 @@ class DenseOptions:
     save_rpos: bool
     fmt: str
     download: bool = False
+    skip_existing: bool = False
 
 
 def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
@@ -73,8 +75,14 @@ def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
     a, b = Path(first), Path(second)
     if a.is_dir() and b.is_dir():
         left, right = _images_in(a), _images_in(b)
-        if {p.name for p in left} == {p.name for p in right}:
+        left_names, right_names = {p.name for p in left}, {p.name for p in right}
+        if left_names == right_names:
             right = [b / p.name for p in left]
+        elif left_names & right_names:  # paired by name, but some names have no partner
+            alone = sorted(left_names ^ right_names)[0]
+            where = a if alone in left_names else b
+            raise UserError(f"{where / alone} has no partner of that name in "
+                            f"{b if where == a else a} (directories pair by file name)")
         elif len(left) != len(right):
             raise UserError(f"{a} has {len(left)} images but {b} has {len(right)}")
         return list(zip(left, right, strict=True))
@@ -103,33 +111,26 @@ def _expand(pattern: str) -> list[Path]:
     return matches
 
 
-def read_pairs(pairs: list[tuple[Path, Path]]) -> list[Pair]:
-    """Every image decoded completely, and both images of a pair of one size."""
-    images = []
-    for a, b in pairs:
-        first, second = io.read_image(a), io.read_image(b)
-        (ha, wa), (hb, wb) = first.shape[:2], second.shape[:2]
-        if (ha, wa) != (hb, wb):
-            raise UserError(f"{a} is {wa}x{ha} but {b} is {wb}x{hb} (W x H); a pair needs one "
-                            "size")
-        images.append((first, second))
-    return images
+def read_pair(a: Path, b: Path) -> Pair:
+    """Both images decoded completely, and of one size."""
+    first, second = io.read_image(a), io.read_image(b)
+    (ha, wa), (hb, wb) = first.shape[:2], second.shape[:2]
+    if (ha, wa) != (hb, wb):
+        raise UserError(f"{a} is {wa}x{ha} but {b} is {wb}x{hb} (W x H); a pair needs one size")
+    return first, second
 
 
-def check_memory(task: str, model: nn.Module, pairs: list[tuple[Path, Path]],
-                 images: list[Pair], options: DenseOptions,
+def check_memory(task: str, model: nn.Module, label: str, pair: Pair, options: DenseOptions,
                  size: tuple[int, int] | None) -> None:
-    """Refuse, before the first pair runs, a pair whose run would need more memory than this
-    machine has (:func:`crossview.api.check_memory`), naming the pair and the options that
-    help."""
+    """Refuse, before it runs, a pair whose run would need more memory than this machine has
+    (:func:`crossview.api.check_memory`), naming the pair and the options that help."""
     advice = ("give a smaller --size HxW" if size is not None else
               "run at a lower resolution with --size HxW, or give smaller images")
-    for (a, b), (first, _) in zip(pairs, images, strict=True):
-        try:
-            api.check_memory(model, *first.shape[:2], task=task, lri=options.lri, size=size,
-                             device=options.device, advice=advice)
-        except UserError as error:
-            raise UserError(f"{a} and {b}: {error} (no output written)") from None
+    try:
+        api.check_memory(model, *pair[0].shape[:2], task=task, lri=options.lri, size=size,
+                         device=options.device, advice=advice)
+    except UserError as error:
+        raise UserError(f"{label}: {error} (no output written)") from None
 
 
 def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
@@ -156,47 +157,91 @@ def load_model_for(task: str, options: DenseOptions) -> nn.Module:
     return model
 
 
-def run_dense(task: str, first: str, second: str, options: DenseOptions, *,
+def find_jobs(task: str, first: str, second: str | None) -> tuple[list[PairJob] | Iterator[
+        PairJob], int, bool]:
+    """The pairs to run as ``(jobs, count, single)``: file pairs (:func:`find_pairs`, named by
+    :func:`output_names`, decoded when run) or, for flow with one video file, its consecutive
+    frames (``STEM_000000`` for frames 0 and 1, ...; ``count`` 0 when the container does not
+    say). ``single``: exactly two image files."""
+    if second is None or video.is_video(first):
+        if task != "flow" or second is not None or not video.is_video(first):
+            raise UserError("give two images, directories or patterns (flow also takes one "
+                            f"video file), got {first!r}" + (f" and {second!r}" if second
+                                                             else " alone"))
+        info = video.open_video(first)
+        return _frame_pairs(info.path), max(info.frames - 1, 0), False
+    pairs = find_pairs(first, second)
+    jobs = [PairJob(name, f"{a} and {b}", functools.partial(read_pair, a, b))
+            for name, (a, b) in zip(output_names(pairs), pairs, strict=True)]
+    return jobs, len(jobs), len(jobs) == 1 and Path(first).is_file()
+
+
+def _frame_pairs(path: Path) -> Iterator[PairJob]:
+    """Consecutive frames of a video as pairs, decoded as the run goes."""
+    previous = None
+    for index, frame in enumerate(video.frames(path)):
+        if previous is not None:
+            yield PairJob(f"{path.stem}_{index - 1:06d}",
+                          f"{path} frames {index - 1} and {index}",
+                          functools.partial(tuple, (previous, frame)))
+        previous = frame
+
+
+def run_dense(task: str, first: str, second: str | None, options: DenseOptions, *,
               views: tuple[str, str], tensors: Views,
               extras: Sequence[ExtraOutput] = ()) -> None:
     """Check everything, load the model, run every pair and write its outputs.
 
     The files of the pair named NAME are NAME_VIEW* for the first of ``views`` (and the second
     with ``--save-right``); ``tensors(result)`` gives their tensors; then those of each of
-    ``extras``. Nothing reaches ``options.out_dir`` unless every pair succeeds.
+    ``extras`` (checked on each pair's images before it runs). One pair is all or
+    nothing (exit code 2 on error); many pairs are published pair by pair
+    (:func:`crossview.cli.batch.run_batch`).
     """
     size = parse_size(options.size) if options.size else None
     resolve_device(options.device, "--device")
-    pairs = find_pairs(first, second)
-    images = read_pairs(pairs)
-    for extra in extras:
-        extra.check(images)
     kind = "disparity" if task == "stereo" else "flow"
+    raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
+    jobs, count, single = find_jobs(task, first, second)
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
-    files = {name: pair_file_names(name, views, kind, options)
-             + [f for extra in extras for f in extra.file_names(name)]
-             for name in output_names(pairs)}
-    destinations = [options.out_dir / f for names in files.values() for f in names]
-    # a transient bar shows nothing off a terminal but would leave an empty line on stderr
-    with staged_files(destinations) as staged, Progress(
-            console=stderr, transient=True,
-            disable=len(pairs) < 2 or not stderr.is_terminal) as progress:
-        staged_as = dict(zip(destinations, staged, strict=True))
-        model = load_model_for(task, options)
-        check_memory(task, model, pairs, images, options, size)
-        bar = progress.add_task(task, total=len(pairs))
-        for names, (a, b), pair in zip(files.values(), pairs, images, strict=True):
+
+    def destinations(job: PairJob) -> list[Path]:
+        return [options.out_dir / f for f in pair_file_names(job.name, views, kind, options)
+                + [f for extra in extras for f in extra.file_names(job.name)]]
+
+    if isinstance(jobs, list):
+        check_output_files([d for job in jobs for d in destinations(job)])
+    else:
+        check_output_files(destinations(PairJob(Path(first).stem, "", tuple)))
+    pair = jobs[0].load() if single else None  # a bad image fails before the model loads
+    for extra in extras if pair is not None else ():
+        extra.check([pair])
+    model = load_model_for(task, options)
+
+    def run(job: PairJob, images: Pair | None = None) -> None:
+        if images is None:
+            images = job.load()
+            for extra in extras:
+                extra.check([images])
+        check_memory(task, model, job.label, images, options, size)
+        with staged_files(destinations(job)) as staged:
             try:
-                result = estimate(*pair, model=model, device=options.device,
+                result = estimate(*images, model=model, device=options.device,
                                   precision=options.precision, lri=options.lri, size=size)
             except UserError as error:
-                raise UserError(f"{a} and {b}: {error} (no output written)") from None
-            writers = pair_writers(pair, tensors(result), kind, options) + [
-                w for extra in extras for w in extra.writers(pair, result)]
-            for file_name, write in zip(names, writers, strict=True):
-                write(staged_as[options.out_dir / file_name])
-            progress.advance(bar)
-    stdout.print(f"wrote {len(pairs)} pair(s) to {options.out_dir}")
+                raise UserError(f"{job.label}: {error} (no output written)") from None
+            writers = pair_writers(images, tensors(result), kind, options) + [
+                w for extra in extras for w in extra.writers(images, result)]
+            for path, write in zip(staged, writers, strict=True):
+                write(path)
+
+    if single:
+        run(jobs[0], pair)
+        stdout.print(f"wrote 1 pair(s) to {options.out_dir}")
+        return
+    exists = (lambda job: all(p.is_file() for p in destinations(job))) \
+        if options.skip_existing else None
+    run_batch(jobs, count, run, options.out_dir, exists=exists, label=task)
 
 
 def raw_writer(array: np.ndarray, fmt: str, kind: str) -> tuple[str, Callable[[Path], None]]:

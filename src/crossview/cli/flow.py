@@ -5,7 +5,9 @@ Writes per pair into ``-o DIR`` (NAME = the first frame's stem): ``NAME_flow.{fl
 ``NAME_flow_noc.png`` (forward-backward consistency mask); with ``--save-right`` the backward
 flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions as
 ``NAME_flow_rpos.png``, with ``--save-confidence`` the confidence from forward-backward
-consistency (:mod:`crossview.cli.confidence_output`).
+consistency (:mod:`crossview.cli.confidence_output`). A video ``V.mp4`` gives one pair per
+consecutive frames, named ``V_000000`` (frames 0 and 1), ... Many pairs are written pair by
+pair (:mod:`crossview.cli.batch`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ def _views(result: FlowResult) -> list[ViewTensors]:
 
 
 def flow_command(
-    frame0: Annotated[str, typer.Argument(help="First frame, directory or glob pattern.")],
-    frame1: Annotated[str, typer.Argument(help="Second frame, directory or glob pattern.")],
+    frame0: Annotated[str, typer.Argument(
+        help="First frame, directory, glob pattern or a video file (consecutive frames).")],
+    frame1: Annotated[str | None, typer.Argument(
+        help="Second frame, directory or glob pattern (none for a video).")] = None,
     out_dir: options.OutDir = Path("flow-out"),
     model: options.Model = DEFAULT_FLOW_MODEL,
     weights: options.Weights = None,
@@ -45,12 +49,14 @@ def flow_command(
     fmt: Annotated[str, typer.Option(
         "--format", help="Raw flow: flo, pfm, png16 or npy.")] = "flo",
     save_confidence: SaveConfidence = False,
+    skip_existing: options.SkipExisting = False,
 ) -> None:
-    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns)."""
+    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns) or
+    for the consecutive frames of one video file (pip install 'crossview[video]')."""
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_backward])
     extras = [confidence] if save_confidence else []
     run_dense("flow", frame0, frame1, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download),
+        download=download, skip_existing=skip_existing),
         views=("flow", "flow_backward"), tensors=_views, extras=extras)

@@ -24,6 +24,8 @@ FixedSize = Annotated[str | None, typer.Option(
     "--size", help="Fixed-resolution inference at HxW, results resized back.")]
 SaveRpos = Annotated[bool, typer.Option(
     "--save-rpos", help="Also save the self relative positions as a picture (paper Fig. 6).")]
+SkipExisting = Annotated[bool, typer.Option(
+    "--skip-existing", help="Skip pairs whose output files are all there (resume a run).")]
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -6,7 +6,8 @@ Writes per pair into ``-o DIR`` (NAME = the left file's stem): ``NAME_disp.{pfm,
 the same for the right view (``NAME_disp_right*``), with ``--save-rpos`` the self relative
 positions as ``NAME_disp_rpos.png``, with ``--save-confidence`` the confidence
 (:mod:`crossview.cli.confidence_output`), with a calibration metric depth and a point cloud
-(:mod:`crossview.cli.depth_output`).
+(:mod:`crossview.cli.depth_output`). Many pairs are written pair by pair
+(:mod:`crossview.cli.batch`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def stereo_command(
     depth_format: depth.DepthFormat = None,
     max_depth: depth.MaxDepth = None,
     edge_ratio: depth.EdgeRatio = None,
+    skip_existing: options.SkipExisting = False,
 ) -> None:
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
     depth_files = depth.depth_output(calib, focal, baseline, doffs, cx, cy, depth_format,
@@ -63,6 +65,6 @@ def stereo_command(
     extras = [confidence] if save_confidence else []
     run_dense("stereo", left, right, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download),
+        download=download, skip_existing=skip_existing),
         views=("disp", "disp_right"), tensors=_views,
         extras=extras + ([depth_files] if depth_files else []))

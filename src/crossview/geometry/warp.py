@@ -46,7 +46,7 @@ def backward_warp(image: torch.Tensor, flow: torch.Tensor) -> tuple[torch.Tensor
     xs = torch.arange(w, device=flow.device, dtype=flow.dtype).view(1, 1, w)
     px = xs + flow[:, 0]
     py = ys + flow[:, 1]
-    aligned = min(h, w) > 1
+    aligned = bool(min(h, w) > 1)  # a plain bool also under torch.export's symbolic sizes
     if aligned:
         grid = torch.stack([to_grid_coords(px, w), to_grid_coords(py, h)], -1)
     else:  # align_corners=True maps a size-1 axis onto its one pixel whatever the position

@@ -6,6 +6,7 @@ The files, each importing only files listed above it:
 - ``backend.py``: what a backend provides (:class:`Backend`): its "can I run here?" checks,
   which return the reason it cannot, and its forward;
 - ``reference.py``: the reference backend, plain PyTorch on any device (the readable semantics);
+- ``export.py``: the export backend, plain PyTorch in operators every ONNX runtime has;
 - ``cpu_build.py``: building (on first use) and loading the fused C++ kernels (``csrc/``);
 - ``op.py``: those kernels as the torch custom ops ``crossview::match_attention`` and
   ``crossview::match_attention_backward``, with fake kernels and autograd;
@@ -24,4 +25,5 @@ from crossview.attention.match.choose import choose_backend as choose_backend
 from crossview.attention.match.choose import get_backend as get_backend
 from crossview.attention.match.choose import set_backend as set_backend
 from crossview.attention.match.choose import unavailable_reason as unavailable_reason
+from crossview.attention.match.choose import using_backend as using_backend
 from crossview.attention.match.function import match_attention as match_attention

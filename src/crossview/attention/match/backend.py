@@ -1,7 +1,7 @@
 """What a MatchAttention backend provides: :class:`Backend`, the interface the chooser
 (:mod:`crossview.attention.match.choose`) works with.
 
-Each backend file (``reference.py``, ``cpu.py``, ``gpu.py``)
+Each backend file (``reference.py``, ``export.py``, ``cpu.py``, ``gpu.py``)
 defines one ``BACKEND = Backend(...)``, and ``choose.py`` lists them in order of preference.
 """
 
@@ -12,6 +12,11 @@ from dataclasses import dataclass
 
 import torch
 
+from crossview.attention.match.checks import check_finite_rel_pos
+
+# (q, k, v, rel_pos, radius, similarity, scale) -> (out, attn) on validated inputs
+Compute = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int, str, float],
+                   tuple[torch.Tensor, torch.Tensor]]
 # (q, k, v, rel_pos, radius, similarity, scale, need_attn) -> (out, attn), see Backend.forward
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int, str, float, bool],
                    tuple[torch.Tensor, torch.Tensor]]
@@ -54,3 +59,21 @@ class Backend:
     def unavailable_reason(self, device: torch.device, dtype: torch.dtype) -> str | None:
         """Why this backend cannot run tensors on ``device`` with ``dtype`` here, or ``None``."""
         return self.unsupported(device, dtype) or self.missing()
+
+
+def half_in_float32(compute: Compute) -> Forward:
+    """A :attr:`Backend.forward` from a plain PyTorch ``compute`` that always returns the
+    weights: it checks that rel_pos is finite, and computes bfloat16 and float16 in float32,
+    rounding the results once."""
+
+    def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,
+                radius: int, similarity: str, scale: float,
+                need_attn: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        check_finite_rel_pos(rel_pos)
+        if q.dtype in (torch.bfloat16, torch.float16):
+            out, attn = compute(q.float(), k.float(), v.float(), rel_pos.float(), radius,
+                                similarity, scale)
+            return out.to(q.dtype), attn.to(q.dtype)
+        return compute(q, k, v, rel_pos, radius, similarity, scale)
+
+    return forward

@@ -7,7 +7,10 @@ Backends, in order of preference for ``"auto"`` (:data:`BACKENDS`):
   Triton is installed (``pip install 'crossview[gpu]'``);
 - ``cpu``: fused C++ kernels (:mod:`crossview.attention.match.cpu`), CPU tensors only,
   compiled on first use;
-- ``reference``: plain PyTorch (:mod:`crossview.attention.match.reference`), any device.
+- ``reference``: plain PyTorch (:mod:`crossview.attention.match.reference`), any device;
+- ``export``: plain PyTorch in ONNX-exportable operators
+  (:mod:`crossview.attention.match.export`), any device; never reached by ``"auto"`` (the
+  reference is always available), named by :mod:`crossview.export` while tracing.
 
 The default is ``"auto"``; :func:`set_backend` or the environment variable
 ``CROSSVIEW_MATCH_BACKEND`` change it for the whole process, so a whole model can be run and
@@ -16,16 +19,18 @@ benchmarked per backend without touching its code.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 
-from crossview.attention.match import cpu, gpu, reference
+from crossview.attention.match import cpu, export, gpu, reference
 from crossview.attention.match.backend import Backend
 
-BACKENDS: tuple[Backend, ...] = (gpu.BACKEND, cpu.BACKEND, reference.BACKEND)
+BACKENDS: tuple[Backend, ...] = (gpu.BACKEND, cpu.BACKEND, reference.BACKEND, export.BACKEND)
 ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
 
 _by_name = {backend.name: backend for backend in BACKENDS}
@@ -127,3 +132,16 @@ def backend_for(device: torch.device, dtype: torch.dtype, backend: str = "auto")
             warnings.warn(f"MatchAttention falls back to the {chosen.label} backend: {reason}",
                           RuntimeWarning, stacklevel=3)
     return chosen
+
+
+@contextlib.contextmanager
+def using_backend(name: str) -> Iterator[None]:
+    """:func:`set_backend` ``(name)`` for the duration of the block, then the previous setting
+    again (e.g. the ``export`` backend while a model is traced for ONNX)."""
+    global _default
+    previous = _default
+    set_backend(name)
+    try:
+        yield
+    finally:
+        _default = previous

@@ -36,7 +36,7 @@ def match_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: 
         return_attn: also return the mixed weights ``[B, Hq, Wq, heads, (2r+2)^2]``, row-major
             over (dy, dx) with offsets ``-r .. r+1`` from ``floor(centre)``.
         backend: ``"auto"`` (the process-wide default, see :func:`set_backend`), ``"triton"``,
-            ``"cpu"`` or ``"reference"``.
+            ``"cpu"``, ``"reference"`` or ``"export"`` (ONNX-exportable operators).
 
     Returns:
         ``out [B, Hq, Wq, heads, Cv]`` (and ``attn`` if ``return_attn``), in the input dtype;

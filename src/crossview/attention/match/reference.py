@@ -18,8 +18,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from crossview.attention.match.backend import Backend
-from crossview.attention.match.checks import check_finite_rel_pos
+from crossview.attention.match.backend import Backend, half_in_float32
 
 
 def clamped_centres(rel_pos: torch.Tensor, radius: int, key_hw: tuple[int, int]) -> torch.Tensor:
@@ -102,19 +101,7 @@ def match_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return out, attn
 
 
-def _forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,
-             radius: int, similarity: str, scale: float,
-             need_attn: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """:attr:`Backend.forward`: bfloat16 and float16 are computed in float32 (the weights always
-    come back)."""
-    check_finite_rel_pos(rel_pos)
-    if q.dtype in (torch.bfloat16, torch.float16):
-        out, attn = match_attention_reference(q.float(), k.float(), v.float(), rel_pos.float(),
-                                              radius, similarity, scale)
-        return out.to(q.dtype), attn.to(q.dtype)
-    return match_attention_reference(q, k, v, rel_pos, radius, similarity, scale)
-
-
 # Runs any device and dtype, needs nothing built: always available, the chooser's last resort.
 BACKEND = Backend(name="reference", label="slow reference",
-                  unsupported=lambda device, dtype: None, missing=lambda: None, forward=_forward)
+                  unsupported=lambda device, dtype: None, missing=lambda: None,
+                  forward=half_in_float32(match_attention_reference))

@@ -125,8 +125,9 @@ def regress_flow(volume: torch.Tensor) -> torch.Tensor:
     matrix = volume.reshape(n, 1, hw, hw)
     smoothed = F.avg_pool2d(matrix, _WINDOW, 1, half).view(n, h, w, hw)
     idx = smoothed.argmax(-1)
-    cy = torch.div(idx, w, rounding_mode="floor").clamp(half, h - 1 - half)
-    cx = (idx % w).clamp(half, w - 1 - half)
+    row = torch.div(idx, w, rounding_mode="floor")
+    cy = row.clamp(half, h - 1 - half)
+    cx = (idx - row * w).clamp(half, w - 1 - half)  # idx % w, exportable with a symbolic w
     offsets = torch.arange(-half, half + 1, device=volume.device)
     ys = (cy.unsqueeze(-1) + offsets).unsqueeze(-1).expand(n, h, w, _WINDOW, _WINDOW)
     xs = (cx.unsqueeze(-1) + offsets).unsqueeze(-2).expand(n, h, w, _WINDOW, _WINDOW)

@@ -1,0 +1,64 @@
+"""Export modules: a model wrapped to take two image tensors and return only its final outputs
+(a tuple of tensors, as exporters want), instead of the dict of intermediate fields the models
+return.
+
+- :class:`DenseOutputs` (MatchStereo / MatchFlow): ``field``, then ``disparity`` or ``flow``,
+  then ``valid``;
+- :class:`MatcherOutputs` (TransforMatcher): ``coords``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from crossview.geometry.consistency import noc_mask
+from crossview.geometry.disparity import field_to_disparity
+from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD
+
+INPUT_NAMES = ("image0", "image1")
+
+
+class DenseOutputs(nn.Module):
+    """MatchStereo (stereo) or MatchFlow (flow) with its final outputs only.
+
+    ``forward(image0, image1)``, images ``[B, 3, H, W]`` float 0..255, H and W multiples of 32
+    (no padding inside: pad or resize before), returns
+
+    - ``field [2B, H, W, 2]``: both views' full-resolution fields in px (the first images'
+      rows first);
+    - ``disparity [B, H, W]`` (stereo, positive px) or ``flow [B, 2, H, W]`` (flow, (x, y)
+      px) of the first images;
+    - ``valid [B, H, W]`` bool: the first images' consistency mask (8 px, as
+      :func:`crossview.estimate_disparity`).
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.task = model.task
+        self.output_names = ("field", "disparity" if self.task == "stereo" else "flow", "valid")
+
+    def forward(self, image0: torch.Tensor,
+                image1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        field = self.model.forward_fields(image0, image1, task=self.task)["field"]
+        batch = image0.shape[0]
+        first = field[:batch]
+        main = field_to_disparity(first) if self.task == "stereo" else first.permute(0, 3, 1, 2)
+        return field, main, noc_mask(field, CONSISTENCY_THRESHOLD)[:batch]
+
+
+class MatcherOutputs(nn.Module):
+    """TransforMatcher with its final output only: ``forward(image0, image1)``, images
+    ``[B, 3, S, S]`` float 0..255 (S = the model's ``image_size``), returns ``coords
+    [B, G, G, 2]``: the normalised target (x, y) of every upsampled source cell (grid frame,
+    see :meth:`crossview.models.transformatcher.TransforMatcher.transfer`)."""
+
+    output_names = ("coords",)
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, image0: torch.Tensor, image1: torch.Tensor) -> tuple[torch.Tensor]:
+        return (self.model(image0, image1)["coords"],)

@@ -1,0 +1,42 @@
+"""``crossview export onnx`` bad input: one line on stderr, exit code 2, nothing written, and
+no export started (each fails in well under a second)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crossview.cli import export as export_cli
+from crossview.cli.app import main
+
+CASES = {
+    "not a multiple of 32": (["--model", "matchstereo-mini", "--size", "200x256"],
+                             "--size 200x256: matchstereo-mini needs sides that are multiples "
+                             "of 32 (the export runs without padding), e.g. 224x256"),
+    "below the minimum": (["--model", "matchflow-mini", "--size", "64x64"],
+                          "--size 64x64: matchflow-mini needs at least"),
+    "unknown model": (["--model", "nope", "--size", "192x192"], "unknown model 'nope'"),
+    "transformatcher size": (["--model", "transformatcher", "--size", "256x256"],
+                             "--size 256x256: transformatcher takes only 240x240 images"),
+    "not exportable": (["--model", "multiview", "--size", "64x64"],
+                       "cannot be exported to ONNX"),
+    "size text": (["--model", "matchstereo-mini", "--size", "big"], "HxW"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line_exit_2_nothing_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        case: str) -> None:
+    monkeypatch.setattr(export_cli, "export_onnx",
+                        lambda *a, **k: pytest.fail("the export started"))
+    args, message = CASES[case]
+    out = tmp_path / "out" / "m.onnx"
+    with pytest.raises(SystemExit) as done:
+        main(["export", "onnx", *args, "-o", str(out)])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert done.value.code == 2
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+    assert not (tmp_path / "out").exists()
