@@ -352,7 +352,7 @@ def export(
         "bench-results/export.json"),
 ) -> None:
     """ONNX export: onnxruntime's CPU provider beside PyTorch on one pair, with each output's
-    largest difference from PyTorch (needs pip install 'crossview[export]')."""
+    largest difference from PyTorch (needs the optional extra named "export")."""
     check_output_file(json_path, "--json")
     shape = parse_size(size)
     if repeats <= 0 or threads <= 0:
