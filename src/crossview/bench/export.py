@@ -38,37 +38,41 @@ def bench_export(model: nn.Module, size: tuple[int, int], *, repeats: int = 3, t
     ``threads`` threads (torch and onnxruntime alike). Returns ``{"export_s", "outputs",
     "onnx_bytes", "rows"}``."""
     step = on_step or (lambda label: None)
+    previous_threads = torch.get_num_threads()  # the caller's, restored at the end
     torch.set_num_threads(threads)
-    module = export_module(model.cpu().float())
-    image0, image1 = example_inputs(size, seed=1)  # not the tracing example
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "model.onnx"
-        step("export")
-        started = time.perf_counter()
-        names = export_onnx(model, path, size)
-        export_s = time.perf_counter() - started
-        session = onnx_session(path, threads)
-        onnx_bytes = path.stat().st_size
+    try:
+        module = export_module(model.cpu().float())
+        image0, image1 = example_inputs(size, seed=1)  # not the tracing example
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "model.onnx"
+            step("export")
+            started = time.perf_counter()
+            names = export_onnx(model, path, size)
+            export_s = time.perf_counter() - started
+            session = onnx_session(path, threads)
+            onnx_bytes = path.stat().st_size
 
-    def torch_run() -> tuple[torch.Tensor, ...]:
-        with torch.inference_mode():
-            return module(image0, image1)
+        def torch_run() -> tuple[torch.Tensor, ...]:
+            with torch.inference_mode():
+                return module(image0, image1)
 
-    expected = torch_run()
-    default = choose_backend("cpu", torch.float32).name
-    rows = []
-    runs: list[tuple[str, Callable[[], Any], Any]] = [
-        (f"pytorch ({default} MatchAttention)", torch_run, None),
-        ("pytorch (export MatchAttention)", torch_run, "export"),
-        ("onnxruntime cpu", lambda: run_onnx(session, image0, image1), None)]
-    for runtime, run, backend in runs:
-        step(runtime)
-        with using_backend(backend) if backend else contextlib.nullcontext():
-            stats = time_call(run, repeats=repeats, warmup=1)
-            got = run()
-        got = [t.numpy() if isinstance(t, torch.Tensor) else t for t in got]
-        rows.append({"runtime": runtime, "median_s": stats["median_s"], "min_s": stats["min_s"],
-                     "max_abs_diff": max_differences(expected, got, names)})
+        expected = torch_run()
+        default = choose_backend("cpu", torch.float32).name
+        rows = []
+        runs: list[tuple[str, Callable[[], Any], Any]] = [
+            (f"pytorch ({default} MatchAttention)", torch_run, None),
+            ("pytorch (export MatchAttention)", torch_run, "export"),
+            ("onnxruntime cpu", lambda: run_onnx(session, image0, image1), None)]
+        for runtime, run, backend in runs:
+            step(runtime)
+            with using_backend(backend) if backend else contextlib.nullcontext():
+                stats = time_call(run, repeats=repeats, warmup=1)
+                got = run()
+            got = [t.numpy() if isinstance(t, torch.Tensor) else t for t in got]
+            rows.append({"runtime": runtime, "median_s": stats["median_s"], "min_s": stats["min_s"],
+                         "max_abs_diff": max_differences(expected, got, names)})
+    finally:
+        torch.set_num_threads(previous_threads)
     return {"export_s": export_s, "outputs": list(names), "onnx_bytes": onnx_bytes,
             "rows": rows}
 
