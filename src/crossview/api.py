@@ -83,7 +83,8 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
 
     Without weights the model is randomly initialised and a :class:`RandomWeightsWarning`
     says that its output is meaningless; ``model.weights_source`` is ``None`` then (else the
-    weights path). ``model.model_name`` is the registered name, ``model.task`` its task.
+    weights path). ``model.model_name`` is the registered name, ``model.task`` its task,
+    ``model.refine_by_default`` whether its dense inference refines photometrically.
     """
     spec = registry.get_spec(name)
     path = spec.weights_file(weights, download=download)
@@ -105,6 +106,7 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     """``model`` marked as built from ``spec`` with the weights of ``path``; in eval mode."""
     model.weights_source = None if path is None else str(path)
     model.model_name, model.task = spec.name, spec.task
+    model.refine_by_default = spec.refine
     return model.eval()
 
 
@@ -159,7 +161,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        weights: str | os.PathLike | None = None, device: str = "cpu",
                        precision: str = "fp32", lri: bool = False,
                        size: tuple[int, int] | None = None,
-                       threshold: float = CONSISTENCY_THRESHOLD) -> StereoResult:
+                       threshold: float = CONSISTENCY_THRESHOLD,
+                       refine: bool | None = None) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -170,13 +173,17 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         lri: low-resolution initialisation: a half-resolution pass gives the initial field.
         size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
         threshold: left-right consistency threshold in px for ``valid``.
+        refine: polish both fields photometrically
+            (:mod:`crossview.geometry.photometric_refinement`); ``None``: the model's default
+            (``model.refine_by_default``: on for crossview's hybrid models, off for the
+            published ones).
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
     """
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold)
+                                        threshold=threshold, refine=refine)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
@@ -186,7 +193,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
 def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = DEFAULT_FLOW_MODEL,
                   weights: str | os.PathLike | None = None, device: str = "cpu",
                   precision: str = "fp32", lri: bool = False, size: tuple[int, int] | None = None,
-                  threshold: float = CONSISTENCY_THRESHOLD) -> FlowResult:
+                  threshold: float = CONSISTENCY_THRESHOLD,
+                  refine: bool | None = None) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
 
     Returns:
@@ -194,7 +202,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
     """
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold)
+                                        threshold=threshold, refine=refine)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
     return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:],
@@ -203,7 +211,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool,
-             size: tuple[int, int] | None, threshold: float) -> Fields:
+             size: tuple[int, int] | None, threshold: float, refine: bool | None) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
     (:class:`~crossview.models.matchstereo.inference.Fields`)."""
     target = resolve_device(device)
@@ -211,7 +219,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
         model = load_model(model, weights, device=target)
     _check_task(model, task)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
-                          size=size, threshold=threshold)
+                          size=size, threshold=threshold, refine=refine)
 
 
 def _check_task(model: nn.Module, task: str) -> None:

@@ -68,6 +68,7 @@ class DenseOptions:
     fmt: str
     download: bool = False
     skip_existing: bool = False
+    refine: bool | None = None
 
 
 def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
@@ -227,7 +228,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
         with staged_files(destinations(job)) as staged:
             try:
                 result = estimate(*images, model=model, device=options.device,
-                                  precision=options.precision, lri=options.lri, size=size)
+                                  precision=options.precision, lri=options.lri, size=size,
+                                  refine=options.refine)
             except UserError as error:
                 raise UserError(f"{job.label}: {error} (no output written)") from None
             writers = pair_writers(images, tensors(result), kind, options) + [

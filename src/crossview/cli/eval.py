@@ -44,12 +44,14 @@ if TYPE_CHECKING:
 
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                     precision: str, warn: bool = True, download: bool = False,
-                    sample_size: tuple[int, int] | None = None) -> Predictor:
+                    sample_size: tuple[int, int] | None = None,
+                    refine: bool | None = None) -> Predictor:
     """A predictor running the registered model ``name`` on a ``task`` benchmark
     (:func:`crossview.api.predictor`; ``warn``: print loading warnings, such as random weights,
     on stderr). With ``sample_size`` (``(H, W)`` every sample has), a model that would need
     more memory than this machine has is refused now (:func:`crossview.api.check_memory`),
-    before any sample is read or generated."""
+    before any sample is read or generated. ``refine``: photometric refinement on or off
+    (``None``: the model's default, ``model.refine_by_default``)."""
     model_task = api.model_task(name)
     if model_task != task:
         raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
@@ -59,6 +61,8 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
         model = api.load_model(name, weights, device=device, download=download)
     for warning in caught if warn else ():
         stderr.print(f"warning: {warning.message}", markup=False)
+    if refine is not None:
+        model.refine_by_default = refine
     if sample_size is not None:
         api.check_memory(model, *sample_size, task=task, device=device,
                          advice="evaluate at a smaller size (the dataset's size=HxW option)")
@@ -136,6 +140,7 @@ def eval_command(
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="Weights file (.pth/.safetensors).")] = None,
     download: options.Download = False,
+    refine: options.Refine = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -175,7 +180,7 @@ def eval_command(
         device = f"cuda:{info.local_rank}"
     predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
                                 warn=info.is_main, download=download,
-                                sample_size=_declared_size(data))
+                                sample_size=_declared_size(data), refine=refine)
     total = len(data) if limit is None else min(limit, len(data))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())

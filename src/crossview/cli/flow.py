@@ -41,6 +41,7 @@ def flow_command(
     device: options.Device = "cpu",
     precision: options.Precision = "fp32",
     lri: options.Lri = False,
+    refine: options.Refine = None,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
         "--save-right", help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.")
@@ -58,5 +59,5 @@ def flow_command(
     extras = [confidence] if save_confidence else []
     run_dense("flow", frame0, frame1, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download, skip_existing=skip_existing),
+        download=download, skip_existing=skip_existing, refine=refine),
         views=("flow", "flow_backward"), tensors=_views, extras=extras)

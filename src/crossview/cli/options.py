@@ -20,6 +20,9 @@ Device = Annotated[str, typer.Option("--device", help="cpu or cuda.")]
 Precision = Annotated[str, typer.Option("--precision", help="fp32, bf16 or fp16.")]
 OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]
 Lri = Annotated[bool, typer.Option("--lri", help="Low-resolution initialisation (two passes).")]
+Refine = Annotated[bool | None, typer.Option(
+    "--refine/--no-refine", help="Polish the field photometrically (default: the model's; on "
+    "for the hybrid models, off for the published ones).", show_default=False)]
 FixedSize = Annotated[str | None, typer.Option(
     "--size", help="Fixed-resolution inference at HxW, results resized back.")]
 SaveRpos = Annotated[bool, typer.Option(

@@ -39,6 +39,7 @@ def stereo_command(
     device: options.Device = "cpu",
     precision: options.Precision = "fp32",
     lri: options.Lri = False,
+    refine: options.Refine = None,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
         "--save-right", help="Also write the right view's disparity and mask.")] = False,
@@ -65,6 +66,6 @@ def stereo_command(
     extras = [confidence] if save_confidence else []
     run_dense("stereo", left, right, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download, skip_existing=skip_existing),
+        download=download, skip_existing=skip_existing, refine=refine),
         views=("disp", "disp_right"), tensors=_views,
         extras=extras + ([depth_files] if depth_files else []))

@@ -63,6 +63,10 @@ class ModelSpec:
             whose architecture depends on the file; default: ``build(**overrides)`` and load
             ``path`` strictly (:func:`crossview.models.weights.load_weights`).
         published: the checkpoint its authors publish (file name and URL), or ``None``.
+        refine: dense models only: whether inference polishes the network's field with
+            :mod:`crossview.geometry.photometric_refinement` unless told otherwise (on for
+            crossview's own models where it was measured to help; off for published ones, so
+            that they reproduce their authors' numbers).
     """
 
     name: str
@@ -73,6 +77,7 @@ class ModelSpec:
     predictor: PredictorBuilder | None = None
     load: Callable[..., nn.Module] | None = None
     published: PublishedWeights | None = None
+    refine: bool = False
 
     @property
     def weights_path(self) -> Path | None:

@@ -26,6 +26,7 @@ from crossview.errors import UserError
 from crossview.geometry.confidence import attention_peak
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
+from crossview.geometry.photometric_refinement import refine_field
 from crossview.models.registry import Predictor
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -80,7 +81,8 @@ class Fields(NamedTuple):
 def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
                    device: str | torch.device = "cpu", precision: str = "fp32",
                    lri: bool = False, size: tuple[int, int] | None = None,
-                   threshold: float = CONSISTENCY_THRESHOLD) -> Fields:
+                   threshold: float = CONSISTENCY_THRESHOLD,
+                   refine: bool | None = None) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -90,6 +92,10 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         lri: low-resolution initialisation: a half-resolution pass gives the initial field.
         size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
         threshold: consistency threshold in px of the mask.
+        refine: polish both fields with
+            :func:`crossview.geometry.photometric_refinement.refine_field` (stereo along x
+            only); ``None``: ``model.refine_by_default`` (set by :func:`crossview.load_model`
+            from the registry; off for a bare network).
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -117,12 +123,16 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     x0, x1 = x0.to(target), x1.to(target)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
                 else contextlib.nullcontext())
-    with torch.inference_mode(), autocast:
-        if size is None:
-            field, rpos, peak = _run(model, x0, x1, task, lri)
-        else:
-            field, rpos, peak = _run_fixed(model, x0, x1, task, lri, size)
-    field, rpos = field.float(), rpos.float()
+    with torch.inference_mode():
+        with autocast:
+            if size is None:
+                field, rpos, peak = _run(model, x0, x1, task, lri)
+            else:
+                field, rpos, peak = _run_fixed(model, x0, x1, task, lri, size)
+        field, rpos = field.float(), rpos.float()
+        if getattr(model, "refine_by_default", False) if refine is None else refine:
+            field = refine_field(torch.cat([x0, x1]), torch.cat([x1, x0]), field,
+                                 horizontal=task == "stereo")
     return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
 
 

@@ -7,7 +7,8 @@ are fetched by name from where the authors publish them (:data:`PUBLISHED_AT`, s
 only: a ``NAME.safetensors`` and a ``NAME.json`` next to it in ``crossview/models/weights/``
 (shipped as package data). The JSON holds ``{"name": ..., "task": "stereo" | "flow",
 "config": {MatchStereoConfig fields}, "description": ...}`` and optionally ``"weights"`` (a
-file name in that folder; default ``NAME.safetensors``); ``crossview train`` writes both files.
+file name in that folder; default ``NAME.safetensors``) and ``"refine": true`` (photometric
+refinement by default); ``crossview train`` writes both files.
 """
 
 from __future__ import annotations
@@ -28,15 +29,17 @@ PUBLISHED_AT = "https://huggingface.co/Tingman/MatchAttention/resolve/main/"
 
 def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
                      weights: str | None = None, description: str = "",
-                     published: str | None = None) -> ModelSpec:
+                     published: str | None = None, refine: bool = False) -> ModelSpec:
     """The spec of a MatchStereo (``task="stereo"``) or MatchFlow (``"flow"``) network of
     ``config``; overrides replace config fields. ``published``: the file name of the authors'
-    checkpoint under :data:`PUBLISHED_AT`."""
+    checkpoint under :data:`PUBLISHED_AT`; ``refine``: photometric refinement by default
+    (:attr:`~crossview.models.registry.ModelSpec.refine`)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
                      predictor=partial(dense_predictor, task=task),
                      published=None if published is None
-                     else PublishedWeights(published, PUBLISHED_AT + published))
+                     else PublishedWeights(published, PUBLISHED_AT + published),
+                     refine=refine)
 
 
 def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
@@ -49,7 +52,7 @@ def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
             spec = matchstereo_spec(
                 meta["name"], config, meta["task"],
                 weights=str(folder / meta.get("weights", f"{description.stem}.safetensors")),
-                description=meta.get("description", ""))
+                description=meta.get("description", ""), refine=bool(meta.get("refine", False)))
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{description}: bad bundled model description ({error!r})") from None
         register_model(spec, replace=True)
