@@ -23,6 +23,13 @@ def test_cases_cover_models_sizes_precisions_and_reference() -> None:
                                   reference_sizes=[(384, 1248)], repeats=3, threads=2)
     assert [(c["model"], c["backend"]) for c in default] == [
         ("T", "cpu"), ("T", "reference"), ("S", "cpu")]
+    assert {c["refine"] for c in default} == {None}  # published models: never refined
+
+
+def test_a_refining_model_also_runs_without_its_refinement() -> None:
+    cases = bench.default_cases(["matchstereo-hybrid"], [(384, 1248)], ["fp32"], big=False,
+                                reference_sizes=[], repeats=1, threads=2)
+    assert [(c["backend"], c["refine"]) for c in cases] == [("cpu", None), ("cpu", False)]
 
 
 def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPatch) -> None:

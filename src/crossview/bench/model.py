@@ -27,6 +27,7 @@ from crossview.api import build_model, estimate_disparity
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
+from crossview.models.registry import get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
 # stereo model names are benchmarked under their own name
@@ -42,8 +43,10 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                   reference_models: Sequence[str] = ("T",),
                   device: str = "cpu") -> list[dict[str, Any]]:
     """The configurations to run on ``device``: the fused operator (:data:`FUSED`) everywhere,
-    the reference operator for ``reference_models`` at ``reference_sizes``. Cases above 1 Mpx
-    run once, without warm-up."""
+    the reference operator for ``reference_models`` at ``reference_sizes``. A model whose
+    inference refines photometrically by default (its registry ``refine``) also runs without
+    the refinement (``"refine": False``), so that one run shows what the polish costs. Cases
+    above 1 Mpx run once, without warm-up."""
     cases = []
     shapes = [(m, s) for m in models for s in sizes]
     if big:
@@ -52,10 +55,13 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
         for precision in precisions:
             heavy = size[0] * size[1] > 1_000_000
             reference = model in reference_models and tuple(size) in map(tuple, reference_sizes)
+            refines = [None, False] if get_spec(MODELS.get(model, model)).refine else [None]
             for backend in [FUSED[device]] + (["reference"] if reference else []):
-                cases.append({"model": model, "size": list(size), "precision": precision,
-                              "backend": backend, "device": device, "threads": threads,
-                              "repeats": 1 if heavy else repeats, "warmup": 0 if heavy else 1})
+                for refine in refines:
+                    cases.append({"model": model, "size": list(size), "precision": precision,
+                                  "backend": backend, "device": device, "threads": threads,
+                                  "repeats": 1 if heavy else repeats,
+                                  "warmup": 0 if heavy else 1, "refine": refine})
     return cases
 
 
@@ -65,6 +71,7 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(case["threads"])
     set_backend(case["backend"])
     model = build_model(MODELS.get(case["model"], case["model"])).eval().to(device)
+    refine = model.refine_by_default if case.get("refine") is None else case["refine"]
     h, w = case["size"]
     generator = torch.Generator().manual_seed(0)
     left = (torch.rand(1, 3, h, w, generator=generator) * 255).to(device)
@@ -73,12 +80,13 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
 
     def run() -> None:
         started = time.process_time()
-        estimate_disparity(left, right, model=model, precision=case["precision"], device=device)
+        estimate_disparity(left, right, model=model, precision=case["precision"], device=device,
+                           refine=refine)
         cpu.append(time.process_time() - started)
 
     stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
     timed_cpu = sorted(cpu[case["warmup"]:])
-    row = {**case, "median_s": stats["median_s"], "min_s": stats["min_s"],
+    row = {**case, "refine": refine, "median_s": stats["median_s"], "min_s": stats["min_s"],
            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
            "status": "ok"}
     if device == "cuda":  # the whole process's peak: model, images and every timed call
@@ -130,7 +138,7 @@ def _add_ratios(rows: list[dict[str, Any]]) -> None:
 
 def _key(row: dict[str, Any], backend: str | None = None, precision: str | None = None) -> tuple:
     return (row["model"], tuple(row["size"]), precision or row["precision"],
-            backend or row["backend"])
+            backend or row["backend"], row.get("refine"))
 
 
 if __name__ == "__main__":

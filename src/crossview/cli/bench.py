@@ -280,9 +280,10 @@ def model(
     print_table(
         f"MatchStereo forward (estimate_disparity, both views), {threads} threads, "
         "random weights; ratio = reference / fused, same run",
-        ["model", "size", "precision", "operator", "median s", "cpu s", "peak RSS MiB",
+        ["model", "size", "precision", "operator", "refine", "median s", "cpu s", "peak RSS MiB",
          "peak GPU MiB", "fused speed-up", "vs fp32", "status"],
         [[r["model"], f"{r['size'][0]}x{r['size'][1]}", r["precision"], r["backend"],
+          "-" if r.get("refine") is None else ("on" if r["refine"] else "off"),
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
           fmt(r.get("peak_gpu_mib"), ".0f"),
           fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), r["status"]] for r in rows])
