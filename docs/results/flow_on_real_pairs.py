@@ -4,9 +4,10 @@ of a scene-folder root, its stereo scenes used as flow pairs (left to right move
 Motorcycle pair. Prints the EPE on known pixels, one row per model.
 
     OMP_NUM_THREADS=1 python docs/results/flow_on_real_pairs.py /work/shared/real-dev \
-        matchflow-hybrid [WEIGHTS.safetensors ...] [--lri]
+        matchflow-hybrid [WEIGHTS.safetensors ...] [--lri] [--no-refine]
 
-A weights file is loaded into ``matchflow-hybrid``'s architecture.
+A weights file is loaded into ``matchflow-hybrid``'s architecture; models run with their
+default photometric refinement unless ``--no-refine``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("root")
     parser.add_argument("models", nargs="+", help="registered flow model names or weights files")
     parser.add_argument("--lri", action="store_true", help="low-resolution initialisation")
+    parser.add_argument("--no-refine", action="store_true", help="no photometric refinement")
     args = parser.parse_args()
     pairs = real_pairs(args.root)
     print("model | " + " | ".join(p[0] for p in pairs) + " | mean")
@@ -63,6 +65,8 @@ def main() -> None:
     for name in args.models:
         weights = name if name.endswith(".safetensors") else None
         model = crossview.load_model("matchflow-hybrid" if weights else name, weights=weights)
+        if args.no_refine:
+            model.refine_by_default = False
         rows[name] = [epe(crossview.estimate_flow(a, b, model=model, lri=args.lri).flow[0].numpy()
                           .transpose(1, 2, 0), gt) for _, a, b, gt in pairs]
     for name, values in rows.items():

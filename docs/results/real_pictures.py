@@ -5,7 +5,8 @@
 
 Rows: every stereo scene folder of the root (``left.*``, ``right.*``, ``gt.*``, read by the
 scene-folder dataset) and the Middlebury 2014 Motorcycle pair that scikit-image ships. Error
-maps show ``|d - gt|`` on known pixels (black where unknown), clipped at 4 px.
+maps show ``|d - gt|`` on known pixels (black where unknown), clipped at 4 px. Each panel's
+bad-2 and EPE are also printed.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def main() -> None:
             err = np.where(known, np.abs(disp - np.nan_to_num(gt)), np.nan)
             bad2 = 100 * np.mean(err[known] > 2)
             epe = np.mean(err[known])
+            print(f"{name} | {model_name} | bad-2 {bad2:.2f} % | EPE {epe:.3f} px", flush=True)
             lo, hi = np.nanpercentile(gt, 1), np.nanpercentile(gt, 99)
             axes[r, 1 + 2 * m].imshow(disp, cmap="turbo", vmin=lo, vmax=hi)
             axes[r, 1 + 2 * m].set_title(f"{model_name}", fontsize=8)

@@ -348,9 +348,15 @@ def test_a_signal_keeps_the_finished_pairs_and_discards_the_running_one(
         return result
 
     monkeypatch.setattr(api, "estimate_disparity", interrupted)
+    # Python's own Ctrl-C handler, also when pytest was started with SIGINT ignored (as a
+    # background job of a non-interactive shell is), where Ctrl-C could not reach a user either
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     out_dir = tmp_path / "out"
-    got, out, err = _run(["stereo", str(left), str(right), "-o", str(out_dir), "--format", "npy",
-                          *FAST], capsys)
+    try:
+        got, out, err = _run(["stereo", str(left), str(right), "-o", str(out_dir), "--format",
+                              "npy", *FAST], capsys)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert got == code and len(calls) == 2
     assert out.startswith(f"wrote 1 pair(s) to {out_dir}; ")
     assert line is None or err.splitlines()[-1] == line

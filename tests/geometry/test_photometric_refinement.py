@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from crossview import api
-from crossview.geometry.photometric_refinement import RefinementSettings, refine_field
+from crossview.geometry.photometric_refinement import RefinementSettings, _window_sums, refine_field
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.matchstereo.inference import predict_fields
 from crossview.models.registry import get_spec
@@ -68,6 +68,14 @@ def test_pixels_without_data_keep_the_given_field() -> None:
     image0, image1, _ = _shifted_pair()
     outside = torch.full((1, *image0.shape[-2:], 2), 1000.0)  # every match leaves image1
     assert torch.equal(refine_field(image0, image1, outside), outside)
+
+
+@pytest.mark.parametrize("radius", [1, 2, 3, 4, 6, 7])
+def test_window_sums_are_box_means_with_replicated_borders(radius: int) -> None:
+    terms = torch.rand(2, 3, 17, 23, dtype=torch.float64)
+    padded = F.pad(terms, (radius,) * 4, mode="replicate")
+    expected = F.avg_pool2d(padded, 2 * radius + 1, stride=1)
+    torch.testing.assert_close(_window_sums(terms, radius), expected, rtol=0, atol=1e-12)
 
 
 def test_bad_arguments_are_refused() -> None:

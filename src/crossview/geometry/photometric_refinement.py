@@ -102,17 +102,19 @@ def refine_field(image0: torch.Tensor, image1: torch.Tensor, field: torch.Tensor
         residual = (warped[:, 0:3] - reference) * mask  # [B, 3, H, W]
         grad_x, grad_y = warped[:, [1, 3, 5]] * mask, warped[:, [2, 4, 6]] * mask
         weight = channel_weights / torch.sqrt(residual * residual + settings.eps ** 2)
+        weighted_x = weight * grad_x
         if horizontal:
-            a11, b1 = _window_sums(torch.stack([(weight * grad_x * grad_x).sum(1),
-                                                (weight * grad_x * residual).sum(1)], 1),
+            a11, b1 = _window_sums(torch.stack([(weighted_x * grad_x).sum(1),
+                                                (weighted_x * residual).sum(1)], 1),
                                    settings.radius).unbind(1)
             step_x = -b1 / (a11 + settings.damping)
             step = torch.stack([step_x, torch.zeros_like(step_x)], 1)
         else:
+            weighted_y = weight * grad_y
             a11, a12, a22, b1, b2 = _window_sums(torch.stack([
-                (weight * grad_x * grad_x).sum(1), (weight * grad_x * grad_y).sum(1),
-                (weight * grad_y * grad_y).sum(1), (weight * grad_x * residual).sum(1),
-                (weight * grad_y * residual).sum(1)], 1), settings.radius).unbind(1)
+                (weighted_x * grad_x).sum(1), (weighted_x * grad_y).sum(1),
+                (weighted_y * grad_y).sum(1), (weighted_x * residual).sum(1),
+                (weighted_y * residual).sum(1)], 1), settings.radius).unbind(1)
             a11, a22 = a11 + settings.damping, a22 + settings.damping
             determinant = a11 * a22 - a12 * a12
             step = torch.stack([(a12 * b2 - a22 * b1) / determinant,
@@ -136,7 +138,25 @@ def _derivatives(image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _window_sums(terms: torch.Tensor, radius: int) -> torch.Tensor:
     """Mean of ``terms [B, K, H, W]`` over the ``(2 radius + 1)^2`` box around each pixel
-    (separable; the border replicated)."""
+    (the border replicated), as two 1-D running sums."""
     size = 2 * radius + 1
     padded = F.pad(terms, (radius, radius, radius, radius), mode="replicate")
-    return F.avg_pool2d(F.avg_pool2d(padded, (1, size), stride=1), (size, 1), stride=1)
+    return _running_sum(_running_sum(padded, size, -1), size, -2) / (size * size)
+
+
+def _running_sum(x: torch.Tensor, size: int, dim: int) -> torch.Tensor:
+    """Sums of ``size`` consecutive entries of ``x`` along ``dim`` (length ``n - size + 1``),
+    from partial sums of widths 1, 2, 4, ...: about 2 log2(size) tensor additions instead of
+    size - 1."""
+    length = x.shape[dim] - size + 1
+    total, offset, width, partial = None, 0, 1, x  # partial[i] = sum of x[i : i + width]
+    while width <= size:
+        if size & width:
+            part = partial.narrow(dim, offset, length)
+            total = part if total is None else total + part
+            offset += width
+        if 2 * width <= size:
+            n = partial.shape[dim] - width
+            partial = partial.narrow(dim, 0, n) + partial.narrow(dim, width, n)
+        width *= 2
+    return total
