@@ -262,6 +262,23 @@ def test_check_memory_returns_the_estimate_it_checked(model: MatchStereo, lri: b
     assert needed == model.inference_bytes(1, 640, 640, "stereo") + extra(model)
 
 
+def test_check_memory_counts_the_refinement_at_full_resolution(model: MatchStereo) -> None:
+    """Fixed-resolution inference on a big pair: the network runs small, the refinement at
+    the input size dominates (and the model's default decides when ``refine`` is None)."""
+    refined = inference.REFINE_BYTES_PER_PIXEL * 2 * 3000 * 3000
+    resize = inference.RESIZE_BYTES_PER_PIXEL * 3000 * 3000
+    assert api.check_memory(model, 3000, 3000, task="stereo", size=(256, 256),
+                            refine=True) == refined + resize
+    plain = model.inference_bytes(1, 256, 256, "stereo") + resize
+    assert api.check_memory(model, 3000, 3000, task="stereo", size=(256, 256)) == plain
+    model.refine_by_default = True
+    try:
+        assert api.check_memory(model, 3000, 3000, task="stereo", size=(256, 256)) == (
+            refined + resize)
+    finally:
+        del model.refine_by_default
+
+
 def test_models_without_an_estimate_are_not_checked(monkeypatch) -> None:
     monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "0.001")
     assert api.check_memory(torch.nn.Identity(), 100000, 100000, task="stereo") is None

@@ -127,9 +127,14 @@ def check_memory(task: str, model: nn.Module, label: str, pair: Pair, options: D
     (:func:`crossview.api.check_memory`), naming the pair and the options that help."""
     advice = ("give a smaller --size HxW" if size is not None else
               "run at a lower resolution with --size HxW, or give smaller images")
+    refine = options.refine
+    if refine is None:
+        refine = getattr(model, "refine_by_default", False)
+    if refine:  # the full-resolution refinement can be what does not fit
+        advice += ", or pass --no-refine"
     try:
         api.check_memory(model, *pair[0].shape[:2], task=task, lri=options.lri, size=size,
-                         device=options.device, advice=advice)
+                         device=options.device, advice=advice, refine=refine)
     except UserError as error:
         raise UserError(f"{label}: {error} (no output written)") from None
 

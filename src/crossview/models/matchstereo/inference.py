@@ -35,11 +35,15 @@ CONSISTENCY_THRESHOLD = 8.0  # px, as the published inference script
 # their resized copies, and the fields and self relative positions resized back (measured: 131
 # B per input pixel for size=(256, 256) on 3008x3008, see crossview.models.matchstereo.memory).
 RESIZE_BYTES_PER_PIXEL = 150
+# Photometric refinement: peak bytes per pixel of each field it refines (measured with
+# refine_field on two 3-channel views: 443 B at 800x800, 332 B at 1600x1600).
+REFINE_BYTES_PER_PIXEL = 450
 
 
 def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch: int = 1,
                  lri: bool = False, size: tuple[int, int] | None = None,
-                 device: str | torch.device = "cpu", advice: str | None = None) -> int | None:
+                 device: str | torch.device = "cpu", advice: str | None = None,
+                 refine: bool | None = None) -> int | None:
     """Refuse (:class:`UserError`) a :func:`predict_fields` run on ``batch`` pairs of
     ``height x width`` px that needs more memory than ``device`` has
     (:func:`crossview.memory.available_memory`), before anything is allocated.
@@ -47,7 +51,10 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     The estimate is the model's own (``model.inference_bytes(batch, H, W, task)`` at the padded
     run size, calibrated in :mod:`crossview.models.matchstereo.memory`), plus that of the
     half-resolution pass with ``lri`` (measured at 1024x1024: 34 % above the plain run), plus
-    :data:`RESIZE_BYTES_PER_PIXEL` per input pixel with ``size``. ``advice`` replaces the
+    :data:`RESIZE_BYTES_PER_PIXEL` per input pixel with ``size``; with the photometric
+    refinement (``refine``, resolved as in :func:`predict_fields`), which runs after the network
+    has freed its buffers, at least :data:`REFINE_BYTES_PER_PIXEL` per pixel of both views'
+    fields at the input size. ``advice`` replaces the
     default hint (the CLI names its options). Returns the estimate in bytes (``None`` for
     models that cannot estimate, which are not checked).
     """
@@ -58,6 +65,8 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     needed = estimate(batch, _ceil32(run_h), _ceil32(run_w), task)
     if lri:
         needed += estimate(batch, _ceil32(run_h // 2), _ceil32(run_w // 2), task)
+    if _refines(model, refine):
+        needed = max(needed, REFINE_BYTES_PER_PIXEL * 2 * batch * height * width)
     if size is not None:
         needed += RESIZE_BYTES_PER_PIXEL * batch * height * width
     run = f"{run_h}x{run_w} px" + (f" (images of {height}x{width} px resized)"
@@ -118,7 +127,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         raise UserError(f"the two images differ in size: {tuple(x0.shape[-2:])} and "
                         f"{tuple(x1.shape[-2:])} (H, W)")
     check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=size,
-                 device=target)
+                 device=target, refine=refine)
     model.to(target)
     x0, x1 = x0.to(target), x1.to(target)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
@@ -130,7 +139,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             else:
                 field, rpos, peak = _run_fixed(model, x0, x1, task, lri, size)
         field, rpos = field.float(), rpos.float()
-        if getattr(model, "refine_by_default", False) if refine is None else refine:
+        if _refines(model, refine):
             field = refine_field(torch.cat([x0, x1]), torch.cat([x1, x0]), field,
                                  horizontal=task == "stereo")
     return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
@@ -147,6 +156,12 @@ def dense_predictor(model: nn.Module, device: str, precision: str, *, task: str)
         return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
 
     return predict
+
+
+def _refines(model: nn.Module, refine: bool | None) -> bool:
+    """``refine``, or the model's default when ``None`` (``model.refine_by_default``, set by
+    :func:`crossview.load_model`; off for a bare network)."""
+    return bool(getattr(model, "refine_by_default", False)) if refine is None else refine
 
 
 def _run_size(size: object) -> tuple[int, int] | None:
