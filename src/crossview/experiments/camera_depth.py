@@ -70,7 +70,7 @@ class DepthStudyConfig(StudyBudget):
     steps: int = 3000
     warmup: int = 300
     lr: float = 2e-3
-    train_scenes: int = 2000
+    train_scenes: int = 10000
     views: int = 2
     more_views: int = 4
     train_zoom: tuple[float, float] = (1.0, 1.5)
