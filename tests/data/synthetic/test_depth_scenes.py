@@ -1,9 +1,17 @@
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from crossview.data.synthetic.depth_scenes import BASE_FOCAL, DISTANCE, make_depth_scenes
+from crossview.data.synthetic.depth_scenes import (
+    BASE_FOCAL,
+    DISTANCE,
+    OBJECT_Z,
+    OBJECTS,
+    depth_layers,
+    make_depth_scenes,
+)
 
 
 def _centres(viewmats: torch.Tensor) -> torch.Tensor:
@@ -79,3 +87,16 @@ def test_same_seed_same_scenes() -> None:
     again = make_depth_scenes(2, 2, (1.0, 1.5), (5.0, 20.0), seed=7, size=(16, 16))
     for key, value in first["main"].items():
         assert torch.equal(value, again["main"][key]), key
+
+
+def test_objects_spread_in_depth_between_cameras_and_background() -> None:
+    rng = np.random.default_rng(0)
+    zs = []
+    for _ in range(20):
+        background, *objects = depth_layers(rng, (32, 32), "train")
+        assert background.shape is None and 1.2 <= background.origin[2] <= 2.0
+        assert OBJECTS[0] <= len(objects) <= OBJECTS[1]
+        zs += [layer.origin[2] for layer in objects]
+    assert OBJECT_Z[0] <= min(zs) and max(zs) <= OBJECT_Z[1]
+    assert min(zs) < OBJECT_Z[0] + 0.5 and max(zs) > OBJECT_Z[1] - 0.5  # the whole range
+

@@ -1,14 +1,17 @@
 """Posed, unrectified views with exact depth for the multi-view depth study (the
 ``multiview-depth`` training recipe, :mod:`crossview.train.recipes.multiview_depth`).
 
-The scene (a textured background plane behind textured planar objects near the origin) comes
-from the synthetic engine (:func:`crossview.data.synthetic.multiview.multiview_scene`); this
-module places the cameras so that the angle between the reference view's direction and every
-other view's is drawn from ``separation`` (degrees): view 0 sits on a 20° cap around the -z
-axis, the others are it turned by that angle about a random axis, each at its own distance,
-looking at its own point near the origin, with its own zoom (log-uniform, focal
-``0.6 W x zoom``). A scene therefore fixes depth only through its cameras: the baseline is
-random and the depth of a view is only defined in units of it.
+A scene is a textured background plane behind the origin and 2-5 textured planar objects
+spread in depth between the cameras and the background (:func:`depth_layers`), so that the
+views' parallax (several pixels at 32x32 between the nearest object and the background) lets a
+model resolve depth by matching. Objects farther from the cameras are drawn proportionally
+larger, with proportionally coarser textures, so that their size and texture in the image say
+little about their depth. The cameras are placed so that the angle between the reference
+view's direction and every other view's is drawn from ``separation`` (degrees): view 0 sits on
+a 20° cap around the -z axis, the others are it turned by that angle about a random axis, each
+at its own distance, looking at its own point near the origin, with its own zoom (log-uniform,
+focal ``0.6 W x zoom``). A scene therefore fixes depth only through its cameras: the baseline
+is random and the depth of a view is only defined in units of it.
 
 The renderer puts pixel centres at integer coordinates; crossview's cameras put them at
 ``+0.5``. Intrinsics returned here are converted (principal point + 0.5).
@@ -19,13 +22,41 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from crossview.data.synthetic.multiview import MultiViewConfig, look_at, multiview_scene
-from crossview.data.synthetic.objects import random_tilt
+from crossview.data.synthetic.multiview import look_at
+from crossview.data.synthetic.objects import random_shape, random_tilt, textured_layer
 from crossview.data.synthetic.scene import Camera, Layer, render, rotation
 
 BASE_FOCAL = 0.6  # focal length at zoom 1, as a multiple of the image width
 DISTANCE = (3.0, 4.5)  # camera distance to the origin (scene units)
+OBJECTS = (2, 5)  # planar objects per scene
+OBJECT_Z = (-2.0, 0.8)  # world z of the objects' centres (cameras at z ~ -3.75, background
+#                         behind the origin at z 1.2..2)
 _TO_CROSSVIEW = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
+
+
+def depth_layers(rng: np.random.Generator, size: tuple[int, int], split: str) -> list[Layer]:
+    """The layers of one scene: a background plane (z 1.2..2, tilted up to 20°) and
+    :data:`OBJECTS` planar objects centred at world z from :data:`OBJECT_Z`, tilted up to 30°.
+
+    An object at distance ``s x 3.75`` from a typical camera (``s`` from its z) has its
+    lateral offset, outline (radius 12-30 % of the image side) and texture scaled by ``s``, so
+    it covers about the same part of the image wherever it is in depth.
+    """
+    h, w = size
+    typical = float(np.mean(DISTANCE))
+    unit = typical / (w * BASE_FOCAL * 1.25)  # a plane unit: about a pixel at the origin, zoom 1.25
+    layers = [textured_layer(rng, np.array([0.0, 0.0, rng.uniform(1.2, 2.0)]),
+                             random_tilt(rng, 20.0) @ np.diag([unit, unit, 0.0])[:, :2], None,
+                             extent=float(4 * max(h, w)), split=split)]
+    for _ in range(int(rng.integers(OBJECTS[0], OBJECTS[1] + 1))):
+        z = rng.uniform(*OBJECT_Z)
+        s = (typical + z) / typical
+        centre = np.array([*(rng.uniform(-0.7, 0.7, 2) * s), z])
+        radius = min(h, w) * float(np.exp(rng.uniform(np.log(0.12), np.log(0.3))))
+        axes = random_tilt(rng, 30.0) @ np.diag([unit * s, unit * s, 0.0])[:, :2]
+        layers.append(textured_layer(rng, centre, axes, random_shape(rng, radius),
+                                     split=split))
+    return layers
 
 
 def _directions(rng: np.random.Generator, views: int,
@@ -89,12 +120,10 @@ def make_depth_scenes(count: int, views: int, zoom: tuple[float, float],
     [N, V, H, W]`` (camera z, 0 where nothing is seen) and ``valid [N, V, H, W]`` (bool).
     """
     settings = {"main": (zoom, separation), **(variants or {})}
-    config = MultiViewConfig(size=size, views=1, distance=DISTANCE,
-                             focal=(BASE_FOCAL * zoom[0], BASE_FOCAL * zoom[1]))
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, list[np.ndarray]]] = {name: {} for name in settings}
     for _ in range(count):
-        layers, _ = multiview_scene(rng, config, split)
+        layers = depth_layers(rng, size, split)
         for name, (z, s) in settings.items():
             cameras = _cameras(rng, _directions(rng, views, s),
                                _zoom_focals(rng, views, z, size[1]), size)

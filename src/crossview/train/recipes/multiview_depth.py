@@ -52,7 +52,7 @@ class DepthOptions:
     0 and each other view from ``separation`` (degrees); ``scenes_seed`` seeds the
     rendering."""
 
-    scenes: int = settings.setting(2000, low=1)
+    scenes: int = settings.setting(10000, low=1)
     views: int = settings.setting(2, low=2)
     zoom: tuple[float, float] = settings.setting((1.0, 1.5), low=0, low_open=True)
     separation: tuple[float, float] = settings.setting((5.0, 20.0), low=0)
