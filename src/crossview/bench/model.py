@@ -27,6 +27,7 @@ from crossview.api import build_model, estimate_disparity
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
+from crossview.models.matchstereo.inference import refines
 from crossview.models.registry import get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
@@ -71,7 +72,7 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(case["threads"])
     set_backend(case["backend"])
     model = build_model(MODELS.get(case["model"], case["model"])).eval().to(device)
-    refine = model.refine_by_default if case.get("refine") is None else case["refine"]
+    refine = refines(model, case.get("refine"))
     h, w = case["size"]
     generator = torch.Generator().manual_seed(0)
     left = (torch.rand(1, 3, h, w, generator=generator) * 255).to(device)

@@ -31,6 +31,7 @@ from crossview.console import stderr, stdout
 from crossview.data import io, video
 from crossview.device import resolve_device
 from crossview.errors import UserError
+from crossview.models.matchstereo.inference import refines
 from crossview.output import check_output_files, staged_files
 
 # one view of a result: raw [B, ...] (disparity [B, H, W] or flow [B, H, W, 2]), valid
@@ -127,9 +128,7 @@ def check_memory(task: str, model: nn.Module, label: str, pair: Pair, options: D
     (:func:`crossview.api.check_memory`), naming the pair and the options that help."""
     advice = ("give a smaller --size HxW" if size is not None else
               "run at a lower resolution with --size HxW, or give smaller images")
-    refine = options.refine
-    if refine is None:
-        refine = getattr(model, "refine_by_default", False)
+    refine = refines(model, options.refine)
     if refine:  # the full-resolution refinement can be what does not fit
         advice += ", or pass --no-refine"
     try:

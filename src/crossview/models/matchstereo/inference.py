@@ -65,7 +65,7 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     needed = estimate(batch, _ceil32(run_h), _ceil32(run_w), task)
     if lri:
         needed += estimate(batch, _ceil32(run_h // 2), _ceil32(run_w // 2), task)
-    if _refines(model, refine):
+    if refines(model, refine):
         needed = max(needed, REFINE_BYTES_PER_PIXEL * 2 * batch * height * width)
     if size is not None:
         needed += RESIZE_BYTES_PER_PIXEL * batch * height * width
@@ -139,7 +139,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             else:
                 field, rpos, peak = _run_fixed(model, x0, x1, task, lri, size)
         field, rpos = field.float(), rpos.float()
-        if _refines(model, refine):
+        if refines(model, refine):
             field = refine_field(torch.cat([x0, x1]), torch.cat([x1, x0]), field,
                                  horizontal=task == "stereo")
     return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
@@ -158,9 +158,10 @@ def dense_predictor(model: nn.Module, device: str, precision: str, *, task: str)
     return predict
 
 
-def _refines(model: nn.Module, refine: bool | None) -> bool:
-    """``refine``, or the model's default when ``None`` (``model.refine_by_default``, set by
-    :func:`crossview.load_model`; off for a bare network)."""
+def refines(model: nn.Module, refine: bool | None) -> bool:
+    """Whether a run refines photometrically: ``refine``, or the model's default when
+    ``None`` (``model.refine_by_default``, set by :func:`crossview.load_model`; off for a bare
+    network)."""
     return bool(getattr(model, "refine_by_default", False)) if refine is None else refine
 
 
