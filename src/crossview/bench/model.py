@@ -56,9 +56,9 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
         for precision in precisions:
             heavy = size[0] * size[1] > 1_000_000
             reference = model in reference_models and tuple(size) in map(tuple, reference_sizes)
-            refines = [None, False] if get_spec(MODELS.get(model, model)).refine else [None]
+            refine_modes = [None, False] if get_spec(MODELS.get(model, model)).refine else [None]
             for backend in [FUSED[device]] + (["reference"] if reference else []):
-                for refine in refines:
+                for refine in refine_modes:
                     cases.append({"model": model, "size": list(size), "precision": precision,
                                   "backend": backend, "device": device, "threads": threads,
                                   "repeats": 1 if heavy else repeats,
