@@ -61,6 +61,16 @@ def test_json_is_written_whole_without_a_temporary_file(tmp_path: Path) -> None:
     assert [p.name for p in target.parent.iterdir()] == ["camera.json"]
 
 
+def test_threads_option_leaves_the_callers_thread_count(tmp_path: Path) -> None:
+    threads = torch.get_num_threads()
+    wanted = 1 if threads > 1 else 2
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "camera", *QUICK["camera"], "--threads", str(wanted), "--json",
+              str(tmp_path / "camera.json")])
+    assert done.value.code in (0, None)
+    assert torch.get_num_threads() == threads  # later tests keep theirs (bitwise resumes)
+
+
 @pytest.mark.parametrize(("plot", "message"), [
     ("{tmp}/a.json", "{tmp}/a.json: given twice as an output file"),
     ("{tmp}/taken", "--plot {tmp}/taken: is a directory; give a file name"),

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from crossview.bench.measure import torch_threads
 from crossview.data.augment import flow_augmentor, stereo_augmentor
 from crossview.data.synthetic.dataset import SyntheticDataset
 from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
@@ -50,10 +51,8 @@ def bench_data(cases: Sequence[tuple[str, tuple[int, int]]], count: int, *, warm
                views: int = 4, on_sample: Callable[[str], None] | None = None
                ) -> list[dict[str, Any]]:
     """Time ``count`` samples of each ``(case, (H, W))``; one row per case."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     rows = []
-    try:
+    with torch_threads(1):
         for case, size in cases:
             dataset = make_dataset(case, size, warmup + count, views)
             for i in range(warmup):
@@ -68,6 +67,4 @@ def bench_data(cases: Sequence[tuple[str, tuple[int, int]]], count: int, *, warm
                          "wall_s": wall, "per_s_wall": count / wall,
                          "per_s_cpu": count / max(cpu, 1e-9),
                          "views": views if case == "multiview" else None})
-    finally:
-        torch.set_num_threads(threads)
     return rows

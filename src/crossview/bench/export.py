@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from crossview.attention import choose_backend, using_backend
-from crossview.bench.measure import time_call
+from crossview.bench.measure import time_call, torch_threads
 from crossview.export.onnx import (
     example_inputs,
     export_module,
@@ -38,9 +38,7 @@ def bench_export(model: nn.Module, size: tuple[int, int], *, repeats: int = 3, t
     ``threads`` threads (torch and onnxruntime alike). Returns ``{"export_s", "outputs",
     "onnx_bytes", "rows"}``."""
     step = on_step or (lambda label: None)
-    previous_threads = torch.get_num_threads()  # the caller's, restored at the end
-    torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         module = export_module(model.cpu().float())
         image0, image1 = example_inputs(size, seed=1)  # not the tracing example
         with tempfile.TemporaryDirectory() as folder:
@@ -71,8 +69,6 @@ def bench_export(model: nn.Module, size: tuple[int, int], *, repeats: int = 3, t
             got = [t.numpy() if isinstance(t, torch.Tensor) else t for t in got]
             rows.append({"runtime": runtime, "median_s": stats["median_s"], "min_s": stats["min_s"],
                          "max_abs_diff": max_differences(expected, got, names)})
-    finally:
-        torch.set_num_threads(previous_threads)
     return {"export_s": export_s, "outputs": list(names), "onnx_bytes": onnx_bytes,
             "rows": rows}
 

@@ -20,6 +20,19 @@ from typing import Any
 import torch
 
 
+@contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Run the block on ``threads`` torch CPU threads (``0``: leave the count as it is), then
+    restore the caller's count, so a benchmark called in-process leaves no trace."""
+    previous = torch.get_num_threads()
+    if threads > 0:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def time_call(fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1,
               min_seconds: float = 0.0) -> dict[str, float]:
     """Time ``fn()`` and return ``{"median_s", "min_s", "runs"}``.

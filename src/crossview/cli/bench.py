@@ -19,6 +19,7 @@ from crossview.bench import export as export_bench
 from crossview.bench import match as match_bench
 from crossview.bench import model as model_bench
 from crossview.bench.device import fused_backend
+from crossview.bench.measure import torch_threads
 from crossview.cli.options import parse_size
 from crossview.errors import UserError
 from crossview.export.onnx import check_size, export_module, require
@@ -46,11 +47,9 @@ def camera(
     """PRoPE and GTA attention against plain SDPA: forward and backward, float32 CPU."""
     check_output_file(json_path, "--json")
     views = views or [2, 8]
-    if threads > 0:
-        torch.set_num_threads(threads)
     if head_dim % 8 or min(views) <= 0 or min(patches, heads, repeats) <= 0 or threads < 0:
         raise UserError("--head-dim must be a multiple of 8; views, patches, heads, repeats > 0")
-    with Progress(transient=True) as progress:
+    with torch_threads(threads), Progress(transient=True) as progress:
         task = progress.add_task("camera attention",
                                  total=len(views) * len(camera_bench.METHODS) * 2)
 
@@ -137,18 +136,21 @@ def match(
     grids = grid or [6, 8, 9, 10, 12, 15, 20]
     if min(grids) <= 0 or repeats <= 0 or threads < 0 or min(memory_cap_gib, gflop_cap) <= 0:
         raise UserError("--grid, --repeats, --memory-cap-gib and --gflop-cap must be positive")
-    if threads > 0:
-        torch.set_num_threads(threads)
     layers = []
+    with torch_threads(threads):
+        used_threads = torch.get_num_threads()
+        if not model_only:
+            with Progress(transient=True) as progress:
+                task = progress.add_task("match attention", total=3 * len(grids))
+
+                def on_step(label: str) -> None:
+                    progress.update(task, advance=1, description=label)
+
+                layers = match_bench.bench_layers(
+                    grids, memory_cap=memory_cap_gib * 2**30, flop_cap=gflop_cap * 1e9,
+                    repeats=repeats, on_step=on_step)
+        model_rows = match_bench.bench_model(api.load_model("transformatcher"), repeats)
     if not model_only:
-        with Progress(transient=True) as progress:
-            task = progress.add_task("match attention", total=3 * len(grids))
-
-            def on_step(label: str) -> None:
-                progress.update(task, advance=1, description=label)
-
-            layers = match_bench.bench_layers(grids, memory_cap=memory_cap_gib * 2**30,
-                                  flop_cap=gflop_cap * 1e9, repeats=repeats, on_step=on_step)
         print_table(
             "match-to-match attention, 6 layers, 16 ch, 8 heads x 4, forward, float32 CPU",
             ["attention", "matches", "median s", "cpu s", "peak MiB", "us/match", "bytes/match",
@@ -156,13 +158,12 @@ def match(
             [[r["attention"], f"{r['grid']}^4 = {r['matches']}", r.get("median_s", "-"),
               r.get("cpu_s", "-"), r.get("peak_mib", "-"), r.get("us_per_match", "-"),
               r.get("bytes_per_match", "-"), r["status"]] for r in layers])
-    model_rows = match_bench.bench_model(api.load_model("transformatcher"), repeats)
     print_table("TransforMatcher per image pair (target <= 0.5 s; cpu s: all threads)",
                 ["case", "size", "median s", "min s", "cpu s", "peak MiB"],
                 [[r["case"], r["size"], r["median_s"], r["min_s"], r["cpu_s"], r["peak_mib"]]
                  for r in model_rows])
     path = write_json(json_path, {"benchmark": "match", "dtype": "float32",
-                                  "torch_threads": torch.get_num_threads(),
+                                  "torch_threads": used_threads,
                                   "layers": layers, "model": model_rows})
     typer.echo(f"wrote {path}")
 
