@@ -12,6 +12,12 @@
 - ``baseline_constant``: one depth in units of the view 0 to farthest-view baseline (the best
   a camera-blind model can do if it only learns the typical value), the median over the
   training scenes, scaled back by each test scene's baseline.
+- ``plane_sweep``: classical matching with the true cameras, no learning: for 128 depths
+  (uniform in inverse depth, 0.8-12 world units) every other view is warped onto view 0
+  through the plane at that depth, the colour difference is averaged over the other views
+  that see the point and over a 5x5 window, and each pixel takes the depth of least cost
+  (winner takes all). What per-pixel matching alone recovers at this resolution (window 5
+  was the best of 3, 5, 7, 9 on these scenes in distribution: 0.244-0.255).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import sys
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from crossview.experiments.camera_depth import DepthStudyConfig, load_data
 from crossview.geometry.cameras import normalize_poses
@@ -32,6 +39,50 @@ VIEWS = {"in_distribution": ("main", 2), "more_views": ("main", 4), "zoomed": ("
 def abs_rel(prediction: torch.Tensor, truth: torch.Tensor, valid: torch.Tensor) -> float:
     """Pooled ``|d - d*| / d*`` over the valid pixels (as ``crossview.metrics.depth``)."""
     return float(((prediction - truth).abs() / truth.clamp_min(1e-12))[valid].mean())
+
+
+SWEEP_DEPTHS = 128
+SWEEP_RANGE = (0.8, 12.0)  # world units: nearer than any object, farther than any background
+SWEEP_WINDOW = 5
+
+
+def plane_sweep(scenes: dict[str, torch.Tensor], views: int) -> torch.Tensor:
+    """Winner-take-all plane-sweep depth of view 0 from views ``1..views-1`` (see the module
+    docstring); ``[N, H, W]`` in world units."""
+    images, K = scenes["images"].double(), scenes["K"].double()
+    viewmats = scenes["viewmats"].double()
+    n, _, _, height, width = images.shape
+    u, v = torch.meshgrid(torch.arange(width, dtype=torch.float64) + 0.5,
+                          torch.arange(height, dtype=torch.float64) + 0.5, indexing="xy")
+    pixels = torch.stack([u, v, torch.ones_like(u)], dim=-1).reshape(-1, 3)
+    rays = torch.einsum("nab,pb->npa", torch.linalg.inv(K[:, 0]), pixels)  # [N, HW, 3]
+    depths = 1.0 / torch.linspace(1 / SWEEP_RANGE[1], 1 / SWEEP_RANGE[0], SWEEP_DEPTHS,
+                                  dtype=torch.float64)
+    cost = images.new_zeros(n, SWEEP_DEPTHS, height, width)
+    seen = torch.zeros_like(cost)
+    for view in range(1, views):
+        relative = viewmats[:, view] @ torch.linalg.inv(viewmats[:, 0])  # camera 0 -> view
+        for k, depth in enumerate(depths):
+            points = torch.einsum("nab,npb->npa", relative[:, :3, :3], rays * depth)
+            projected = torch.einsum("nab,npb->npa", K[:, view],
+                                     points + relative[:, None, :3, 3])
+            z = projected[..., 2]
+            x, y = projected[..., 0] / z, projected[..., 1] / z
+            grid = torch.stack([x / width * 2 - 1, y / height * 2 - 1], dim=-1)
+            warped = F.grid_sample(images[:, view], grid.reshape(n, height, width, 2),
+                                   align_corners=False, padding_mode="border")
+            inside = ((z > 0) & (x >= 0) & (x <= width) & (y >= 0) & (y <= height))
+            inside = inside.reshape(n, height, width).double()
+            cost[:, k] += (warped - images[:, 0]).abs().mean(dim=1) * inside
+            seen[:, k] += inside
+    window = SWEEP_WINDOW
+
+    def box(t: torch.Tensor) -> torch.Tensor:
+        return F.avg_pool2d(t, window, 1, window // 2, count_include_pad=False)
+
+    seen_box = box(seen)
+    mean_cost = torch.where(seen_box > 0.5, box(cost) / seen_box.clamp_min(1e-9), torch.inf)
+    return depths[mean_cost.argmin(dim=1)]
 
 
 def main(cache_dir: str, out: str) -> None:
@@ -53,6 +104,7 @@ def main(cache_dir: str, out: str) -> None:
             "world_constant": abs_rel(torch.full_like(truth, world), truth, valid),
             "baseline_constant": abs_rel((per_baseline / scale)[:, None, None].expand_as(truth),
                                          truth, valid),
+            "plane_sweep": abs_rel(plane_sweep(scenes, views), truth, valid),
         }
     Path(out).write_text(json.dumps(results, indent=2) + "\n")
     for setting, values in results.items():
