@@ -100,6 +100,16 @@ def sparse_depth(pose: np.ndarray, K: np.ndarray, points: list[np.ndarray], size
     return depth, valid
 
 
+def view_geometry(first: np.ndarray, other: np.ndarray, depth: float) -> dict[str, float]:
+    """The rotation angle (degrees) between two world-to-camera poses and their baseline in
+    units of ``depth`` (the study trains on 5-20° and baselines of about 0.08-0.4)."""
+    rotation = other[:3, :3] @ first[:3, :3].T
+    angle = np.degrees(np.arccos(np.clip((np.trace(rotation) - 1) / 2, -1.0, 1.0)))
+    centres = [-m[:3, :3].T @ m[:3, 3] for m in (first, other)]
+    return {"angle_deg": float(angle),
+            "baseline_over_depth": float(np.linalg.norm(centres[1] - centres[0]) / depth)}
+
+
 def main(colmap: str, cache_dir: str, out: str) -> None:
     config = DepthStudyConfig()
     size = config.image_size[0]
@@ -110,8 +120,12 @@ def main(colmap: str, cache_dir: str, out: str) -> None:
     poses = np.stack([cameras["poses"][name] for name in NAMES])
     seen = [p for i, p in points.items() if cameras["ids"][NAMES[0]] in tracks[i]]
     depth, valid = sparse_depth(poses[0], Ks[0], seen, size)
-    results: dict[str, object] = {"pixels_with_depth": int(valid.sum()),
-                                  "points_seen_by_00": len(seen), "runs": {}}
+    truth = depth[valid]
+    results: dict[str, object] = {
+        "pixels_with_depth": int(valid.sum()), "points_seen_by_00": len(seen),
+        "scale_oracle_abs_rel": float(np.mean(np.abs(np.median(truth) - truth) / truth)),
+        "views": [view_geometry(poses[0], pose, float(np.median(truth))) for pose in poses[1:]],
+        "runs": {}}
     for conditioning in CONDITIONINGS:
         for seed in range(config.seeds):
             ckpt = latest_checkpoint(run_dir(Path(cache_dir), config, conditioning, seed))
