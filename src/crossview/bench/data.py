@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import torch
-
 from crossview.bench.measure import torch_threads
 from crossview.data.augment import flow_augmentor, stereo_augmentor
 from crossview.data.synthetic.dataset import SyntheticDataset
