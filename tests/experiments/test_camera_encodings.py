@@ -60,6 +60,13 @@ def test_quick_study_writes_runs_and_summary_and_resumes(tmp_path: Path) -> None
         "log.jsonl", f"step-{config.steps:08d}.pt"]
     # another budget trains its own runs instead of resuming these
     assert run_dir(tmp_path / "cache", replace(config, steps=4), "gta", 0) != checkpoints
+    # more seeds add runs and keep the finished ones (the seed count is not part of a run)
+    assert run_dir(tmp_path / "cache", replace(config, seeds=2), "gta", 0) == checkpoints
+    more: list[str] = []
+    run_study(replace(config, seeds=2), tmp_path / "out", tmp_path / "cache", jobs=1,
+              conditionings=("gta",), on_done=more.append)
+    assert more == [str(tmp_path / "out" / "runs" / "gta-seed1.json")]
+    assert json.loads(lost.read_text()) == after
 
 
 def test_cli_quick_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -99,26 +99,38 @@ def run_file(out_dir: Path, conditioning: str, seed: int) -> Path:
     return out_dir / "runs" / f"{conditioning}-seed{seed}.json"
 
 
+def run_identity(config: Any) -> dict[str, Any]:
+    """What makes runs of a study budget the same runs: every field of ``config`` but the
+    number of seeds (raising ``seeds`` adds runs and keeps the finished ones), as JSON
+    values."""
+    return _without_seeds(json.loads(json.dumps(asdict(config))))
+
+
+def _without_seeds(budget: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in budget.items() if key != "seeds"}
+
+
 def run_dir(cache_dir: Path, config: Any, conditioning: str, seed: int) -> Path:
-    """Where the run's checkpoints go: ``CACHE/train/<config hash>/<conditioning>-seed<k>``
+    """Where the run's checkpoints go: ``CACHE/train/<budget hash>/<conditioning>-seed<k>``
     (another budget never resumes these; training is deterministic, so a run resumed from its
     last checkpoint records what a fresh one would, but its wall time)."""
-    digest = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()
-    return cache_dir / "train" / digest[:12] / f"{conditioning}-seed{seed}"
+    digest = hashlib.sha256(json.dumps(run_identity(config), sort_keys=True).encode())
+    return cache_dir / "train" / digest.hexdigest()[:12] / f"{conditioning}-seed{seed}"
 
 
 def run_all(worker: Worker, config: Any, out_dir: Path, cache_dir: Path, *, seeds: int,
             conditionings: tuple[str, ...], jobs: int,
             on_done: Callable[[str], None] | None = None) -> list[Path]:
     """Call ``worker`` for every (conditioning, seed) whose record is missing or holds another
-    ``config``, seed by seed, ``jobs`` at a time (separate processes when ``jobs > 1``; the
-    calling process's thread count is restored otherwise). Returns every run file."""
-    wanted = json.loads(json.dumps(asdict(config)))
+    budget (:func:`run_identity`), seed by seed, ``jobs`` at a time (separate processes when
+    ``jobs > 1``; the calling process's thread count is restored otherwise). Returns every
+    run file."""
+    wanted = run_identity(config)
     todo = []
     for seed in range(seeds):
         for conditioning in conditionings:
             path = run_file(out_dir, conditioning, seed)
-            if path.exists() and json.loads(path.read_text())["config"] == wanted:
+            if path.exists() and _without_seeds(json.loads(path.read_text())["config"]) == wanted:
                 continue
             todo.append((conditioning, seed))
     if todo and jobs <= 1:
