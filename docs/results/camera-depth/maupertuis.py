@@ -102,7 +102,8 @@ def sparse_depth(pose: np.ndarray, K: np.ndarray, points: list[np.ndarray], size
 
 def view_geometry(first: np.ndarray, other: np.ndarray, depth: float) -> dict[str, float]:
     """The rotation angle (degrees) between two world-to-camera poses and their baseline in
-    units of ``depth`` (the study trains on 5-20° and baselines of about 0.08-0.4)."""
+    units of ``depth`` (the study trains on 5-20°; baseline over the median depth of view 0
+    is 0.10-0.34 in 90 % of its training scenes, median 0.21)."""
     rotation = other[:3, :3] @ first[:3, :3].T
     angle = np.degrees(np.arccos(np.clip((np.trace(rotation) - 1) / 2, -1.0, 1.0)))
     centres = [-m[:3, :3].T @ m[:3, 3] for m in (first, other)]
