@@ -30,6 +30,7 @@ from scipy.spatial.transform import Rotation
 
 from crossview.experiments.camera_depth import CONDITIONINGS, DepthStudyConfig
 from crossview.experiments.seeded_runs import run_dir
+from crossview.geometry.cameras import camera_centers
 from crossview.models.multiview import MultiViewConfig
 from crossview.models.multiview.depth import MultiViewDepth
 from crossview.train.checkpoint import latest_checkpoint, load_checkpoint
@@ -106,7 +107,7 @@ def view_geometry(first: np.ndarray, other: np.ndarray, depth: float) -> dict[st
     is 0.10-0.34 in 90 % of its training scenes, median 0.21)."""
     rotation = other[:3, :3] @ first[:3, :3].T
     angle = np.degrees(np.arccos(np.clip((np.trace(rotation) - 1) / 2, -1.0, 1.0)))
-    centres = [-m[:3, :3].T @ m[:3, 3] for m in (first, other)]
+    centres = camera_centers(torch.from_numpy(np.stack([first, other]))).numpy()
     return {"angle_deg": float(angle),
             "baseline_over_depth": float(np.linalg.norm(centres[1] - centres[0]) / depth)}
 
