@@ -130,8 +130,54 @@ def test_opencv_reproduces_the_cached_real_dev_scores(task: str, metrics: list[s
     specs = get_metrics(task, metrics)
     for index, name in enumerate(dataset.names()):
         sample = dataset[index]
-        computed = baselines.BASELINES[task].compute(sample)
+        computed = baselines.BASELINES[task][0].compute(sample)
         for spec in specs:
             cached = spec.fn(sample["baseline"], sample).value
             assert spec.fn(computed, sample).value == pytest.approx(
                 cached, abs=tolerance[spec.name]), (name, spec.name)
+
+
+def _fill_naive(disparity: np.ndarray) -> np.ndarray:
+    """Middlebury's rule, one pixel at a time."""
+    out = np.zeros_like(disparity, dtype=np.float32)
+    for y, row in enumerate(disparity):
+        for x, value in enumerate(row):
+            if np.isfinite(value):
+                out[y, x] = value
+                continue
+            left = [v for v in row[:x][::-1] if np.isfinite(v)][:1]
+            right = [v for v in row[x + 1:] if np.isfinite(v)][:1]
+            out[y, x] = min(left + right) if left + right else 0.0
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fill_holes_equals_the_rule_pixel_by_pixel(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    disparity = rng.uniform(1, 50, (7, 23)).astype(np.float32)
+    disparity[rng.random(disparity.shape) < 0.5] = np.nan
+    disparity[3] = np.nan  # a row without any valid pixel becomes 0
+    filled = baselines.fill_holes(disparity)
+    np.testing.assert_array_equal(filled, _fill_naive(disparity))
+    assert not filled[3].any()
+    known = np.isfinite(disparity)
+    np.testing.assert_array_equal(filled[known], disparity[known])
+
+
+def test_fill_holes_refuses_a_wrong_shape() -> None:
+    with pytest.raises(ValueError, match=r"disparity must be \[H, W\]"):
+        baselines.fill_holes(np.zeros((2, 3, 4)))
+
+
+def test_filled_baseline_scores_the_filled_cached_output(two_stereo_scenes: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(baselines, "cv2", None)
+    dataset = SceneFolders(two_stereo_scenes / "cached", task="stereo")
+    raw, filled = (baselines.evaluate_baseline(dataset, get_metrics("stereo", STEREO),
+                                               baseline=method)
+                   for method in baselines.BASELINES["stereo"])
+    assert filled.baseline.name == "SGBM filled" and filled.sources == raw.sources
+    # the hole columns take the valid value to their right: every pixel is right
+    assert raw.result.mean()["bad1_holes"] == pytest.approx(12.5)
+    assert filled.result.mean() == pytest.approx({"bad1_holes": 0.0, "bad2_holes": 0.0,
+                                                  "bad3_holes": 0.0, "epe_holes": 0.0})

@@ -72,3 +72,16 @@ def test_keyword_construction_is_checked_too() -> None:
 ])
 def test_bounds_describe_themselves(bound: Bound, text: str) -> None:
     assert text in str(bound)
+
+
+def test_a_tuple_of_any_length_takes_lists_and_checks_each_entry() -> None:
+    @dataclass
+    class Names:
+        names: tuple[str, ...] = ()
+
+    assert build(Names, {"names": ["a", "b", "c"]}).names == ("a", "b", "c")
+    assert build(Names, {"names": []}).names == ()
+    with pytest.raises(SettingError, match=r"names must be a list, got 'a'"):
+        build(Names, {"names": "a"})
+    with pytest.raises(SettingError, match=r"names\[1\] must be str, got 2"):
+        build(Names, {"names": ["a", 2]})

@@ -110,6 +110,10 @@ def convert(value: Any, annotation: Any, path: str, bound: Bound | None = None) 
         return dict(value)
     if origin is tuple:
         kinds = typing.get_args(annotation)
+        if len(kinds) == 2 and kinds[1] is Ellipsis:  # tuple[X, ...]: any length
+            if not isinstance(value, list | tuple):
+                raise SettingError(f"{path} must be a list, got {value!r}")
+            kinds = (kinds[0],) * len(value)
         if not isinstance(value, list | tuple) or len(value) != len(kinds):
             raise SettingError(f"{path} must be a list of {len(kinds)} values, got {value!r}")
         return tuple(convert(v, k, f"{path}[{i}]", bound)

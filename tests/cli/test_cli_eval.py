@@ -336,7 +336,9 @@ def test_eval_scenes_prints_model_and_baseline_rows(fake_models, scenes, tmp_pat
         assert row["bad1_holes"] == 0.0
         left = known[:, : W // 2].sum()
         assert row["epe_holes"] == pytest.approx(0.5 * left / known.sum(), rel=1e-5)
-    baseline = payload["baseline"]
+    baseline, filled = payload["baselines"]
+    assert filled["name"] == "SGBM filled" and filled["sources"] == baseline["sources"]
+    assert "SGBM filled (cached sgbm.npy)" in printed.out
     assert baseline["missing"] == ["b"] and baseline["sources"] == {"a": "cached sgbm.npy"}
     # two hole columns (11 known pixels, one of them the unknown corner) count as errors of |gt|
     truth = written["a"]["truth"]
@@ -352,7 +354,8 @@ def test_eval_scenes_prints_model_and_baseline_rows(fake_models, scenes, tmp_pat
     assert code == 0, printed.err
     assert "DIS (cached dis_medium.npy)" in printed.out
     payload = json.loads((tmp_path / "flow.json").read_text())
-    assert payload["samples"] == 1 and payload["baseline"]["mean"]["epe_holes"] == pytest.approx(
+    dis = payload["baselines"][0]
+    assert payload["samples"] == 1 and dis["mean"]["epe_holes"] == pytest.approx(
         0.25 * np.sqrt(2), rel=1e-5)
 
 
@@ -365,7 +368,7 @@ def test_eval_scenes_computes_the_baseline_with_opencv(fake_models, scenes, tmp_
     code = _run(["eval", "--model", "test-stereo", "--dataset", f"scenes:{root / 'b'}",
                  "--json", str(out), "--no-per-sample"])
     assert code == 0, capsys.readouterr().err
-    baseline = json.loads(out.read_text())["baseline"]
+    baseline = json.loads(out.read_text())["baselines"][0]
     assert baseline["sources"] == {"b": f"OpenCV {cv2.__version__}"} and not baseline["missing"]
     assert set(baseline["mean"]) == {"bad1_holes", "bad2_holes", "bad3_holes", "epe_holes"}
 

@@ -78,3 +78,52 @@ def test_street_probability_reaches_the_training_scenes_only(task: str) -> None:
     assert torch.equal(val[0]["img0"], plain_val[0]["img0"])
     with pytest.raises(UserError, match="street_probability"):
         config_from_dict({"data": {"street_probability": 1.5}})
+
+
+def _real_scenes(root, count: int = 3):
+    """``count`` tiny real-layout stereo scenes (``s0``, ``s1``, ...) of 64 x 96 px."""
+    import numpy as np
+
+    from crossview.data import io
+    rng = np.random.default_rng(0)
+    for i in range(count):
+        folder = root / f"s{i}"
+        folder.mkdir(parents=True)
+        left = rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
+        io.write_image(folder / "left.png", left)
+        io.write_image(folder / "right.png", np.roll(left, -2 - i, axis=1))
+        io.write_npy(folder / "gt.npy", np.full((64, 96), 2.0 + i, np.float32))
+    return root
+
+
+def test_real_scenes_mix_into_training_and_validate_on_the_held_out_ones(tmp_path) -> None:
+    root = _real_scenes(tmp_path)
+    cfg = config_from_dict({"data": {"train_size": 8, "height": 32, "width": 64,
+                                     "real_scenes": str(root), "real_fraction": 0.5,
+                                     "real_holdout": ["s1"], "val": "real-scenes"}})
+    train, val = build_datasets(cfg)
+    samples = [train[i] for i in range(8)]
+    assert all(s["gt"].shape == (2, 32, 64, 2) for s in samples)
+    # odd indices are real crops of a fronto-parallel scene: one disparity over the crop
+    # (a training scene's 2 or 4 px times the augmentation's scale); even ones are synthetic
+    for i, sample in enumerate(samples):
+        known = sample["gt"][0, ..., 0][sample["valid"][0]]
+        assert bool(known.max() - known.min() < 1e-3) == (i % 2 == 1), i
+    assert len(val) == 1 and torch.all(val[0]["gt"][0, ..., 0] == -3.0)
+    assert val[0]["img0"].shape == (3, 64, 96)
+
+
+def test_real_scenes_alone_and_their_mistakes(tmp_path) -> None:
+    root = _real_scenes(tmp_path)
+    cfg = config_from_dict({"data": {"train": "real-scenes", "train_size": 4, "height": 32,
+                                     "width": 64, "real_scenes": str(root), "val_size": 0}})
+    train, val = build_datasets(cfg)
+    assert len(train) == 4 and val is None and train[0]["valid"].shape == (2, 32, 64)
+    with pytest.raises(UserError, match="real-scenes training needs task stereo"):
+        build_datasets(config_from_dict({"data": {"train": "real-scenes", "val_size": 0}}))
+    with pytest.raises(UserError, match=r"validates on data\.real_holdout"):
+        build_datasets(config_from_dict({"data": {"val": "real-scenes", "height": 32,
+                                                  "width": 64}}))
+    with pytest.raises(UserError, match="no scene named nope"):
+        build_datasets(config_from_dict({"data": {"real_scenes": str(root), "height": 32,
+                                                  "width": 64, "real_holdout": ["nope"]}}))

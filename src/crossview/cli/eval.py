@@ -102,33 +102,40 @@ def _print_result(result: EvalResult, per_sample: bool, note: str) -> None:
         typer.echo(f"note: {note}")
 
 
-def _print_with_baseline(result: EvalResult, run: BaselineRun, model: str,
+def _print_with_baseline(result: EvalResult, runs: list[BaselineRun], model: str,
                          per_sample: bool) -> None:
     """One table per scene (``per_sample``) and one of the means, each with the model's row and
-    the baseline's (or a row saying why it is not available); the means' caption says what the
-    baseline is."""
+    a row per baseline (or a row saying why it is not available); the means' caption says what
+    the baselines are."""
     from crossview.baselines import INSTALL_HINT  # (OpenCV, slow to import: see eval_command)
 
-    name, metrics = run.baseline.name, result.metrics
-    scored = dict(run.result.rows) if run.result is not None else {}
-    unavailable = (f"{name}: not available ({INSTALL_HINT})", *["-"] * len(metrics))
+    metrics = result.metrics
     columns = ["", *metrics]
+
+    def unavailable(run: BaselineRun) -> tuple[str, ...]:
+        return (f"{run.baseline.name}: not available ({INSTALL_HINT})", *["-"] * len(metrics))
+
     for scene, values in result.rows if per_sample else ():
-        baseline_row = ((f"{name} ({run.sources[scene]})", *(scored[scene][m] for m in metrics))
-                        if scene in scored else unavailable)
-        print_table(scene, columns, [(model, *(values[m] for m in metrics)), baseline_row])
-    if run.result is not None and not run.missing:
-        baseline_mean = (name, *(run.result.mean()[m] for m in metrics))
-    elif run.result is None:
-        baseline_mean = unavailable
-    else:
-        baseline_mean = (f"{name}: not available on {len(run.missing)} of {len(result.rows)} "
-                         f"scenes ({INSTALL_HINT})", *["-"] * len(metrics))
+        rows = [(model, *(values[m] for m in metrics))]
+        for run in runs:
+            scored = dict(run.result.rows) if run.result is not None else {}
+            rows.append((f"{run.baseline.name} ({run.sources[scene]})",
+                         *(scored[scene][m] for m in metrics)) if scene in scored
+                        else unavailable(run))
+        print_table(scene, columns, rows)
+    rows = [(model, *(result.mean()[m] for m in metrics))]
+    for run in runs:
+        if run.result is not None and not run.missing:
+            rows.append((run.baseline.name, *(run.result.mean()[m] for m in metrics)))
+        elif run.result is None:
+            rows.append(unavailable(run))
+        else:
+            rows.append((f"{run.baseline.name}: not available on {len(run.missing)} of "
+                         f"{len(result.rows)} scenes ({INSTALL_HINT})", *["-"] * len(metrics)))
     label = "each scene weighs the same" if result.reduction == "image_mean" else "per pixel"
     scenes = f"{len(result.rows)} scene{'s' if len(result.rows) != 1 else ''}"
-    print_table(f"{result.dataset}: mean of {scenes} ({label})", columns,
-                [(model, *(result.mean()[m] for m in metrics)), baseline_mean],
-                caption=run.baseline.caption)
+    print_table(f"{result.dataset}: mean of {scenes} ({label})", columns, rows,
+                caption="; ".join(run.baseline.caption for run in runs))
 
 
 def eval_command(
@@ -195,21 +202,24 @@ def eval_command(
             result = evaluate(data, predictor, specs, reduction=kind.reduction,
                               dataset_name=kind.name, limit=limit,
                               on_sample=lambda *_: progress.advance(task), dist_info=info)
-            baseline = None
+            baselines = None
             if kind.baseline:
                 # imported here: only these kinds need OpenCV, whose import is slow
                 from crossview.baselines import BASELINES, evaluate_baseline
 
-                task = progress.add_task(f"{BASELINES[kind.task].name} baseline",
-                                         total=len(shard_strided(total, info)))
-                baseline = evaluate_baseline(data, specs, reduction=kind.reduction, limit=limit,
-                                             on_sample=lambda *_: progress.advance(task),
-                                             dist_info=info)
+                baselines = []
+                for method in BASELINES[kind.task]:
+                    task = progress.add_task(f"{method.name} baseline",
+                                             total=len(shard_strided(total, info)))
+                    baselines.append(evaluate_baseline(
+                        data, specs, baseline=method, reduction=kind.reduction, limit=limit,
+                        on_sample=lambda *_, task=task: progress.advance(task),
+                        dist_info=info))
         try:
             if info.is_main:
                 _report(result, per_sample, json_path, {
                     "model": model, "weights": None if weights is None else str(weights),
-                    "dataset_spec": dataset, "limit": limit, "note": kind.note}, baseline)
+                    "dataset_spec": dataset, "limit": limit, "note": kind.note}, baselines)
         finally:
             # the other ranks stay until rank 0 has written: a rank ending early cannot get
             # the job stopped (torchrun stops all ranks when one fails) before the output exists
@@ -219,14 +229,14 @@ def eval_command(
 
 
 def _report(result: EvalResult, per_sample: bool, json_path: Path | None,
-            run: dict[str, Any], baseline: BaselineRun | None = None) -> None:
+            run: dict[str, Any], baselines: list[BaselineRun] | None = None) -> None:
     """Print the tables (and ``run["note"]``) and write ``run`` plus the result (and the
-    baseline's, under ``"baseline"``) to ``json_path`` (rank 0)."""
-    if baseline is None:
+    baselines', a list under ``"baselines"``) to ``json_path`` (rank 0)."""
+    if baselines is None:
         _print_result(result, per_sample, run["note"])
     else:
-        _print_with_baseline(result, baseline, run["model"], per_sample)
+        _print_with_baseline(result, baselines, run["model"], per_sample)
     if json_path is not None:
-        extra = {} if baseline is None else {"baseline": baseline.to_dict()}
+        extra = {} if baselines is None else {"baselines": [b.to_dict() for b in baselines]}
         write_json(json_path, {**run, **result.to_dict(), **extra})
         typer.echo(f"wrote {json_path}")

@@ -20,10 +20,11 @@ from torch.utils.data import Dataset
 from crossview import settings
 from crossview.data.augment import Augmentor, flow_augmentor, stereo_augmentor
 from crossview.data.camera_effects import CameraEffects
+from crossview.data.real_stereo import MixedStream, RealStereoTraining, RealStereoValidation
 from crossview.errors import UserError
 from crossview.train.config import Config
 
-DATASETS = ("synthetic-stereo", "synthetic-flow")
+DATASETS = ("synthetic-stereo", "synthetic-flow", "real-scenes")
 VALIDATION_SEED_OFFSET = 1000
 
 
@@ -98,12 +99,42 @@ def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
     render = size
     if transform is not None:
         render = (round(data.height * data.render_scale), round(data.width * data.render_scale))
-    train = _synthetic(data.train, data.train_size, data.seed, render, transform,
-                       data.street_probability)
+    if data.train == "real-scenes":
+        train = _real_training(cfg)
+    else:
+        train = _synthetic(data.train, data.train_size, data.seed, render, transform,
+                           data.street_probability)
+        if data.real_scenes:
+            train = MixedStream(train, _real_training(cfg), data.real_fraction)
     val = None
-    if data.val_size > 0:
+    if data.val == "real-scenes":
+        val = _real_validation(cfg)
+    elif data.val_size > 0:
         val = _synthetic(data.val, data.val_size, data.seed + VALIDATION_SEED_OFFSET, size)
     return train, val
+
+
+def _real_training(cfg: Config) -> TrainingView:
+    """Augmented crops of the real scenes ``data.real_scenes`` minus ``data.real_holdout``
+    (cropping needs the spatial augmentation, so ``augment: none`` means ``standard`` here)."""
+    data = cfg.data
+    if cfg.task != "stereo" or not data.real_scenes:
+        raise UserError("config: real-scenes training needs task stereo and data.real_scenes "
+                        "(a folder of real stereo scene folders)")
+    transform = _augmentor(cfg.task, "standard" if data.augment == "none" else data.augment,
+                           (data.height, data.width))
+    real = RealStereoTraining(data.real_scenes, data.train_size, seed=data.seed,
+                              holdout=data.real_holdout, transform=transform)
+    return TrainingView(real, stereo_training_sample)
+
+
+def _real_validation(cfg: Config) -> TrainingView:
+    data = cfg.data
+    if not data.real_scenes or not data.real_holdout:
+        raise UserError("config: data.val real-scenes validates on data.real_holdout, scenes "
+                        "of data.real_scenes; set both")
+    return TrainingView(RealStereoValidation(data.real_scenes, data.real_holdout),
+                        stereo_training_sample)
 
 
 def build_model(cfg: Config) -> torch.nn.Module:

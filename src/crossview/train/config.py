@@ -28,7 +28,7 @@ AT_LEAST_1 = {"low": 1}
 SEED = {"low": 0, "high": SEED_MAX}
 TASKS = ("stereo", "flow", "semantic", "novel-view", "multiview-depth")
 DATASETS = ("synthetic-stereo", "synthetic-flow", "synthetic-warps", "camera-scenes",
-            "depth-scenes")
+            "depth-scenes", "real-scenes")
 SCHEDULES = ("one-cycle", "constant", "cosine")
 
 
@@ -54,6 +54,11 @@ class DataConfig:
     ``street_probability``: the share of training scenes that are street layouts
     (:mod:`crossview.data.synthetic.street`); validation keeps the default scenes.
 
+    ``real_scenes`` (stereo): a folder of real scene folders with ground truth
+    (:mod:`crossview.data.real_stereo`); ``real_fraction`` of the training samples are
+    augmented crops of them, the rest synthetic. ``real_holdout`` names scenes kept out of
+    training; ``val: real-scenes`` validates on them (whole, cropped to multiples of 32).
+
     ``real``: a folder of unlabelled real image sequences
     (:mod:`crossview.data.datasets.image_sequences`, flow only) for the self-supervised term
     ``loss.photometric_weight``; each step adds ``real_batch_size`` crops of ``height x width``
@@ -73,6 +78,9 @@ class DataConfig:
     real: str = ""
     real_batch_size: int = setting(1, **AT_LEAST_1)
     real_max_gap: int = setting(2, **AT_LEAST_1)
+    real_scenes: str = ""
+    real_fraction: float = setting(0.5, low=0, high=1)
+    real_holdout: tuple[str, ...] = ()
 
 
 @dataclass

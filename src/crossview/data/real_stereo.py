@@ -1,0 +1,136 @@
+"""Real stereo scenes with ground truth as training data, and the mixture with synthetic data.
+
+:class:`RealStereoTraining` reads a folder of real stereo scene folders (the layout of
+:mod:`crossview.data.datasets.scenes`: ``SCENE/left.png, right.png, gt.npy``), keeps them in
+memory, and turns index ``i`` into one augmented crop of one scene, a pure function of
+``(seed, i)`` as the synthetic streams are (:mod:`crossview.data.synthetic.dataset`), so runs
+resume exactly and shard by rank. Real ground truth covers the left view only; the right view's
+is made by forward warping (:func:`crossview.geometry.disparity.right_view_disparity`), so both
+views are supervised as in the synthetic data. Samples carry the synthetic engine's keys:
+``image0``, ``image1`` float32 ``[3, H, W]`` in 0..255, ``disparity``, ``disparity1`` float32
+``[H, W]``, ``valid``, ``valid1`` bool ``[H, W]``.
+
+``holdout`` names scenes kept out of training (for validation: :class:`RealStereoValidation`
+serves them whole, cropped to multiples of 32). :class:`MixedStream` interleaves two datasets in
+a fixed proportion, also a pure function of the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from crossview.data.datasets.scenes import SceneFolders
+from crossview.data.synthetic.dataset import Transform
+from crossview.errors import UserError
+from crossview.geometry.disparity import right_view_disparity
+
+_STREAM = 0x5EA1  # keeps the real stream's generators apart from the synthetic ones'
+
+
+def _tensors(sample: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """A scene reader's numpy sample (left ground truth only) -> both views' tensors."""
+    disparity1, valid1 = right_view_disparity(sample["disparity"], sample["valid"])
+    image = {key: torch.from_numpy(np.ascontiguousarray(sample[key], np.float32)).permute(2, 0, 1)
+             for key in ("image0", "image1")}
+    return {**image,
+            "disparity": torch.from_numpy(sample["disparity"].astype(np.float32)),
+            "valid": torch.from_numpy(sample["valid"].copy()),
+            "disparity1": torch.from_numpy(disparity1),
+            "valid1": torch.from_numpy(valid1)}
+
+
+def split_scenes(root: str | Path, holdout: Sequence[str]) -> tuple[list[int], list[int],
+                                                                    SceneFolders]:
+    """The stereo scenes under ``root`` split into training and ``holdout`` indices.
+
+    A ``holdout`` name that is not a scene of ``root`` is a :class:`UserError` (a typo would
+    otherwise leave the scene in training)."""
+    scenes = SceneFolders(root, task="stereo")
+    names = scenes.names()
+    unknown = sorted(set(holdout) - set(names))
+    if unknown:
+        raise UserError(f"{root}: no scene named {', '.join(unknown)} (held-out scenes must be "
+                        f"among: {', '.join(names)})")
+    train = [i for i, name in enumerate(names) if name not in holdout]
+    if not train:
+        raise UserError(f"{root}: every scene is held out; nothing is left to train on")
+    return train, [i for i, name in enumerate(names) if name in holdout], scenes
+
+
+class RealStereoTraining(Dataset):
+    """``length`` augmented crops of the real scenes under ``root`` minus ``holdout``.
+
+    Sample ``i`` takes scene ``rng.integers(n)`` and hands it to ``transform(sample, rng)``
+    (an :class:`~crossview.data.augment.Augmentor` that crops), both with a generator seeded by
+    ``(seed, i)``. Without a transform, samples are whole scenes (different sizes).
+    """
+
+    def __init__(self, root: str | Path, length: int, *, seed: int = 0,
+                 holdout: Sequence[str] = (), transform: Transform | None = None) -> None:
+        if length < 0:
+            raise ValueError(f"length must be non-negative, got {length=}")
+        train, _, scenes = split_scenes(root, holdout)
+        self.names = [scenes.names()[i] for i in train]
+        self.scenes = [_tensors(scenes[i]) for i in train]
+        self.length = length
+        self.seed = seed
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        if not 0 <= index < self.length:
+            raise IndexError(f"index {index} out of range for a dataset of length {self.length}")
+        rng = np.random.default_rng([_STREAM, self.seed, index])
+        sample = dict(self.scenes[int(rng.integers(len(self.scenes)))])
+        return self.transform(sample, rng) if self.transform is not None else sample
+
+
+class RealStereoValidation(Dataset):
+    """The ``holdout`` scenes under ``root``, whole, each cropped to the largest multiple of 32
+    in both sides (top-left anchored) so that a network runs on them without padding."""
+
+    def __init__(self, root: str | Path, holdout: Sequence[str]) -> None:
+        _, kept, scenes = split_scenes(root, holdout)
+        self.names = [scenes.names()[i] for i in kept]
+        self.scenes = []
+        for i in kept:
+            sample = _tensors(scenes[i])
+            h, w = (sample["image0"].shape[-2] // 32 * 32, sample["image0"].shape[-1] // 32 * 32)
+            self.scenes.append({key: value[..., :h, :w] for key, value in sample.items()})
+
+    def __len__(self) -> int:
+        return len(self.scenes)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return dict(self.scenes[index])
+
+
+class MixedStream(Dataset):
+    """``first`` and ``second`` interleaved: of every index range, a ``fraction`` share
+    (exactly, up to rounding) comes from ``second``.
+
+    Index ``i`` is ``second``'s when ``floor((i + 1) * fraction) > floor(i * fraction)``; each
+    part is read at its own running count, so both are read in order and none is repeated
+    before its end (then it wraps). The length is ``first``'s."""
+
+    def __init__(self, first: Dataset, second: Dataset, fraction: float) -> None:
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"fraction must be in [0, 1], got {fraction=}")
+        self.first, self.second, self.fraction = first, second, fraction
+
+    def __len__(self) -> int:
+        return len(self.first)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: int) -> Any:
+        taken = int(np.floor(index * self.fraction))
+        if int(np.floor((index + 1) * self.fraction)) > taken:
+            return self.second[taken % len(self.second)]  # type: ignore[arg-type]
+        return self.first[(index - taken) % len(self.first)]  # type: ignore[arg-type]

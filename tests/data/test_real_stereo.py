@@ -1,0 +1,95 @@
+"""Real stereo scenes as training data: held-out scenes stay out, samples are pure functions of
+the index, both views are labelled, and the synthetic/real mixture keeps its proportion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from crossview.data import io
+from crossview.data.augment import stereo_augmentor
+from crossview.data.real_stereo import MixedStream, RealStereoTraining, RealStereoValidation
+from crossview.errors import UserError
+
+SIZE = (40, 72)
+
+
+def _scene(folder: Path, rng: np.random.Generator, disparity: float) -> None:
+    folder.mkdir(parents=True)
+    left = rng.integers(0, 256, (*SIZE, 3), dtype=np.uint8)
+    shift = int(disparity)
+    io.write_image(folder / "left.png", left)
+    io.write_image(folder / "right.png", np.roll(left, -shift, axis=1))
+    truth = np.full(SIZE, disparity, np.float32)
+    truth[:2] = np.nan
+    io.write_npy(folder / "gt.npy", truth)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    for name, disparity in (("a", 3.0), ("b", 5.0), ("c", 7.0)):
+        _scene(tmp_path / name, rng, disparity)
+    return tmp_path
+
+
+def test_training_never_reads_a_held_out_scene(root: Path) -> None:
+    data = RealStereoTraining(root, 50, seed=1, holdout=["b"])
+    assert data.names == ["a", "c"]
+    seen = {float(data[i]["disparity"][5, 5]) for i in range(len(data))}
+    assert seen == {3.0, 7.0}
+
+
+def test_samples_are_a_pure_function_of_seed_and_index(root: Path) -> None:
+    crop = stereo_augmentor((32, 64))
+    first = RealStereoTraining(root, 10, seed=4, transform=crop)
+    again = RealStereoTraining(root, 10, seed=4, transform=crop)
+    other = RealStereoTraining(root, 10, seed=5, transform=crop)
+    for key in first[3]:
+        torch.testing.assert_close(first[3][key], again[3][key], rtol=0, atol=0)
+    assert not torch.equal(first[3]["image0"], other[3]["image0"])
+    assert first[3]["image0"].shape == (3, 32, 64) and first[3]["valid1"].shape == (32, 64)
+
+
+def test_both_views_are_labelled(root: Path) -> None:
+    sample = RealStereoTraining(root, 3, seed=0, holdout=["b", "c"])[0]
+    assert set(sample) == {"image0", "image1", "disparity", "disparity1", "valid", "valid1"}
+    assert not sample["valid"][:2].any() and sample["valid"][2:].all()
+    # a fronto-parallel scene: the right view sees the same disparity except its last columns
+    assert sample["valid1"][2:, :-3].all() and not sample["valid1"][:, -3:].any()
+    assert (sample["disparity1"][sample["valid1"]] == 3.0).all()
+    assert sample["image0"].dtype == torch.float32 and sample["image0"].max() <= 255
+
+
+def test_validation_serves_held_out_scenes_cropped_to_multiples_of_32(root: Path) -> None:
+    data = RealStereoValidation(root, ["c", "a"])
+    assert data.names == ["a", "c"] and len(data) == 2
+    assert data[0]["image0"].shape == (3, 32, 64) and data[1]["disparity"].shape == (32, 64)
+
+
+@pytest.mark.parametrize(("holdout", "message"), [
+    (["x"], "no scene named x"),
+    (["a", "b", "c"], "every scene is held out"),
+])
+def test_bad_holdout_is_one_clear_error(root: Path, holdout: list[str], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        RealStereoTraining(root, 3, holdout=holdout)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.25, 0.5, 1.0])
+def test_mixture_takes_its_share_in_order(fraction: float) -> None:
+    first, second = list(range(100)), list(range(1000, 1040))
+    mixed = MixedStream(first, second, fraction)
+    items = [mixed[i] for i in range(40)]
+    from_second = [v for v in items if v >= 1000]
+    assert len(from_second) == round(40 * fraction)
+    assert from_second == second[:len(from_second)]  # each part read in order, none repeated
+    assert [v for v in items if v < 1000] == first[:40 - len(from_second)]
+
+
+def test_mixture_refuses_a_fraction_outside_0_1() -> None:
+    with pytest.raises(ValueError, match="fraction must be in"):
+        MixedStream([1], [2], 1.5)
