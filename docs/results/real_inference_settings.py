@@ -5,17 +5,19 @@ every setting below, ``crossview.estimate_disparity`` with the bundled ``matchst
 architecture (WEIGHTS: its bundled file, or a ``.safetensors`` of that architecture) is scored
 as ``crossview eval`` scores scenes (bad-1/2/3 and EPE on the known pixels, a non-finite
 prediction an error). Settings: ``native`` (the image as it is), ``lri`` (the paper's
-low-resolution initialisation), ``scale0.75`` / ``scale0.5`` (run on the image resized by that
-factor, the disparity scaled back), each with and without the photometric refinement.
-The JSON holds one record per (scene, setting); choosing among the settings is
+low-resolution initialisation), ``scale0.75`` / ``scale1.25`` / ``scale1.5`` (run on the image
+resized by that factor, the disparity scaled back), each with and without the photometric
+refinement. The JSON holds one record per (scene, setting); choosing among the settings is
 ``real_choice.py``'s work (leave-one-group-out over the training scenes).
 
 Run: ``OMP_NUM_THREADS=2 python docs/results/real_inference_settings.py OUT.json WEIGHTS ROOT...``
-(WEIGHTS ``bundled`` for the shipped file).
+(WEIGHTS ``bundled`` for the shipped file; ``SCENES=a,b,...`` in the environment keeps only
+those scenes).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -29,7 +31,7 @@ from crossview.data.datasets.scenes import SceneFolders
 from crossview.report import write_json
 
 SETTINGS = {"native": {}, "lri": {"lri": True}, "scale0.75": {"scale": 0.75},
-            "scale0.5": {"scale": 0.5}}
+            "scale1.25": {"scale": 1.25}, "scale1.5": {"scale": 1.5}}
 
 
 def scores(disparity: np.ndarray, truth: np.ndarray, valid: np.ndarray) -> dict[str, float]:
@@ -52,13 +54,15 @@ def run(model: torch.nn.Module, left: np.ndarray, right: np.ndarray, setting: di
     return result.disparity[0].numpy()
 
 
-def main(out: Path, weights: str, roots: list[str]) -> None:
+def main(out: Path, weights: str, roots: list[str], only: set[str]) -> None:
     model = crossview.load_model("matchstereo-hybrid",
                                  None if weights == "bundled" else weights)
     records = []
     for root in roots:
         scenes = SceneFolders(root, task="stereo")
         for index in track(range(len(scenes)), description=Path(root).name):
+            if only and scenes.names()[index] not in only:
+                continue
             sample = scenes[index]
             for name, setting in SETTINGS.items():
                 for refine in (True, False):
@@ -72,4 +76,5 @@ def main(out: Path, weights: str, roots: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3:])
+    scenes = os.environ.get("SCENES", "")
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3:], set(scenes.split(",")) - {""})

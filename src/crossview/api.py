@@ -107,6 +107,7 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     model.weights_source = None if path is None else str(path)
     model.model_name, model.task = spec.name, spec.task
     model.refine_by_default = spec.refine
+    model.lri_by_default = spec.lri
     return model.eval()
 
 
@@ -159,7 +160,7 @@ class FlowResult:
 def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        model: str | nn.Module = DEFAULT_STEREO_MODEL,
                        weights: str | os.PathLike | None = None, device: str = "cpu",
-                       precision: str = "fp32", lri: bool = False,
+                       precision: str = "fp32", lri: bool | None = None,
                        size: tuple[int, int] | None = None,
                        threshold: float = CONSISTENCY_THRESHOLD,
                        refine: bool | None = None) -> StereoResult:
@@ -170,7 +171,9 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         model: a name (loaded with ``weights``) or a model from :func:`load_model`; the model
             is moved to ``device``.
         precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast; fields stay float32).
-        lri: low-resolution initialisation: a half-resolution pass gives the initial field.
+        lri: low-resolution initialisation: a half-resolution pass gives the initial field;
+            ``None``: the model's default (``model.lri_by_default``: on for the bundled
+            ``matchstereo-hybrid``, where it was chosen on held-out real scenes).
         size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
         threshold: left-right consistency threshold in px for ``valid``.
         refine: polish both fields photometrically
@@ -192,7 +195,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
 
 def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = DEFAULT_FLOW_MODEL,
                   weights: str | os.PathLike | None = None, device: str = "cpu",
-                  precision: str = "fp32", lri: bool = False, size: tuple[int, int] | None = None,
+                  precision: str = "fp32", lri: bool | None = None,
+                  size: tuple[int, int] | None = None,
                   threshold: float = CONSISTENCY_THRESHOLD,
                   refine: bool | None = None) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
@@ -210,7 +214,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
-             img1: ImageLike, task: str, *, device: str, precision: str, lri: bool,
+             img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
              size: tuple[int, int] | None, threshold: float, refine: bool | None) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
     (:class:`~crossview.models.matchstereo.inference.Fields`)."""

@@ -1,5 +1,6 @@
-"""Real stereo scenes as training data: held-out scenes stay out, samples are pure functions of
-the index, both views are labelled, and the synthetic/real mixture keeps its proportion."""
+"""Real stereo scenes as training data: the right view's labels by forward warping, held-out
+scenes stay out, samples are pure functions of the index, both views are labelled, and the
+synthetic/real mixture keeps its proportion."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ import torch
 
 from crossview.data import io
 from crossview.data.augment import stereo_augmentor
-from crossview.data.real_stereo import MixedStream, RealStereoTraining, RealStereoValidation
+from crossview.data.real_stereo import (
+    MixedStream,
+    RealStereoTraining,
+    RealStereoValidation,
+    right_view_disparity,
+)
 from crossview.errors import UserError
 
 SIZE = (40, 72)
@@ -93,3 +99,50 @@ def test_mixture_takes_its_share_in_order(fraction: float) -> None:
 def test_mixture_refuses_a_fraction_outside_0_1() -> None:
     with pytest.raises(ValueError, match="fraction must be in"):
         MixedStream([1], [2], 1.5)
+
+
+def _right_view_naive(disparity: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    h, w = disparity.shape
+    best = np.full((h, w), -np.inf)
+    for y in range(h):
+        for x in range(w):
+            if not valid[y, x]:
+                continue
+            d = disparity[y, x]
+            for target in {int(np.floor(x - d)), int(np.ceil(x - d))}:
+                if 0 <= target < w:
+                    best[y, target] = max(best[y, target], d)
+    known = np.isfinite(best)
+    return np.where(known, best, 0.0), known
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_right_view_disparity_equals_the_splat_pixel_by_pixel(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    disparity = rng.uniform(0, 9, (5, 17)).astype(np.float32)
+    valid = rng.random((5, 17)) < 0.8
+    right, known = right_view_disparity(disparity, valid)
+    expected, expected_known = _right_view_naive(disparity, valid)
+    np.testing.assert_array_equal(known, expected_known)
+    np.testing.assert_allclose(right, expected, rtol=0, atol=0)
+
+
+def test_right_view_disparity_round_trips_a_fronto_parallel_plane() -> None:
+    """A constant disparity d: the right view sees the same d, on all but its last d columns
+    (seen by no left pixel)."""
+    disparity = np.full((3, 20), 4.0, np.float32)
+    right, known = right_view_disparity(disparity, np.ones_like(disparity, bool))
+    assert known[:, :16].all() and not known[:, 16:].any()
+    np.testing.assert_array_equal(right[:, :16], 4.0)
+
+
+def test_right_view_disparity_keeps_the_nearest_surface() -> None:
+    """Two left pixels land on one right pixel: the larger disparity (in front) wins."""
+    disparity = np.array([[0.0, 0.0, 0.0, 3.0, 0.0]], np.float32)
+    right, _ = right_view_disparity(disparity, np.ones_like(disparity, bool))
+    assert right[0, 0] == 3.0
+
+
+def test_right_view_disparity_refuses_mismatched_shapes() -> None:
+    with pytest.raises(ValueError, match="disparity and valid must both be"):
+        right_view_disparity(np.zeros((2, 3)), np.zeros((3, 2), bool))

@@ -112,3 +112,21 @@ def test_registry_defaults() -> None:
     assert not any(get_spec(n).refine for n in ("matchstereo-t", "matchstereo-b", "matchflow-b"))
     assert api.build_model("matchstereo-hybrid").refine_by_default
     assert not api.build_model("matchstereo-t").refine_by_default
+
+
+def test_low_resolution_initialisation_follows_the_models_default_unless_told() -> None:
+    torch.manual_seed(0)
+    model = MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                                          decoder_layers=(1, 1, 1, 1), heads=2,
+                                          encoder_head=0), task="stereo").eval()
+    image0 = _texture(384, 384)  # the half-resolution pass needs 192 x 192
+    image1 = image0.roll(-3, dims=3)
+    plain = predict_fields(model, image0, image1, "stereo").field  # a bare network: off
+    model.lri_by_default = True
+    default = predict_fields(model, image0, image1, "stereo").field
+    off = predict_fields(model, image0, image1, "stereo", lri=False).field
+    on = predict_fields(model, image0, image1, "stereo", lri=True).field
+    assert torch.equal(off, plain) and torch.equal(on, default) and not torch.equal(on, plain)
+    assert api.build_model("matchstereo-hybrid").lri_by_default == get_spec(
+        "matchstereo-hybrid").lri
+    assert not any(get_spec(n).lri for n in ("matchstereo-t", "matchstereo-b", "matchflow-b"))

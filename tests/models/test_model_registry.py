@@ -44,12 +44,15 @@ def test_bundled_json_description(tmp_path: Path) -> None:
     state = {k: torch.randn_like(v) for k, v in model.state_dict().items()}
     save_file(state, tmp_path / "mini.safetensors")
     (tmp_path / "mini.json").write_text(json.dumps(
-        {"name": "bundled-mini", "task": "stereo", "config": config, "description": "test"}))
+        {"name": "bundled-mini", "task": "stereo", "config": config, "description": "test",
+         "lri": True}))
     register_bundled(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # bundled weights: no random-weights warning
         loaded = crossview.load_model("bundled-mini")
     assert torch.equal(loaded.state_dict()["up_masks.4.2.bias"], state["up_masks.4.2.bias"])
+    # inference defaults travel from the JSON to the loaded model
+    assert loaded.lri_by_default and not loaded.refine_by_default
     (tmp_path / "broken.json").write_text("{\"name\": \"x\"}")
     with pytest.raises(ValueError, match=r"broken\.json"):
         register_bundled(tmp_path)

@@ -62,7 +62,7 @@ class DenseOptions:
     weights: Path | None
     device: str
     precision: str
-    lri: bool
+    lri: bool | None
     size: str | None
     save_right: bool
     save_rpos: bool

@@ -45,13 +45,14 @@ if TYPE_CHECKING:
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                     precision: str, warn: bool = True, download: bool = False,
                     sample_size: tuple[int, int] | None = None,
-                    refine: bool | None = None) -> Predictor:
+                    refine: bool | None = None, lri: bool | None = None) -> Predictor:
     """A predictor running the registered model ``name`` on a ``task`` benchmark
     (:func:`crossview.api.predictor`; ``warn``: print loading warnings, such as random weights,
     on stderr). With ``sample_size`` (``(H, W)`` every sample has), a model that would need
     more memory than this machine has is refused now (:func:`crossview.api.check_memory`),
     before any sample is read or generated. ``refine``: photometric refinement on or off
-    (``None``: the model's default, ``model.refine_by_default``)."""
+    (``None``: the model's default, ``model.refine_by_default``); ``lri``: low-resolution
+    initialisation on or off (``None``: ``model.lri_by_default``)."""
     model_task = api.model_task(name)
     if model_task != task:
         raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
@@ -63,6 +64,8 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
         stderr.print(f"warning: {warning.message}", markup=False)
     if refine is not None:
         model.refine_by_default = refine
+    if lri is not None:
+        model.lri_by_default = lri
     if sample_size is not None:
         api.check_memory(model, *sample_size, task=task, device=device,
                          advice="evaluate at a smaller size (the dataset's size=HxW option)")
@@ -148,6 +151,7 @@ def eval_command(
         "--weights", help="Weights file (.pth/.safetensors).")] = None,
     download: options.Download = False,
     refine: options.Refine = None,
+    lri: options.Lri = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -187,7 +191,7 @@ def eval_command(
         device = f"cuda:{info.local_rank}"
     predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
                                 warn=info.is_main, download=download,
-                                sample_size=_declared_size(data), refine=refine)
+                                sample_size=_declared_size(data), refine=refine, lri=lri)
     total = len(data) if limit is None else min(limit, len(data))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())

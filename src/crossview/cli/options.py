@@ -19,7 +19,9 @@ Download = Annotated[bool, typer.Option(
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda.")]
 Precision = Annotated[str, typer.Option("--precision", help="fp32, bf16 or fp16.")]
 OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]
-Lri = Annotated[bool, typer.Option("--lri", help="Low-resolution initialisation (two passes).")]
+Lri = Annotated[bool | None, typer.Option(
+    "--lri/--no-lri", help="Low-resolution initialisation: a half-resolution pass first "
+    "(default: the model's; on for matchstereo-hybrid).", show_default=False)]
 Refine = Annotated[bool | None, typer.Option(
     "--refine/--no-refine", help="Polish the field photometrically (default: the model's; on "
     "for the hybrid models, off for the published ones).", show_default=False)]

@@ -38,7 +38,7 @@ def stereo_command(
     download: options.Download = False,
     device: options.Device = "cpu",
     precision: options.Precision = "fp32",
-    lri: options.Lri = False,
+    lri: options.Lri = None,
     refine: options.Refine = None,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(

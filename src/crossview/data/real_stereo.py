@@ -5,7 +5,7 @@
 memory, and turns index ``i`` into one augmented crop of one scene, a pure function of
 ``(seed, i)`` as the synthetic streams are (:mod:`crossview.data.synthetic.dataset`), so runs
 resume exactly and shard by rank. Real ground truth covers the left view only; the right view's
-is made by forward warping (:func:`crossview.geometry.disparity.right_view_disparity`), so both
+is made by forward warping (:func:`right_view_disparity`), so both
 views are supervised as in the synthetic data. Samples carry the synthetic engine's keys:
 ``image0``, ``image1`` float32 ``[3, H, W]`` in 0..255, ``disparity``, ``disparity1`` float32
 ``[H, W]``, ``valid``, ``valid1`` bool ``[H, W]``.
@@ -28,9 +28,46 @@ from torch.utils.data import Dataset
 from crossview.data.datasets.scenes import SceneFolders
 from crossview.data.synthetic.dataset import Transform
 from crossview.errors import UserError
-from crossview.geometry.disparity import right_view_disparity
 
 _STREAM = 0x5EA1  # keeps the real stream's generators apart from the synthetic ones'
+
+
+def right_view_disparity(disparity: np.ndarray, valid: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """The right view's disparity from the left view's, by forward warping with a z-buffer.
+
+    Each known left pixel ``(x, y)`` of disparity ``d`` lands on the right pixels
+    ``floor(x - d)`` and ``ceil(x - d)`` of row ``y`` (both, so that a surface stretched by
+    the change of view leaves no one-pixel cracks); where several land on one pixel the
+    largest disparity (the nearest surface) wins, as it occludes the others. Right pixels no
+    left pixel lands on (occluded in the left view, or with unknown ground truth) are unknown.
+
+    Args:
+        disparity: ``[H, W]`` positive left disparity in pixels (left ``(x, y)`` matches right
+            ``(x - d, y)``).
+        valid: ``[H, W]`` bool, where ``disparity`` is known.
+
+    Returns:
+        ``(disparity1 [H, W] float32, 0 where unknown; valid1 [H, W] bool)``.
+
+    >>> d1, v1 = right_view_disparity(np.array([[0.0, 0.0, 2.0, 2.0]]), np.ones((1, 4), bool))
+    >>> d1.tolist(), v1.tolist()
+    ([[2.0, 2.0, 0.0, 0.0]], [[True, True, False, False]])
+    """
+    if disparity.ndim != 2 or disparity.shape != valid.shape:
+        raise ValueError(f"disparity and valid must both be [H, W]; got {disparity.shape=}, "
+                         f"{valid.shape=}")
+    h, w = disparity.shape
+    ys, xs = np.nonzero(valid)
+    values = disparity[ys, xs].astype(np.float32)
+    best = np.full(h * w, -np.inf, np.float32)
+    for target in (np.floor(xs - values), np.ceil(xs - values)):
+        inside = (target >= 0) & (target < w)
+        flat = ys[inside] * w + target[inside].astype(np.int64)
+        np.maximum.at(best, flat, values[inside])
+    best = best.reshape(h, w)
+    valid1 = np.isfinite(best)
+    return np.where(valid1, best, 0.0).astype(np.float32), valid1
 
 
 def _tensors(sample: dict[str, Any]) -> dict[str, torch.Tensor]:

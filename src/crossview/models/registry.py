@@ -67,6 +67,9 @@ class ModelSpec:
             :mod:`crossview.geometry.photometric_refinement` unless told otherwise (on for
             crossview's own models where it was measured to help; off for published ones, so
             that they reproduce their authors' numbers).
+        lri: dense models only: whether inference starts from a half-resolution pass
+            (low-resolution initialisation) unless told otherwise (on where it was chosen on
+            held-out real scenes; off for published ones).
     """
 
     name: str
@@ -78,6 +81,7 @@ class ModelSpec:
     load: Callable[..., nn.Module] | None = None
     published: PublishedWeights | None = None
     refine: bool = False
+    lri: bool = False
 
     @property
     def weights_path(self) -> Path | None:

@@ -41,7 +41,7 @@ REFINE_BYTES_PER_PIXEL = 450
 
 
 def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch: int = 1,
-                 lri: bool = False, size: tuple[int, int] | None = None,
+                 lri: bool | None = None, size: tuple[int, int] | None = None,
                  device: str | torch.device = "cpu", advice: str | None = None,
                  refine: bool | None = None) -> int | None:
     """Refuse (:class:`UserError`) a :func:`predict_fields` run on ``batch`` pairs of
@@ -50,7 +50,8 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
 
     The estimate is the model's own (``model.inference_bytes(batch, H, W, task)`` at the padded
     run size, calibrated in :mod:`crossview.models.matchstereo.memory`), plus that of the
-    half-resolution pass with ``lri`` (measured at 1024x1024: 34 % above the plain run), plus
+    half-resolution pass with ``lri`` (resolved as in :func:`predict_fields`; measured at
+    1024x1024: 34 % above the plain run), plus
     :data:`RESIZE_BYTES_PER_PIXEL` per input pixel with ``size``; with the photometric
     refinement (``refine``, resolved as in :func:`predict_fields`), which runs after the network
     has freed its buffers, at least :data:`REFINE_BYTES_PER_PIXEL` per pixel of both views'
@@ -63,7 +64,7 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
         return None
     run_h, run_w = size if size is not None else (height, width)
     needed = estimate(batch, _ceil32(run_h), _ceil32(run_w), task)
-    if lri:
+    if initialises_low(model, lri):
         needed += estimate(batch, _ceil32(run_h // 2), _ceil32(run_w // 2), task)
     if refines(model, refine):
         needed = max(needed, REFINE_BYTES_PER_PIXEL * 2 * batch * height * width)
@@ -89,7 +90,7 @@ class Fields(NamedTuple):
 
 def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
                    device: str | torch.device = "cpu", precision: str = "fp32",
-                   lri: bool = False, size: tuple[int, int] | None = None,
+                   lri: bool | None = None, size: tuple[int, int] | None = None,
                    threshold: float = CONSISTENCY_THRESHOLD,
                    refine: bool | None = None) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
@@ -98,7 +99,9 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         model: a MatchStereo network (stereo or flow); moved to ``device``.
         img0, img1: the pair in any form of :func:`crossview.data.image_batch.as_image_batch`.
         precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast; fields stay float32).
-        lri: low-resolution initialisation: a half-resolution pass gives the initial field.
+        lri: low-resolution initialisation: a half-resolution pass gives the initial field;
+            ``None``: ``model.lri_by_default`` (set by :func:`crossview.load_model` from the
+            registry; off for a bare network).
         size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
         threshold: consistency threshold in px of the mask.
         refine: polish both fields with
@@ -119,6 +122,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     if dtype is None:
         raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     size = _run_size(size)
+    lri = initialises_low(model, lri)
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     if x0.shape[0] != x1.shape[0]:
         raise UserError(f"the two images differ in batch size: the first holds {x0.shape[0]} "
@@ -163,6 +167,13 @@ def refines(model: nn.Module, refine: bool | None) -> bool:
     ``None`` (``model.refine_by_default``, set by :func:`crossview.load_model`; off for a bare
     network)."""
     return bool(getattr(model, "refine_by_default", False)) if refine is None else refine
+
+
+def initialises_low(model: nn.Module, lri: bool | None) -> bool:
+    """Whether a run starts from a half-resolution pass: ``lri``, or the model's default when
+    ``None`` (``model.lri_by_default``, set by :func:`crossview.load_model`; off for a bare
+    network)."""
+    return bool(getattr(model, "lri_by_default", False)) if lri is None else lri
 
 
 def _run_size(size: object) -> tuple[int, int] | None:

@@ -7,8 +7,9 @@ are fetched by name from where the authors publish them (:data:`PUBLISHED_AT`, s
 only: a ``NAME.safetensors`` and a ``NAME.json`` next to it in ``crossview/models/weights/``
 (shipped as package data). The JSON holds ``{"name": ..., "task": "stereo" | "flow",
 "config": {MatchStereoConfig fields}, "description": ...}`` and optionally ``"weights"`` (a
-file name in that folder; default ``NAME.safetensors``) and ``"refine": true`` (photometric
-refinement by default); ``crossview train`` writes both files.
+file name in that folder; default ``NAME.safetensors``), ``"refine": true`` (photometric
+refinement by default) and ``"lri": true`` (low-resolution initialisation by default);
+``crossview train`` writes both files.
 """
 
 from __future__ import annotations
@@ -29,17 +30,19 @@ PUBLISHED_AT = "https://huggingface.co/Tingman/MatchAttention/resolve/main/"
 
 def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
                      weights: str | None = None, description: str = "",
-                     published: str | None = None, refine: bool = False) -> ModelSpec:
+                     published: str | None = None, refine: bool = False,
+                     lri: bool = False) -> ModelSpec:
     """The spec of a MatchStereo (``task="stereo"``) or MatchFlow (``"flow"``) network of
     ``config``; overrides replace config fields. ``published``: the file name of the authors'
     checkpoint under :data:`PUBLISHED_AT`; ``refine``: photometric refinement by default
-    (:attr:`~crossview.models.registry.ModelSpec.refine`)."""
+    (:attr:`~crossview.models.registry.ModelSpec.refine`); ``lri``: low-resolution
+    initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
                      predictor=partial(dense_predictor, task=task),
                      published=None if published is None
                      else PublishedWeights(published, PUBLISHED_AT + published),
-                     refine=refine)
+                     refine=refine, lri=lri)
 
 
 def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
@@ -52,7 +55,8 @@ def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
             spec = matchstereo_spec(
                 meta["name"], config, meta["task"],
                 weights=str(folder / meta.get("weights", f"{description.stem}.safetensors")),
-                description=meta.get("description", ""), refine=bool(meta.get("refine", False)))
+                description=meta.get("description", ""), refine=bool(meta.get("refine", False)),
+                lri=bool(meta.get("lri", False)))
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{description}: bad bundled model description ({error!r})") from None
         register_model(spec, replace=True)
