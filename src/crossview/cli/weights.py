@@ -12,13 +12,14 @@ from typing import Annotated
 
 import typer
 
+from crossview.cli.help_text import App
 from crossview.console import stdout
 from crossview.errors import UserError
 from crossview.models import published, registry
 from crossview.report import print_table
 
-app = typer.Typer(help="Published checkpoints by name: list, download, verify, locate.",
-                  no_args_is_help=True)
+app = App(help="Published checkpoints by name: list, download, verify, path.",
+          no_args_is_help=True)
 
 Names = Annotated[list[str], typer.Argument(
     help="Model names with published weights (see `crossview weights list`).")]
