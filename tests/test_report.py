@@ -20,6 +20,18 @@ def test_print_table_formats_floats_and_keeps_brackets(capsys: pytest.CaptureFix
     assert max(len(line) for line in out.splitlines()) <= 60
 
 
+def test_off_a_terminal_a_table_is_printed_whole(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipe or a file gets every character of every cell (a terminal's table is cut to its
+    width; a pipe's would be cut at 80 columns)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    long = " ".join(f"word{i}" for i in range(30))  # 220 characters
+    print_table("wide", ["name", "description"], [["averyveryverylongname" * 3, long]])
+    out = capsys.readouterr().out
+    assert "averyveryverylongname" * 3 in out and long in out and "…" not in out
+    assert len(out.splitlines()) == 6  # title, 3 rules, header, one row
+
+
 def test_write_json_adds_the_machine_and_publishes_whole(tmp_path: Path) -> None:
     path = write_json(tmp_path / "r.json", {"rows": [1, 2]})
     payload = json.loads(path.read_text())

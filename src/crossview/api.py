@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.geometry.confidence import field_confidence
 from crossview.geometry.disparity import field_to_disparity
-from crossview.models import registry
+from crossview.models import published, registry
 from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD, Fields, predict_fields
 from crossview.models.matchstereo.inference import check_memory as check_memory
@@ -52,6 +53,53 @@ def list_models(task: str | None = None) -> list[str]:
     """Names :func:`load_model` accepts (of ``task`` only: ``"stereo"``, ``"flow"``,
     ``"semantic"``, ``"novel-view"``)."""
     return registry.list_models(task)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What ``crossview models`` lists about a registered model.
+
+    Attributes:
+        name, task: as registered.
+        parameters: the network's parameter count (its frozen features, held as buffers, are
+            not counted).
+        weights: its default weights: ``"bundled"`` (shipped in the package), ``"published,
+            in the cache"`` / ``"published, not downloaded"`` (its authors' checkpoint, see
+            ``crossview weights``) or ``"none"`` (random weights).
+        licence: the licence of those weights where crossview knows it (the bundled ones are
+            the package's), else ``None``.
+    """
+
+    name: str
+    task: str
+    parameters: int
+    weights: str
+    licence: str | None
+
+
+def model_info(name: str) -> ModelInfo:
+    """:class:`ModelInfo` of the registered model ``name`` (built on the meta device: nothing
+    is allocated or read but the bundled frozen features some models build from)."""
+    spec = registry.get_spec(name)
+    licence = None
+    if spec.weights_path is not None:
+        weights, licence = "bundled", _package_licence()
+    elif spec.published is not None:
+        weights = "published, " + ("in the cache" if published.cached_path(
+            spec.published).is_file() else "not downloaded")
+    else:
+        weights = "none"
+    parameters = sum(p.numel() for p in spec.skeleton().parameters())
+    return ModelInfo(spec.name, spec.task, parameters, weights, licence)
+
+
+def _package_licence() -> str | None:
+    """The licence crossview is distributed under (``None`` when run from a source tree that
+    is not installed, which has no package metadata)."""
+    try:
+        return metadata.metadata("crossview").get("License")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def model_task(name: str) -> str:

@@ -16,10 +16,13 @@ from typing import Any
 import torch
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from crossview import console as consoles
 from crossview.output import staged_files
+
+_UNLIMITED = 1 << 20  # characters: "as wide as the table needs"
 
 
 def machine_info() -> dict[str, Any]:
@@ -39,14 +42,22 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     """Print ``rows`` under ``columns`` as a rich table (``caption`` below it); floats get 4
     significant digits. Text is shown as written (``[...]`` is not rich markup here).
     ``console``: default :data:`crossview.console.stdout`; ``width``: the table's width in
-    characters (default: the terminal's)."""
+    characters (default: the terminal's; off a terminal, the width the table needs, so that
+    nothing is cut or wrapped in a file or a pipe)."""
     table = Table(title=escape(title), caption=None if caption is None else escape(caption))
     for column in columns:
         table.add_column(escape(column), justify="right")
     for row in rows:
         table.add_row(*(f"{cell:.4g}" if isinstance(cell, float) else escape(str(cell))
                         for cell in row))
-    (console or consoles.stdout).print(table, width=width)
+    console = console or consoles.stdout
+    if width is None and not console.is_terminal:
+        # a console prints no wider than it is (80 columns off a terminal): one of the width
+        # the table needs prints it whole, to the same file
+        width = Measurement.get(console, console.options.update(max_width=_UNLIMITED),
+                                table).maximum
+        console = Console(file=console.file, width=width, highlight=False)
+    console.print(table, width=width)
 
 
 def report_json(payload: dict[str, Any]) -> str:

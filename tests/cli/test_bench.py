@@ -103,3 +103,32 @@ def test_an_unknown_device_fails_before_measuring(
                                 str(tmp_path / "a.json")], capsys)
     assert err == "error: --device must be one of cpu, cuda, got 'tpu'"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_model_table_piped_is_not_cut(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench model | tee`` keeps every column and the whole status of each row (the cases'
+    measurements are replaced: only the table is under test)."""
+    from crossview.bench import model as model_bench
+    from crossview.cli import bench
+
+    status = "failed (1): RuntimeError: the child process ran out of memory at 1536x1536"
+    row = {"model": "T", "size": [384, 1248], "precision": "fp32", "backend": "cpu",
+           "refine": None, "median_s": 1.25, "cpu_s": 2.5, "peak_rss_mib": 900.0,
+           "peak_gpu_mib": None, "ratio": 3.0, "vs_fp32": 1.0, "status": status}
+
+    def measured(cases: list, on_case: object, on_rows: object) -> list[dict]:
+        on_rows([row])
+        return [row]
+
+    monkeypatch.setattr(bench, "fused_backend", lambda device: "cpu")
+    monkeypatch.setattr(model_bench, "bench_model", measured)
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "model", "--model", "T", "--size", "384x1248", "--precision", "fp32",
+              "--no-big", "--json", str(tmp_path / "m.json")])
+    out = capsys.readouterr().out
+    assert done.value.code in (0, None) and "…" not in out
+    header = next(line for line in out.splitlines() if "peak RSS MiB" in line)
+    assert "fused speed-up" in header and "vs fp32" in header and "status" in header
+    assert any(status in line and "384x1248" in line for line in out.splitlines()), out

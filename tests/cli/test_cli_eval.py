@@ -236,6 +236,21 @@ def test_list_shows_kinds(capsys: pytest.CaptureFixture[str]) -> None:
     assert "kitti2015" in out and "stereo metrics (--metrics): avgerr" in out
 
 
+def test_list_piped_shows_every_description_whole(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a terminal the table is as wide as it needs: one line per kind, nothing cut."""
+    from crossview.data.datasets import list_datasets
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert _run(["eval", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out
+    lines = out.splitlines()
+    for kind in list_datasets():
+        assert any(kind.description in line and f" {kind.name} " in line for line in lines), (
+            kind.name, out)
+
+
 def test_a_model_is_run_by_its_family_predictor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from crossview.data.datasets import registry as datasets

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 import weights_server as hosted
@@ -59,6 +60,7 @@ def test_download_then_list_verify_and_path(server: WeightsServer, cached: Path,
     assert (code, out) == (0, f"ok {TEST_MODEL}: {cached}\n")
     code, out, _ = _run(["weights", "list"], capsys)
     assert code == 0 and TEST_FILE in out and "matchstereo_base_fsd.pth" in out
+    assert "recorded" in out and "not recorded" not in out
     assert f"{cached.stat().st_size / 1e6:.1f} MB" in out
     code, out, _ = _run(["weights", "path", "matchstereo-b"], capsys)
     assert (code, out) == (0, f"{cached.parent / 'matchstereo_base_fsd.pth'}\n")
@@ -140,3 +142,90 @@ def test_eval_downloads_only_with_download(server: WeightsServer, cached: Path,
     code, out, err = _run([*args, "--download"], capsys)
     assert code == 0 and "epe" in out, err
     assert cached.is_file() and server.asked == [f"/{TEST_FILE}"]
+
+
+def _placed_by_hand(cached: Path, body: bytes) -> None:
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(body)
+
+
+def test_a_file_that_never_loaded_is_not_trusted(server: WeightsServer, cached: Path,
+                                                 tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Trust on first use records a digest only for a file that loaded as the model's
+    checkpoint: a wrong file put in place by hand is refused and left unrecorded, so the right
+    file copied in afterwards is accepted (and not removed as damaged)."""
+    record = cached.with_name(f"{TEST_FILE}.sha256")
+    _placed_by_hand(cached, hosted.checkpoint_bytes({"weight": torch.zeros(2, 3)}))
+    pair, out_dir = _pair(tmp_path / "in"), tmp_path / "out"
+    code, out, err = _run(["stereo", *pair, "-o", str(out_dir), "--model", TEST_MODEL], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: {TEST_MODEL}: {TEST_FILE} in the cache is not its "
+                          "checkpoint ("), err
+    assert "unexpected keys (1): weight" in err and "; nothing recorded: " in err
+    assert not record.exists() and not out_dir.exists()
+    code, out, err = _run(["weights", "verify"], capsys)
+    assert code == 2 and "ok" not in out and "is not its checkpoint" in err, (out, err)
+    code, out, _ = _run(["weights", "list"], capsys)
+    assert code == 0 and "not recorded" in out, out
+    good = hosted.checkpoint_bytes(hosted.random_state_dict())
+    cached.write_bytes(good)  # the right file, copied in by hand
+    code, out, err = _run(["weights", "verify"], capsys)
+    assert (code, out) == (0, f"ok {TEST_MODEL}: {cached}\n"), err
+    assert cached.read_bytes() == good
+    assert record.read_text() == f"{hashlib.sha256(good).hexdigest()}  {TEST_FILE}\n"
+    assert server.asked == []
+
+
+def test_a_damaged_record_is_an_error_and_is_never_rewritten(
+        server: WeightsServer, cached: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A flipped byte in the checkpoint and one in its record: the record is not silently
+    replaced by the damaged file's digest (which would load the altered weights)."""
+    assert _run(["weights", "download", TEST_MODEL], capsys)[0] == 0
+    record = cached.with_name(f"{TEST_FILE}.sha256")
+    damaged = bytearray(cached.read_bytes())
+    damaged[-100] ^= 0xFF
+    cached.write_bytes(bytes(damaged))
+    text = bytearray(record.read_bytes())
+    text[10] ^= 0xFF
+    record.write_bytes(bytes(text))
+    pair, out_dir = _pair(tmp_path / "in"), tmp_path / "out"
+    for args in (["stereo", *pair, "-o", str(out_dir), "--model", TEST_MODEL],
+                 ["weights", "verify", TEST_MODEL], ["weights", "download", TEST_MODEL]):
+        code, out, err = _run(args, capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1, (args, out, err)
+        assert err.startswith(f"error: {record}: not a SHA-256 record of {TEST_FILE} ("), err
+        assert f"crossview weights download {TEST_MODEL}" in err, err
+        assert record.read_bytes() == bytes(text) and cached.read_bytes() == bytes(damaged)
+    code, out, _ = _run(["weights", "list"], capsys)
+    assert code == 0 and "damaged record" in out, out
+    assert not out_dir.exists() and server.asked == [f"/{TEST_FILE}"]
+
+
+def test_a_record_that_is_a_directory_is_one_error(server: WeightsServer, cached: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["weights", "download", TEST_MODEL], capsys)[0] == 0
+    record = cached.with_name(f"{TEST_FILE}.sha256")
+    record.unlink()
+    record.mkdir()
+    code, out, err = _run(["weights", "verify"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: {record}: not a SHA-256 record of {TEST_FILE} (it is a "
+                          "directory)"), err
+    assert record.is_dir() and cached.is_file()
+
+
+def test_verify_loads_the_file_not_only_its_digest(server: WeightsServer, cached: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A file whose digest matches its record but that does not load as the model's
+    checkpoint (recorded by an older crossview, or the model changed) is not "ok"."""
+    wrong = hosted.checkpoint_bytes({"weight": torch.zeros(2, 3)})
+    _placed_by_hand(cached, wrong)
+    cached.with_name(f"{TEST_FILE}.sha256").write_text(
+        f"{hashlib.sha256(wrong).hexdigest()}  {TEST_FILE}\n")
+    code, out, err = _run(["weights", "verify", TEST_MODEL], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, (out, err)
+    assert err.startswith(f"error: {TEST_MODEL}: {TEST_FILE} in the cache is not its "
+                          "checkpoint ("), err
+    assert "unexpected keys (1): weight" in err

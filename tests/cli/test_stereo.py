@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -407,3 +408,24 @@ def test_each_image_is_read_once_and_the_model_looked_up_once(
     assert code == 0, err
     assert sorted(reads) == ["scene_l.png", "scene_r.png"]
     assert lookups == ["cli-test-stereo"]
+
+
+@pytest.mark.parametrize(("state", "hint"), [
+    (lambda: api.build_model("matchstereo-mini").state_dict(),
+     "; they fit the registered model matchstereo-mini: choose it (--model matchstereo-mini)"),
+    (lambda: {"weight": torch.zeros(2, 3)}, "; they fit no registered stereo model"),
+], ids=["another-model", "no-model"])
+def test_weights_for_another_model_name_the_models_they_fit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        state: Callable[[], dict[str, torch.Tensor]], hint: str) -> None:
+    """``--weights FILE`` without the ``--model`` it belongs to (the default model runs): the
+    error says which registered model the file fits, not only hundreds of mismatches."""
+    left, right = _write_pair(tmp_path / "in")
+    weights = tmp_path / "w.pth"
+    torch.save({"model": state()}, weights)
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                           "--weights", str(weights)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: {weights} do not fit MatchStereo: ") and err.endswith(
+        f"{hint}\n"), err
+    assert not (tmp_path / "out").exists()

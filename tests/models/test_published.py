@@ -178,7 +178,20 @@ def test_a_file_put_in_place_by_hand_is_recorded_on_first_use(
     cached.write_bytes(body)
     model = api.load_model(TEST_MODEL)
     assert model.weights_source == str(cached) and server.asked == []
-    assert published.recorded_digest(cached) == hashlib.sha256(body).hexdigest()
+    assert published.recorded_digest(cached, TEST_MODEL) == hashlib.sha256(body).hexdigest()
+
+
+def test_a_file_put_in_place_by_hand_that_does_not_load_is_not_recorded(
+        server: WeightsServer, body: bytes, cached: Path) -> None:
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(checkpoint_bytes({"weight": torch.zeros(2, 3)}))
+    with pytest.raises(UserError, match=rf"^{TEST_MODEL}: {TEST_FILE} in the cache is not its "
+                       r"checkpoint \(.*unexpected keys \(1\): weight.*\); nothing recorded: "):
+        api.load_model(TEST_MODEL)
+    assert _left_in(cached.parent) == [TEST_FILE]  # kept, for the user to look at
+    cached.write_bytes(body)
+    assert api.load_model(TEST_MODEL).weights_source == str(cached)
+    assert published.recorded_digest(cached, TEST_MODEL) == hashlib.sha256(body).hexdigest()
 
 
 @pytest.mark.parametrize("name,weights,message", [

@@ -11,13 +11,15 @@ from crossview import __version__
 from crossview.cli import bench, experiment, export, weights
 from crossview.cli.eval import eval_command
 from crossview.cli.flow import flow_command
+from crossview.cli.help_text import App
 from crossview.cli.match import match_command
+from crossview.cli.models import models_command
 from crossview.cli.plot_log import plot_log_command
 from crossview.cli.runner import run_app
 from crossview.cli.stereo import stereo_command
 from crossview.cli.train import train_command
 
-app = typer.Typer(
+app = App(
     name="crossview",
     help="Cross-view matching with attention: stereo, optical flow and semantic correspondence.",
     no_args_is_help=True,
@@ -47,6 +49,7 @@ app.add_typer(export.app, name="export")
 app.add_typer(weights.app, name="weights")
 app.command("eval")(eval_command)
 app.command("match")(match_command)
+app.command("models")(models_command)
 app.command("stereo")(stereo_command)
 app.command("flow")(flow_command)
 app.command("train")(train_command)

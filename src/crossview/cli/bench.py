@@ -20,13 +20,14 @@ from crossview.bench import match as match_bench
 from crossview.bench import model as model_bench
 from crossview.bench.device import fused_backend
 from crossview.bench.measure import torch_threads
+from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.errors import UserError
 from crossview.export.onnx import check_size, export_module, require
 from crossview.output import check_output_file, check_output_files, staged_files
 from crossview.report import print_table, report_json, write_json
 
-app = typer.Typer(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
+app = App(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
 
 @app.command("camera")

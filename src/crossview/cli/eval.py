@@ -143,7 +143,7 @@ def _print_with_baseline(result: EvalResult, runs: list[BaselineRun], model: str
 
 def eval_command(
     model: Annotated[str | None, typer.Option(
-        "--model", help="Model name (see `crossview.list_models()`).")] = None,
+        "--model", help="Model name (see `crossview models`).")] = None,
     dataset: Annotated[str | None, typer.Option(
         "--dataset", help="KIND[,OPTION=VALUE...]:PATH, e.g. kitti2015:/data/KITTI2015, or a "
                           "synthetic benchmark name; --list shows the kinds.")] = None,

@@ -10,11 +10,11 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress
 
+from crossview.cli.help_text import App
 from crossview.errors import UserError
 from crossview.output import check_output_files, check_writable
 
-app = typer.Typer(help="Reproducible experiments (results JSON, table, plot).",
-                  no_args_is_help=True)
+app = App(help="Reproducible experiments (results JSON, table, plot).", no_args_is_help=True)
 
 Steps = Annotated[int | None, typer.Option(help="Training steps per run.")]
 Seeds = Annotated[int | None, typer.Option(help="Seeds per conditioning.")]

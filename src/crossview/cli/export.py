@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from crossview import api
+from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
 from crossview.export.onnx import (
@@ -23,7 +24,7 @@ from crossview.export.onnx import (
 )
 from crossview.output import check_output_file
 
-app = typer.Typer(help="Export models to other runtimes.", no_args_is_help=True)
+app = App(help="Export models to other runtimes.", no_args_is_help=True)
 
 
 @app.command("onnx")
@@ -35,7 +36,8 @@ def onnx_command(
                        "run too unless --static), TransforMatcher: 240x240.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="The .onnx file to write.")],
     weights: Annotated[Path | None, typer.Option(
-        "--weights", help="Weights (default: the model's bundled ones).")] = None,
+        "--weights", help="Weights (default: the model's bundled ones, else its published ones "
+        "from the cache).")] = None,
     static: Annotated[bool, typer.Option(
         "--static", help="Fix height and width at --size (smaller graph).")] = False,
     check: Annotated[bool, typer.Option(

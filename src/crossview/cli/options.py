@@ -10,7 +10,7 @@ import typer
 
 from crossview.errors import UserError
 
-Model = Annotated[str, typer.Option("--model", help="Model name (see crossview.list_models()).")]
+Model = Annotated[str, typer.Option("--model", help="Model name (see `crossview models`).")]
 Weights = Annotated[Path | None, typer.Option(
     "--weights", help="Weights: published .pth checkpoint, bare state dict or .safetensors.")]
 Download = Annotated[bool, typer.Option(

@@ -7,17 +7,19 @@ in the local cache (:mod:`crossview.models.published`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from crossview.cli.help_text import App
 from crossview.console import stdout
 from crossview.errors import UserError
 from crossview.models import published, registry
 from crossview.report import print_table
 
-app = typer.Typer(help="Published checkpoints by name: list, download, verify, locate.",
-                  no_args_is_help=True)
+app = App(help="Published checkpoints by name: list, download, verify, path.",
+          no_args_is_help=True)
 
 Names = Annotated[list[str], typer.Argument(
     help="Model names with published weights (see `crossview weights list`).")]
@@ -34,15 +36,26 @@ def _spec(name: str) -> registry.ModelSpec:
 
 @app.command("list")
 def list_command() -> None:
-    """The models with published weights, their files and whether they are downloaded."""
+    """The models with published weights, their files, whether they are downloaded and whether
+    their SHA-256 is recorded (it is once the file has loaded as the model's checkpoint)."""
     rows = []
     for name in registry.list_published():
         path = published.cached_path(registry.get_spec(name).published)
-        size = f"{path.stat().st_size / 1e6:.1f} MB" if path.is_file() else "not downloaded"
-        rows.append((name, path.name, size))
-    print_table("published weights", ("model", "file", "size"), rows,
+        state = ((f"{path.stat().st_size / 1e6:.1f} MB", _record(path, name)) if path.is_file()
+                 else ("not downloaded", "-"))
+        rows.append((name, path.name, *state))
+    print_table("published weights", ("model", "file", "size", "SHA-256"), rows,
                 caption=f"cache: {published.home() / 'weights'}; fetch with `crossview weights "
                         "download NAME`")
+
+
+def _record(path: Path, name: str) -> str:
+    """The state of the SHA-256 record of the cached ``path``, for the list."""
+    try:
+        recorded = published.recorded_digest(path, name)
+    except UserError:
+        return "damaged record (see `crossview weights verify`)"
+    return "recorded" if recorded else "not recorded (until it loads)"
 
 
 @app.command("download")
@@ -57,8 +70,8 @@ def download_command(names: Names) -> None:
 @app.command("verify")
 def verify_command(names: Annotated[list[str] | None, typer.Argument(
         help="Model names (default: every downloaded checkpoint).")] = None) -> None:
-    """Check downloaded checkpoints against the SHA-256 recorded at their first download; a
-    damaged file is removed (exit code 2)."""
+    """Check that downloaded checkpoints match the SHA-256 recorded at their first download and
+    load as their model's checkpoint; a damaged file is removed (exit code 2)."""
     specs = [_spec(name) for name in names or registry.list_published()]
     chosen = specs if names else [s for s in specs if published.cached_path(s.published).is_file()]
     if not chosen:
@@ -68,7 +81,7 @@ def verify_command(names: Annotated[list[str] | None, typer.Argument(
     damaged = []
     for spec in chosen:
         try:
-            path = published.verify(spec.name, spec.published)
+            path = published.verify(spec.name, spec.published, spec.create, load=True)
         except UserError as error:
             damaged.append(str(error))
             continue

@@ -20,14 +20,17 @@ model that ships none.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import pkgutil
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from crossview import settings
@@ -95,9 +98,10 @@ class ModelSpec:
                      progress: bool = True) -> str | os.PathLike[str] | None:
         """The file that ``weights`` names for this model: ``None`` means the bundled weights,
         else the published ones, else none (``None``: random weights); ``"published"`` means
-        the published checkpoint (in the cache, its SHA-256 checked; downloaded first if
-        missing and ``download``, see :func:`crossview.models.published.download`); any other
-        value is a path, returned as given."""
+        the published checkpoint (in the cache, its SHA-256 checked, or loaded once before it
+        is recorded: :func:`crossview.models.published.verify`; downloaded first if missing and
+        ``download``, see :func:`crossview.models.published.download`); any other value is a
+        path, returned as given."""
         if weights is None:
             if self.weights_path is not None or self.published is None:
                 return self.weights_path
@@ -107,9 +111,9 @@ class ModelSpec:
             raise UserError(f"{self.name} has no published weights; models with published "
                             f"weights: {', '.join(list_published())}")
         if download:
-            return published_weights.download(self.name, self.published, check=self.create,
+            return published_weights.download(self.name, self.published, self.create,
                                               progress=progress)
-        return published_weights.verify(self.name, self.published)
+        return published_weights.verify(self.name, self.published, self.create)
 
     def create(self, weights: str | os.PathLike[str] | None, **overrides: Any) -> nn.Module:
         """The network with ``weights`` loaded (randomly initialised when ``None``)."""
@@ -117,7 +121,17 @@ class ModelSpec:
             return self.build(**overrides)
         if self.load is not None:
             return self.load(weights, **overrides)
-        return load_weights(self.build(**overrides), weights)
+        return load_weights(self.build(**overrides), weights,
+                            hint=functools.partial(_fitting_hint, task=self.task))
+
+    def skeleton(self) -> nn.Module:
+        """The network built on the meta device: the keys and shapes of its state dict and its
+        parameter count, with no memory and no weights read into it."""
+        with warnings.catch_warnings(), torch.device("meta"):
+            # a family that loads frozen features at build time is told that copying them into
+            # meta tensors does nothing, which is the point here
+            warnings.simplefilter("ignore")
+            return self.build()
 
 
 def configured(config: Any, make: Callable[[Any], nn.Module]) -> Callable[..., nn.Module]:
@@ -172,6 +186,29 @@ def get_spec(name: str) -> ModelSpec:
     except KeyError:
         raise UserError(f"unknown model {name!r}; choose one of: "
                         f"{', '.join(list_models())}") from None
+
+
+def models_fitting(state_dict: Mapping[str, torch.Tensor], task: str) -> list[str]:
+    """Names of the registered ``task`` models whose state dict has exactly the keys and shapes
+    of ``state_dict`` (compared on :meth:`ModelSpec.skeleton`, so no weights are built), sorted.
+    Families whose architecture depends on the weights file (a ``load``) are not compared."""
+    def shapes(tensors: Mapping[str, torch.Tensor]) -> dict[str, tuple[int, ...]]:
+        return {key: tuple(value.shape) for key, value in tensors.items()}
+
+    wanted = shapes(state_dict)
+    return [name for name in list_models(task) if _REGISTRY[name].load is None
+            and shapes(_REGISTRY[name].skeleton().state_dict()) == wanted]
+
+
+def _fitting_hint(state_dict: Mapping[str, torch.Tensor], task: str) -> str:
+    """What a weights mismatch adds: the registered models the weights fit, if any (weights
+    given without the matching ``--model`` are the usual cause)."""
+    names = models_fitting(state_dict, task)
+    if not names:
+        return f"; they fit no registered {task} model"
+    if len(names) == 1:
+        return f"; they fit the registered model {names[0]}: choose it (--model {names[0]})"
+    return f"; they fit the registered models {', '.join(names)}: choose one (--model NAME)"
 
 
 def list_published() -> list[str]:

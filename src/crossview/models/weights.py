@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import pickle
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
@@ -32,6 +32,10 @@ from crossview.output import atomic_output
 
 SHOWN = 5  # offenders named per kind of mismatch
 TASK_KEY = "task"  # .safetensors metadata: the task the weights were trained for
+
+# ``hint(state_dict)``: what a mismatch error adds after the offenders (the registry names the
+# models the weights do fit); it starts with "; "
+MismatchHint = Callable[[Mapping[str, torch.Tensor]], str]
 
 
 def read_state_dict(path: str | os.PathLike[str], task: str | None = None
@@ -175,10 +179,11 @@ def _unsafe_globals(path: str | os.PathLike[str]) -> str:
 
 
 def check_state_dict(model: nn.Module, state_dict: Mapping[str, torch.Tensor],
-                     source: str = "weights") -> None:
+                     source: str = "weights", hint: MismatchHint | None = None) -> None:
     """Raise :class:`UserError` unless ``state_dict`` has exactly the keys and shapes of ``model``.
 
-    The message names up to :data:`SHOWN` missing keys, unexpected keys and shape mismatches.
+    The message names up to :data:`SHOWN` missing keys, unexpected keys and shape mismatches,
+    followed by ``hint(state_dict)`` if given.
     """
     expected = model.state_dict()
     missing = [k for k in expected if k not in state_dict]
@@ -190,15 +195,18 @@ def check_state_dict(model: nn.Module, state_dict: Mapping[str, torch.Tensor],
                 for label, items in (("missing keys", missing), ("unexpected keys", unexpected),
                                      ("shape mismatches", shapes)) if items]
     if problems:
-        raise UserError(f"{source} do not fit {type(model).__name__}: " + "; ".join(problems))
+        raise UserError(f"{source} do not fit {type(model).__name__}: " + "; ".join(problems)
+                        + (hint(state_dict) if hint is not None else ""))
 
 
-def load_weights(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
-    """Read ``path`` (see :func:`read_state_dict`), check it, load it strictly; return ``model``.
+def load_weights(model: nn.Module, path: str | os.PathLike[str],
+                 hint: MismatchHint | None = None) -> nn.Module:
+    """Read ``path`` (see :func:`read_state_dict`), check it (``hint`` as in
+    :func:`check_state_dict`), load it strictly; return ``model``.
 
     A model with a ``task`` attribute (MatchStereo: ``"stereo"`` or ``"flow"``) refuses a
     ``.safetensors`` file that records another task."""
     state_dict = read_state_dict(path, task=getattr(model, "task", None))
-    check_state_dict(model, state_dict, source=str(path))
+    check_state_dict(model, state_dict, source=str(path), hint=hint)
     model.load_state_dict(state_dict, strict=True)
     return model
