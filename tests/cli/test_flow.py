@@ -57,6 +57,26 @@ def test_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str,
         assert (flow[..., 2] == 0).all()
 
 
+def test_png16_round_trips_through_the_kitti_reader(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The refined flow is a transposed view in memory (as the bundled models' default
+    refinement gives it): png16 writes it, and the KITTI reader gives back the npy flow to
+    KITTI's 1/64 px."""
+    f0, f1 = _frames(tmp_path)
+    flows = {}
+    for fmt in ("npy", "png16"):
+        torch.manual_seed(0)
+        code, _, err = _run(["flow", str(f0), str(f1), "-o", str(tmp_path / fmt), "--format",
+                             fmt, "--refine", *FAST], capsys)
+        assert code == 0, err
+        flows[fmt] = (io.read_npy(tmp_path / "npy" / "f0_flow.npy") if fmt == "npy"
+                      else io.read_kitti_flow(tmp_path / "png16" / "f0_flow.png"))
+    flow, valid = flows["png16"]
+    assert valid.all()
+    np.testing.assert_allclose(flow, np.clip(flows["npy"], -512, 511.98), rtol=0,
+                               atol=0.5 / 64 + 1e-6)
+
+
 def test_default_model_is_the_bundled_one(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Without --model the bundled default flow model runs (no random-weights warning) and finds the
