@@ -165,6 +165,14 @@ def test_load_model_weights_and_random_warning(tmp_path: Path) -> None:
         crossview.list_models())
 
 
+def test_the_top_level_names_are_listed_and_are_the_api() -> None:
+    assert {"load_model", "build_model", "list_models", "estimate_disparity", "estimate_flow",
+            "match_keypoints", "disparity_to_depth", "depth_to_points"} <= set(crossview.__all__)
+    assert set(crossview.__all__) <= set(dir(crossview))
+    assert crossview.build_model is api.build_model
+    assert crossview.build_model("matchstereo-mini").weights_source is None
+
+
 def _nan(x: torch.Tensor) -> torch.Tensor:
     return x.index_fill(3, torch.tensor([5]), float("nan"))
 

@@ -6,10 +6,10 @@ Three published systems in one library:
 - camera-conditioned attention (PRoPE, GTA, CaPE, raymaps) for multi-view transformers;
 - TransforMatcher (match-to-match attention) for semantic correspondence.
 
-The user-facing functions (``load_model``, ``list_models``, ``estimate_disparity``,
-``estimate_flow``, ``match_keypoints``) live in :mod:`crossview.api`, ``disparity_to_depth`` and
-``depth_to_points`` in :mod:`crossview.geometry.depth`; they are re-exported here lazily, so
-``import crossview`` stays cheap.
+The user-facing functions (``load_model``, ``build_model``, ``list_models``,
+``estimate_disparity``, ``estimate_flow``, ``match_keypoints``) live in :mod:`crossview.api`,
+``disparity_to_depth`` and ``depth_to_points`` in :mod:`crossview.geometry.depth`; they are
+re-exported here lazily, so ``import crossview`` stays cheap, and ``dir(crossview)`` lists them.
 
 Messages that are not a command's own output (a removed stale file, a build waited for, a
 download) go to the standard ``logging`` logger ``crossview`` (and its children, one per
@@ -28,7 +28,8 @@ __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-_API_NAMES = ("load_model", "list_models", "estimate_disparity", "estimate_flow", "match_keypoints")
+_API_NAMES = ("load_model", "build_model", "list_models", "estimate_disparity", "estimate_flow",
+              "match_keypoints")
 _GEOMETRY_NAMES = ("disparity_to_depth", "depth_to_points")
 
 
@@ -38,6 +39,11 @@ def __getattr__(name: str) -> Any:
     if name in _GEOMETRY_NAMES:
         return getattr(import_module("crossview.geometry.depth"), name)
     raise AttributeError(f"module 'crossview' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the lazy names are no module globals until first used: listed here, or dir() hides them
+    return sorted({*globals(), *_API_NAMES, *_GEOMETRY_NAMES})
 
 
 __all__ = ["__version__", *_API_NAMES, *_GEOMETRY_NAMES]

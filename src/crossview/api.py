@@ -115,11 +115,13 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
     Args:
         name: one of :func:`list_models` (``matchstereo-t/-s/-b``, ``matchflow-b``, the bundled
             ``matchstereo-hybrid``, ``transformatcher``, ``multiview``, ...).
-        weights: a published ``.pth`` checkpoint (``{"model": state_dict}``), a bare state dict
-            file or ``.safetensors``, or ``"published"``: the checkpoint the model's authors
-            publish (``matchstereo-t/-s/-b``, ``matchflow-b``), from the local cache
-            (:mod:`crossview.models.published`); default: the weights bundled for ``name``,
-            else its published ones. Keys and shapes must match exactly
+        weights: ``None`` (the default): the weights bundled for ``name`` if it has some
+            (``matchstereo-mini``, the hybrids, ``transformatcher``), else its published ones
+            (as ``"published"``), else none (random, see below). ``"published"``: the
+            checkpoint the model's authors publish (``matchstereo-t/-s/-b``, ``matchflow-b``),
+            from the local cache (:mod:`crossview.models.published`). Else a path: a
+            published ``.pth`` checkpoint (``{"model": state_dict}``), a bare state dict file
+            or ``.safetensors``. Keys and shapes must match exactly
             (:class:`~crossview.errors.UserError` otherwise).
         device: where the model lives (checked by :func:`crossview.device.resolve_device`).
         download: fetch the published checkpoint into the cache if it is not there yet (the
@@ -129,9 +131,11 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
             ``MatchStereoConfig`` fields such as ``decoder_layers=(1, 1, 1, 1)``;
             TransforMatcher: its constructor's options), each checked like the field.
 
-    Without weights the model is randomly initialised and a :class:`RandomWeightsWarning`
-    says that its output is meaningless; ``model.weights_source`` is ``None`` then (else the
-    weights path). ``model.model_name`` is the registered name, ``model.task`` its task,
+    A model with neither bundled nor published weights (``multiview``) is randomly initialised
+    and a :class:`RandomWeightsWarning` says that its output is meaningless;
+    ``model.weights_source`` is ``None`` then (else the weights path). :func:`build_model`
+    gives any model randomly initialised, on purpose and without a warning.
+    ``model.model_name`` is the registered name, ``model.task`` its task,
     ``model.refine_by_default`` whether its dense inference refines photometrically.
     """
     spec = registry.get_spec(name)

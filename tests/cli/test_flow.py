@@ -57,6 +57,26 @@ def test_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str,
         assert (flow[..., 2] == 0).all()
 
 
+def test_png16_round_trips_through_the_kitti_reader(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The refined flow is a transposed view in memory (as the bundled models' default
+    refinement gives it): png16 writes it, and the KITTI reader gives back the npy flow to
+    KITTI's 1/64 px."""
+    f0, f1 = _frames(tmp_path)
+    flows = {}
+    for fmt in ("npy", "png16"):
+        torch.manual_seed(0)
+        code, _, err = _run(["flow", str(f0), str(f1), "-o", str(tmp_path / fmt), "--format",
+                             fmt, "--refine", *FAST], capsys)
+        assert code == 0, err
+        flows[fmt] = (io.read_npy(tmp_path / "npy" / "f0_flow.npy") if fmt == "npy"
+                      else io.read_kitti_flow(tmp_path / "png16" / "f0_flow.png"))
+    flow, valid = flows["png16"]
+    assert valid.all()
+    np.testing.assert_allclose(flow, np.clip(flows["npy"], -512, 511.98), rtol=0,
+                               atol=0.5 / 64 + 1e-6)
+
+
 def test_default_model_is_the_bundled_one(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Without --model the bundled default flow model runs (no random-weights warning) and finds the
@@ -188,4 +208,90 @@ def test_bad_video_input_is_one_line_exit_2_no_output(
     lines = [line for line in err.splitlines() if not line.startswith("warning:")]
     assert code == 2 and out == "" and len(lines) == 1, err
     assert lines[0].startswith("error: ") and message in lines[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def _sequence(tmp_path: Path, kind: str, count: int) -> tuple[Path, list[np.ndarray]]:
+    """``count`` frames of a moving texture as a lossless video or as a folder of PNG files
+    numbered without leading zeros (f0.png, f5.png, f10.png, ...: name order is numeric)."""
+    rng = np.random.default_rng(3)
+    first = rng.integers(0, 256, (192, 192, 3), dtype=np.uint8)
+    frames = [np.roll(first, (i, -2 * i), axis=(0, 1)) for i in range(count)]
+    if kind == "video":
+        write_lossless_video(tmp_path / "clip.mkv", frames)
+        return tmp_path / "clip.mkv", frames
+    (tmp_path / "frames").mkdir()
+    for index, frame in enumerate(frames):
+        Image.fromarray(frame).save(tmp_path / "frames" / f"f{5 * index}.png")
+    return tmp_path / "frames", frames
+
+
+@pytest.mark.parametrize("kind", ["video", "folder"])
+@pytest.mark.parametrize(("options", "pairs"), [
+    ([], [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)]),
+    (["--start", "1", "--stride", "2"], [(1, 3), (3, 5)]),
+    (["--start", "4", "--stop", "6"], [(4, 5)]),
+    (["--stop", "5", "--stride", "2"], [(0, 2), (2, 4)]),
+])
+def test_a_video_or_a_folder_of_frames_with_a_frame_range(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, options: list[str],
+        pairs: list[tuple[int, int]]) -> None:
+    """Frames start, start + stride, ... before stop, each paired with the next of them;
+    a video's pairs are named by the first frame's index, a folder's by the first frame's
+    name. The last pair's flow is that of its two frames given as files (same seed)."""
+    source, frames = _sequence(tmp_path, kind, 7)
+    torch.manual_seed(0)
+    code, out, err = _run(["flow", str(source), "-o", str(tmp_path / "out"), "--format", "npy",
+                           *options, *FAST], capsys)
+    assert code == 0, err
+    assert out == f"wrote {len(pairs)} pair(s) to {tmp_path / 'out'}\n"
+    def name(index: int) -> str:
+        return f"clip_{index:06d}" if kind == "video" else f"f{5 * index}"
+
+    assert {p.name for p in (tmp_path / "out").glob("*.npy")} == {
+        f"{name(a)}_flow.npy" for a, _ in pairs}
+    a, b = pairs[-1]
+    for index in (a, b):
+        Image.fromarray(frames[index]).save(tmp_path / f"frame{index}.png")
+    torch.manual_seed(0)
+    code, _, err = _run(["flow", str(tmp_path / f"frame{a}.png"), str(tmp_path / f"frame{b}.png"),
+                         "-o", str(tmp_path / "png"), "--format", "npy", *FAST], capsys)
+    assert code == 0, err
+    np.testing.assert_array_equal(io.read_npy(tmp_path / "out" / f"{name(a)}_flow.npy"),
+                                  io.read_npy(tmp_path / "png" / f"frame{a}_flow.npy"))
+
+
+@pytest.mark.parametrize("kind", ["video", "folder"])
+@pytest.mark.parametrize(("options", "message"), [
+    (["--stride", "0"], "--stride must be 1 or more"),
+    (["--start", "-1"], "--start must be a frame index, 0 or more, got -1"),
+    (["--start", "3", "--stop", "3"], "--start 3 must be below --stop 3"),
+    (["--start", "1", "--stop", "3", "--stride", "2"],
+     "--start 1 --stop 3 --stride 2 picks one frame (1); a flow pair needs two"),
+    (["--start", "2"], "holds 3 frames; --start 2 picks 1: a flow pair needs two"),
+    (["--start", "7", "--stride", "2"], "holds 3 frames; --start 7 --stride 2 picks 0: a flow "
+                                        "pair needs two"),
+])
+def test_a_frame_range_without_a_pair_is_one_line_exit_2_no_output(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, options: list[str],
+        message: str) -> None:
+    source, _ = _sequence(tmp_path, kind, 3)
+    code, out, err = _run(["flow", str(source), "-o", str(tmp_path / "out"), *options, *FAST],
+                          capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("error: ") and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_frame_options_need_a_sequence_and_a_sequence_two_frames(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f0, f1 = _frames(tmp_path)
+    (tmp_path / "one").mkdir()
+    f0.rename(tmp_path / "one" / "f0.png")
+    for args, message in (
+            ([str(tmp_path / "one" / "f0.png"), str(f1), "--stride", "2"],
+             "--stride 2 needs one video file or one folder of frames, not two inputs"),
+            ([str(tmp_path / "one")], f"{tmp_path / 'one'} holds 1 frame: a flow pair needs two")):
+        code, out, err = _run(["flow", *args, "-o", str(tmp_path / "out"), *FAST], capsys)
+        assert code == 2 and out == "" and err == f"error: {message}\n", err
     assert not (tmp_path / "out").exists()

@@ -211,3 +211,27 @@ def test_pfm_depth_holds_metres(tmp_path: Path, pair: tuple[Path, Path],
     kept = depth > 0
     assert kept.any()
     np.testing.assert_allclose(depth[kept], 100.0 / disparity[kept], rtol=1e-6)
+
+
+def test_a_baseline_in_millimetres_gets_one_warning_naming_the_fix(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Middlebury's calib.txt writes the baseline in millimetres; given as --baseline it puts
+    the scene kilometres away: the depth is still written (a far scene exists), with one
+    warning per run (here two pairs) saying the unit and the fix; metres give no warning."""
+    for side in "lr":
+        (pair[0].parent / f"scene2_{side}.png").write_bytes(
+            pair["lr".index(side)].read_bytes())
+    patterns = [str(pair[0].parent / "*_l.png"), str(pair[0].parent / "*_r.png")]
+    args = ["stereo", *patterns, "--focal", "496.818", "--format", "npy"]
+    code, out, err = run_cli([*args, "-o", str(tmp_path / "mm"), "--baseline", "193.001"],
+                             capsys)
+    assert code == 0 and "wrote 2 pair(s)" in out, err
+    depth = io.read_npy(tmp_path / "mm" / "scene_l_depth.npy")
+    assert np.median(depth[depth > 0]) > 1000  # what the user asked for, in metres
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: median depth "), err
+    assert " km (depth is in metres): --baseline 193.001 is read as metres; if it is in " \
+           "millimetres (as Middlebury's calib.txt writes it), pass --baseline 0.193001" \
+           in lines[0], err
+    code, _, err = run_cli([*args, "-o", str(tmp_path / "m"), "--baseline", "0.193001"], capsys)
+    assert code == 0 and err == ""

@@ -83,6 +83,13 @@ def test_encode_decode_round_trip(array: np.ndarray) -> None:
     np.testing.assert_array_equal(png.decode(png.encode(array)), expected)
 
 
+def test_encode_takes_arrays_of_any_memory_layout() -> None:
+    """A channel-last view of a channel-first array (a permuted tensor) is not row-major."""
+    planes = np.arange(2 * 5 * 7, dtype=np.uint16).reshape(2, 5, 7) * 900
+    view = planes.transpose(1, 2, 0)
+    np.testing.assert_array_equal(png.decode(png.encode(view)), view)
+
+
 def test_decode_agrees_with_pillow_on_adaptively_filtered_files() -> None:
     rng = np.random.default_rng(0)
     image = (np.cumsum(rng.integers(0, 9, (23, 31, 3)), axis=1) % 256).astype(np.uint8)

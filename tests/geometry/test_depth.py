@@ -3,6 +3,7 @@ computations and the pinhole projection, and the depth-edge mask on small cases.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -47,6 +48,23 @@ def test_a_point_by_hand() -> None:
     depth = torch.zeros(2, 5)
     depth[1, 4] = 2.0
     assert depth_to_points(depth, 2.0, 1.0, 0.0)[1, 4].tolist() == [3.0, 1.0, 2.0]
+
+
+def test_numpy_in_numpy_out() -> None:
+    """As the ``estimate_*`` functions, depth and points take numpy arrays (read-only ones
+    too) and give back numpy arrays, equal to the tensor results."""
+    disparity = np.array([[35.0, 70.0], [0.0, -1.0]], np.float32)
+    disparity.flags.writeable = False
+    depth = crossview.disparity_to_depth(disparity, 700.0, 0.54, doffs=5.0)
+    assert isinstance(depth, np.ndarray) and depth.dtype == np.float32
+    np.testing.assert_array_equal(
+        depth, disparity_to_depth(torch.from_numpy(disparity.copy()), 700.0, 0.54, 5.0).numpy())
+    points = crossview.depth_to_points(depth, 700.0, 0.5, 0.5)
+    assert isinstance(points, np.ndarray) and points.shape == (2, 2, 3)
+    np.testing.assert_array_equal(points, depth_to_points(torch.from_numpy(depth), 700.0, 0.5,
+                                                          0.5).numpy())
+    with pytest.raises(TypeError, match="disparity must hold floats"):
+        crossview.disparity_to_depth(np.ones(2, np.int64), 1.0, 1.0)
 
 
 def test_top_level_names() -> None:

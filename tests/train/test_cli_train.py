@@ -10,6 +10,7 @@ import torch
 import yaml
 from safetensors.torch import save_file
 
+from cli_runner import run_cli
 from crossview.cli.app import main
 from crossview.models.matchstereo.config import MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
@@ -314,23 +315,50 @@ def test_resume_without_a_usable_checkpoint_is_one_line(
     assert [p.name for p in intact.parent.glob("step-*")] == [intact.name]  # left as it was
 
 
+@pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_run_stopped_early_writes_no_export_and_says_how_to_go_on(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        stop: signal.Signals, exit_code: int) -> None:
+    """Ctrl-C (SIGINT) or SIGTERM during step 1: the step's checkpoint is written, the run
+    says how to go on and exits as the other commands do (128 + the signal)."""
     config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"], "steps": 3}})
     run_step = Trainer.train_step
 
     def step_then_interrupt(self: Trainer) -> dict[str, float]:
         logs = run_step(self)
-        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does during step 1
+        os.kill(os.getpid(), stop)
         return logs
 
     monkeypatch.setattr(Trainer, "train_step", step_then_interrupt)
     out = tmp_path / "w.safetensors"
-    cli(["train", str(config), "--out-dir", str(tmp_path / "run"), "--export", str(out)])
-    said = " ".join(capsys.readouterr().out.split())
+    code, said, _ = run_cli(["train", str(config), "--out-dir", str(tmp_path / "run"),
+                             "--export", str(out)], capsys)
+    assert code == exit_code
+    said = " ".join(said.split())
     assert not out.exists() and not out.with_suffix(".json").exists()
     assert sorted(p.name for p in (tmp_path / "run").glob("step-*")) == ["step-00000001.pt"]
     again = f"crossview train {config} --resume --out-dir {tmp_path / 'run'}"
     assert (f"stopped early at step 1: continue with `{again}`; {out} was not written "
             f"(export this state with `{again} --export-only --export {out}`)") in said, said
+
+
+def test_resuming_a_finished_run_says_so_and_a_larger_step_count_trains_it_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "run"
+    config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
+                                                         "out_dir": str(run_dir)}})
+    cli(["train", str(config)])
+    capsys.readouterr()
+    code, out, err = run_cli(["train", str(config), "--resume"], capsys)
+    assert code == 0 and err == "", err
+    assert " ".join(out.split()) == (
+        f"the run in {run_dir} finished at step 2 of 2: nothing to train; to train it on, raise "
+        f"the step count: `crossview train {config} --resume --steps N` with N > 2 (or "
+        f"train.steps in {config})")
+    code, out, err = run_cli(["train", str(config), "--resume", "--steps", "3"], capsys)
+    assert code == 0, err
+    assert err == ("note: --resume: the run finished at step 2; training on to step 3 with the "
+                   "one-cycle learning-rate schedule over the 1 added step\n")
+    assert "step 3 of 3; loss " in out and "nan" not in out, out
+    assert [r["step"] for r in read_log(run_dir / "log.jsonl")["train"]] == [1, 2, 3]
+    assert load_checkpoint(run_dir / "step-00000003.pt")["schedule_start"] == 2

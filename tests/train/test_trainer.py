@@ -123,10 +123,42 @@ class TestTrainer:
 
     def test_resume_refuses_a_different_config(self, tmp_path: Path) -> None:
         run(make_cfg(tmp_path), stop_after=2)
-        with pytest.raises(UserError, match=r"train\.steps"):
+        with pytest.raises(UserError, match=r"train\.steps differs from the checkpoint's \(6 "
+                                            r"there, 7 now\), and the run stopped at step 2 of "
+                                            r"6: finish it first \(resume with train\.steps 6\), "
+                                            r"then raise train\.steps to train it on"):
             run(make_cfg(tmp_path, steps=7), resume=True)
+        with pytest.raises(UserError, match=r"train\.batch_size differs"):
+            run(make_cfg(tmp_path, batch_size=4), resume=True)
         with pytest.raises(UserError, match="no checkpoint"):
             run(make_cfg(tmp_path / "empty"), resume=True)
+
+    def test_raising_steps_extends_a_finished_run_exactly(self, tmp_path: Path,
+                                                          log_lines: Callable[[], str]) -> None:
+        """A finished run of 6 steps resumed with 12 trains 6 more with the schedule run again
+        (the learning rates of steps 7-12 are those of steps 1-6); stopped and resumed inside
+        the extension, it ends with the parameters of the uninterrupted extension."""
+        for name in ("a", "b"):
+            run(make_cfg(tmp_path / name))
+        log_lines()
+        straight, summary = run(make_cfg(tmp_path / "a", steps=12), resume=True)
+        assert summary["steps_run"] == 6
+        assert log_lines() == ("note: --resume: the run finished at step 6; training on to "
+                               "step 12 with the one-cycle learning-rate schedule over the 6 "
+                               "added steps\n")
+        rates = {r["step"]: r["lr"] for r in map(json.loads, (
+            tmp_path / "a" / "log.jsonl").read_text().splitlines()) if r["kind"] == "train"}
+        assert [rates[s] for s in range(7, 13)] == [rates[s] for s in range(1, 7)]
+        _, summary = run(make_cfg(tmp_path / "b", steps=12), resume=True, stop_after=8)
+        assert summary["step"] == 8
+        resumed, summary = run(make_cfg(tmp_path / "b", steps=12), resume=True)
+        assert summary["steps_run"] == 4
+        for key, value in params(straight.model).items():
+            torch.testing.assert_close(params(resumed.model)[key], value, rtol=0, atol=0)
+        with pytest.raises(UserError, match=r"train\.steps 4 is below the step the run reached "
+                                            r"\(12, .*\); to train it on, raise train\.steps "
+                                            "above 12"):
+            run(make_cfg(tmp_path / "a", steps=4), resume=True)
 
     def test_nonfinite_steps_are_skipped_and_counted(self, tmp_path: Path) -> None:
         cfg = make_cfg(tmp_path, steps=4, batch_size=16, val_every=100)
@@ -329,13 +361,13 @@ def test_init_weights_fine_tunes_from_a_file(tmp_path: Path) -> None:
 
 
 def test_checkpoints_of_versions_without_the_newer_config_keys_resume(tmp_path: Path) -> None:
-    """A checkpoint written before ``recipe`` and ``optim.schedule`` existed resumes: missing
-    keys compare as their defaults."""
+    """A checkpoint written before ``recipe``, ``optim.schedule`` and ``schedule_start``
+    existed resumes: missing keys compare as their defaults (one schedule from step 0)."""
     straight, _ = run(make_cfg(tmp_path / "a"))
     run(make_cfg(tmp_path / "b"), stop_after=3)
     path = latest_checkpoint(tmp_path / "b")
     state = load_checkpoint(path)
-    del state["config"]["recipe"], state["config"]["optim"]["schedule"]
+    del state["config"]["recipe"], state["config"]["optim"]["schedule"], state["schedule_start"]
     torch.save(state, path)
     resumed, summary = run(make_cfg(tmp_path / "b"), resume=True)
     assert summary["steps_run"] == 3

@@ -1,7 +1,9 @@
 """What ``crossview stereo`` and ``crossview flow`` share: pairing inputs, running, writing.
 
-Inputs are two files, two directories (paired by file name, else by sorted order), two glob
-patterns (paired in sorted order) or, for flow, one video file (consecutive frames). Every
+Inputs are two files, two directories (paired by file name, else in name order), two glob
+patterns (paired in name order) or, for flow, one video file or one folder of frames (pairs of
+consecutive frames, within a :class:`FrameRange`). Name order compares the numbers in names as
+numbers (``f2.png`` before ``f10.png``). Every
 output file name is checked (not taken by a directory) before the model loads. One pair (two
 files) is all or nothing: an error is one line and exit code 2, and nothing is written. A run
 of many pairs (:mod:`crossview.cli.batch`) publishes each pair's files together as soon as
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import glob
+import itertools
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -70,6 +74,52 @@ class DenseOptions:
     download: bool = False
     skip_existing: bool = False
     refine: bool | None = None
+    frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
+
+
+@dataclass(frozen=True)
+class FrameRange:
+    """The frames of a video or a folder of frames that ``crossview flow`` pairs: ``start``,
+    ``start + stride``, ``start + 2 * stride``, ... before ``stop`` (0-based, as a Python
+    slice; ``None``: to the last frame), each with the next of them: frames ``start`` and
+    ``start + stride`` are the first pair, ``start + stride`` and ``start + 2 * stride`` the
+    second. A range that cannot hold a pair is a :class:`UserError` (``--stride``,
+    ``--start``, ``--stop``)."""
+
+    start: int = 0
+    stop: int | None = None
+    stride: int = 1
+
+    def __post_init__(self) -> None:
+        if self.stride < 1:
+            raise UserError(f"--stride must be 1 or more (frames from one pair's first frame to "
+                            f"the next's), got {self.stride}")
+        if self.start < 0:
+            raise UserError(f"--start must be a frame index, 0 or more, got {self.start}")
+        if self.stop is not None and self.stop <= self.start:
+            raise UserError(f"--start {self.start} must be below --stop {self.stop} (frames "
+                            "start to stop - 1)")
+        if self.stop is not None and len(range(self.start, self.stop, self.stride)) < 2:
+            raise UserError(f"{self} picks one frame ({self.start}); a flow pair needs two")
+
+    def __str__(self) -> str:
+        """The options that chose this range, as given (``--start 3 --stride 2``)."""
+        given = [(self.start, 0, "--start"), (self.stop, None, "--stop"),
+                 (self.stride, 1, "--stride")]
+        return " ".join(f"{name} {value}" for value, default, name in given if value != default)
+
+    def picks(self, index: int) -> bool:
+        """Whether frame ``index`` is one of the range's."""
+        return (index >= self.start and (index - self.start) % self.stride == 0
+                and (self.stop is None or index < self.stop))
+
+    def too_few(self, source: object, total: int) -> UserError:
+        """The error for ``source`` of ``total`` frames, where this range picks fewer than
+        two."""
+        picked = len(range(self.start, total, self.stride))
+        choice = f"; {self} picks {picked}" if str(self) else ""
+        return UserError(f"{source} holds {total} frame{'s' if total != 1 else ''}{choice}: "
+                         "a flow pair needs two")
 
 
 def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
@@ -98,15 +148,23 @@ def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
     return list(zip(left, right, strict=True))
 
 
+def _name_order(path: Path) -> tuple[list[str | int], str]:
+    """Sort key: the path with its digit runs as numbers (``f2`` before ``f10``: frames
+    numbered without leading zeros stay in order), then the path itself (``f01`` and ``f1``)."""
+    parts = re.split(r"(\d+)", str(path))  # text at even places, digits at odd ones
+    return [int(part) if i % 2 else part for i, part in enumerate(parts)], str(path)
+
+
 def _images_in(folder: Path) -> list[Path]:
-    images = sorted(p for p in folder.iterdir() if p.suffix.lower() in io.IMAGE_SUFFIXES)
+    images = sorted((p for p in folder.iterdir() if p.suffix.lower() in io.IMAGE_SUFFIXES),
+                    key=_name_order)
     if not images:
         raise UserError(f"{folder}: no images in this directory")
     return images
 
 
 def _expand(pattern: str) -> list[Path]:
-    matches = sorted(Path(p) for p in glob.glob(pattern) if Path(p).is_file())
+    matches = sorted((Path(p) for p in glob.glob(pattern) if Path(p).is_file()), key=_name_order)
     if not matches:
         raise UserError(f"{pattern}: no such file" if not glob.has_magic(pattern)
                         else f"{pattern}: no file matches this pattern")
@@ -162,34 +220,68 @@ def load_model_for(task: str, options: DenseOptions) -> nn.Module:
     return model
 
 
-def find_jobs(task: str, first: str, second: str | None) -> tuple[list[PairJob] | Iterator[
-        PairJob], int, bool]:
+def find_jobs(task: str, first: str, second: str | None, frames: FrameRange | None = None
+              ) -> tuple[list[PairJob] | Iterator[PairJob], int, bool]:
     """The pairs to run as ``(jobs, count, single)``: file pairs (:func:`find_pairs`, named by
-    :func:`output_names`, decoded when run) or, for flow with one video file, its consecutive
-    frames (``STEM_000000`` for frames 0 and 1, ...; ``count`` 0 when the container does not
-    say). ``single``: exactly two image files."""
-    if second is None or video.is_video(first):
-        if task != "flow" or second is not None or not video.is_video(first):
-            raise UserError("give two images, directories or patterns (flow also takes one "
-                            f"video file), got {first!r}" + (f" and {second!r}" if second
-                                                             else " alone"))
+    :func:`output_names`, decoded when run) or, for flow with one video file or one folder of
+    frames, its consecutive frames within ``frames`` (a video's pairs are named
+    ``STEM_000000`` for frames 0 and 1, ... by the first frame's index; ``count`` 0 when the
+    container does not say). ``single``: exactly two image files."""
+    sequence = second is None and task == "flow" and (video.is_video(first)
+                                                      or Path(first).is_dir())
+    if not sequence and (second is None or video.is_video(first)):
+        raise UserError("give two images, directories or patterns (flow also takes one video "
+                        f"file or one folder of frames), got {first!r}"
+                        + (f" and {second!r}" if second else " alone"))
+    if not sequence and frames is not None:
+        raise UserError(f"{frames} needs one video file or one folder of frames, not two inputs")
+    frames = frames or FrameRange()
+    if sequence and video.is_video(first):
         info = video.open_video(first)
-        return _frame_pairs(info.path), max(info.frames - 1, 0), False
-    pairs = find_pairs(first, second)
+        pairs = _video_pairs(info.path, frames)
+        # the first pair is decoded before the model loads: a range past the video's end fails
+        # first, and the run goes on from there
+        head = next(pairs)
+        return itertools.chain([head], pairs), _pair_count(info.frames, frames), False
+    pairs = _folder_pairs(Path(first), frames) if sequence else find_pairs(first, second)
     jobs = [PairJob(name, f"{a} and {b}", functools.partial(read_pair, a, b))
             for name, (a, b) in zip(output_names(pairs), pairs, strict=True)]
     return jobs, len(jobs), len(jobs) == 1 and Path(first).is_file()
 
 
-def _frame_pairs(path: Path) -> Iterator[PairJob]:
-    """Consecutive frames of a video as pairs, decoded as the run goes."""
-    previous = None
+def _folder_pairs(folder: Path, frames: FrameRange) -> list[tuple[Path, Path]]:
+    """The pairs of consecutive frames of ``folder`` (images in name order) within
+    ``frames``."""
+    images = _images_in(folder)
+    picked = [p for i, p in enumerate(images) if frames.picks(i)]
+    if len(picked) < 2:
+        raise frames.too_few(folder, len(images))
+    return list(itertools.pairwise(picked))
+
+
+def _pair_count(total: int, frames: FrameRange) -> int:
+    """How many pairs ``frames`` gives of a video of ``total`` frames (0: unknown)."""
+    stop = total if frames.stop is None else min(frames.stop, total)
+    return max(len(range(frames.start, stop, frames.stride)) - 1, 0)
+
+
+def _video_pairs(path: Path, frames: FrameRange) -> Iterator[PairJob]:
+    """Consecutive frames of a video within ``frames`` as pairs, decoded as the run goes; a
+    :class:`UserError` when the video ends before the range's second frame."""
+    previous, total = None, 0
     for index, frame in enumerate(video.frames(path)):
+        total = index + 1
+        if frames.stop is not None and index >= frames.stop:
+            return
+        if not frames.picks(index):
+            continue
         if previous is not None:
-            yield PairJob(f"{path.stem}_{index - 1:06d}",
-                          f"{path} frames {index - 1} and {index}",
-                          functools.partial(tuple, (previous, frame)))
-        previous = frame
+            yield PairJob(f"{path.stem}_{previous[0]:06d}",
+                          f"{path} frames {previous[0]} and {index}",
+                          functools.partial(tuple, (previous[1], frame)))
+        previous = index, frame
+    if previous is None or previous[0] == frames.start:  # fewer than two frames picked
+        raise frames.too_few(path, total)
 
 
 def run_dense(task: str, first: str, second: str | None, options: DenseOptions, *,
@@ -207,7 +299,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     resolve_device(options.device, "--device")
     kind = "disparity" if task == "stereo" else "flow"
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
-    jobs, count, single = find_jobs(task, first, second)
+    jobs, count, single = find_jobs(task, first, second, options.frames)
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
 
     def destinations(job: PairJob) -> list[Path]:

@@ -11,12 +11,17 @@ A pixel keeps its depth (and becomes a point) only when it passes every filter: 
 consistent (the ``_noc`` mask), a finite depth (``disparity + doffs > 0``), no farther than
 ``--max-depth``, and not at a depth edge (:func:`crossview.geometry.depth.depth_edge_mask`
 with ``--edge-ratio``, where flying pixels hang between surfaces). The others hold depth 0.
+
+A run whose kept depths have a median beyond :data:`FAR_DEPTH` gets one ``warning:`` line (the
+first such pair; the files are written all the same, a scene can be that far): depth is in
+metres, and the usual cause is a baseline in millimetres, as Middlebury's ``calib.txt`` writes
+it, given to ``--baseline``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -25,6 +30,7 @@ import torch
 import typer
 
 from crossview.api import StereoResult
+from crossview.console import stderr
 from crossview.data import io
 from crossview.data.calibration import StereoCalibration, read_stereo_calibration
 from crossview.data.ply import write_ply
@@ -34,6 +40,10 @@ from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity
 DEPTH_FORMATS = ("npy", "pfm", "png16")
 EDGE_RATIO = 0.05  # relative depth jump between 4-neighbours that marks a depth edge
 MILLIMETRES = 1000.0
+# metres: a median depth this far is beyond what a ground-level stereo rig resolves (a 0.5 m
+# baseline at 1000 px focal length sees it at 0.5 px disparity), but what a baseline in
+# millimetres read as metres gives for a scene a few metres away
+FAR_DEPTH = 1000.0
 
 Calib = Annotated[Path | None, typer.Option(
     "--calib", help="Calibration file: Middlebury/ETH3D calib.txt or KITTI "
@@ -41,7 +51,8 @@ Calib = Annotated[Path | None, typer.Option(
 Focal = Annotated[float | None, typer.Option(
     "--focal", help="Focal length in px (with --baseline, instead of --calib).")]
 Baseline = Annotated[float | None, typer.Option(
-    "--baseline", help="Baseline in metres (with --focal).")]
+    "--baseline", help="Baseline in metres (with --focal; Middlebury's calib.txt writes "
+    "millimetres: divide by 1000, or pass the file as --calib).")]
 Doffs = Annotated[float | None, typer.Option(
     "--doffs", help="Right minus left principal point x in px (default 0; with --focal).")]
 Cx = Annotated[float | None, typer.Option(
@@ -57,20 +68,23 @@ EdgeRatio = Annotated[float | None, typer.Option(
     f"neighbour (flying pixels; default {EDGE_RATIO}, 0: keep them).")]
 
 
-@dataclass(frozen=True)
+@dataclass
 class DepthOutput:
-    """The depth files of a pair: which they are, and how to write them."""
+    """The depth files of a pair: which they are, and how to write them. ``source`` names the
+    calibration's file, or is ``None`` for ``--focal``/``--baseline``."""
 
     calibration: StereoCalibration
-    source: str
+    source: str | None
     fmt: str = "npy"
     max_depth: float | None = None
     edge_ratio: float = EDGE_RATIO
+    warned_far: bool = field(default=False, init=False)  # once per run, not once per pair
 
     def check(self, images: list[tuple[np.ndarray, np.ndarray]]) -> None:
         """Refuse images of another size than the calibration's (before the model runs)."""
         for first, _ in images:
-            self.calibration.check_image_size(*first.shape[:2], self.source)
+            self.calibration.check_image_size(*first.shape[:2],
+                                              self.source or "the calibration")
 
     def file_names(self, name: str) -> list[str]:
         suffix = ".png" if self.fmt == "png16" else f".{self.fmt}"
@@ -81,6 +95,7 @@ class DepthOutput:
         """Writers of the depth map and the point cloud of batch row 0, in
         :meth:`file_names` order."""
         depth, keep = self.filtered_depth(result.disparity[0].cpu(), result.valid[0].cpu())
+        self._warn_if_far(depth[keep])
         cx, cy = self.calibration.principal_point(*depth.shape)
         points = depth_to_points(depth, self.calibration.focal, cx, cy)[keep].numpy()
         colours = images[0][keep.numpy()]
@@ -98,6 +113,19 @@ class DepthOutput:
         if self.edge_ratio > 0:
             keep &= ~depth_edge_mask(depth, self.edge_ratio)
         return torch.where(keep, depth, 0.0), keep
+
+    def _warn_if_far(self, kept: torch.Tensor) -> None:
+        """One ``warning:`` line per run when the median of the kept depths ``[N]`` (metres)
+        lies beyond :data:`FAR_DEPTH`, naming the likely cause and the fix."""
+        if self.warned_far or not len(kept) or (median := float(kept.median())) <= FAR_DEPTH:
+            return
+        self.warned_far = True
+        baseline = self.calibration.baseline
+        cause = (f"is {self.source} the calibration of these images?" if self.source else
+                 f"--baseline {baseline:g} is read as metres; if it is in millimetres (as "
+                 f"Middlebury's calib.txt writes it), pass --baseline {baseline / MILLIMETRES:g}")
+        stderr.print(f"warning: median depth {median / 1000:.3g} km (depth is in metres): "
+                     f"{cause}", markup=False, soft_wrap=True)
 
     def _depth_writer(self, depth: np.ndarray) -> Callable[[Path], None]:
         if self.fmt == "npy":
@@ -142,6 +170,6 @@ def depth_output(calib: Path | None, focal: float | None, baseline: float | None
             raise UserError(f"{' and '.join(missing)} missing: a calibration by numbers needs "
                             "--focal (px) and --baseline (metres)")
         calibration = StereoCalibration(focal, baseline, doffs or 0.0, cx, cy)
-        source = "the calibration"
+        source = None
     return DepthOutput(calibration, source, fmt or "npy", max_depth,
                        EDGE_RATIO if edge_ratio is None else edge_ratio)

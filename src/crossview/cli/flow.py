@@ -6,8 +6,11 @@ Writes per pair into ``-o DIR`` (NAME = the first frame's stem): ``NAME_flow.{fl
 flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions as
 ``NAME_flow_rpos.png``, with ``--save-confidence`` the confidence from forward-backward
 consistency (:mod:`crossview.cli.confidence_output`). A video ``V.mp4`` gives one pair per
-consecutive frames, named ``V_000000`` (frames 0 and 1), ... Many pairs are written pair by
-pair (:mod:`crossview.cli.batch`).
+consecutive frames, named ``V_000000`` (frames 0 and 1), ..., a folder of frames one pair per
+consecutive images in name order, named by the first; ``--start``, ``--stop`` and ``--stride``
+choose the frames (:class:`crossview.cli.dense.FrameRange`: frames start, start + stride, ...
+before stop; each pair is one of them and the next). Many pairs are written pair by pair
+(:mod:`crossview.cli.batch`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import typer
 from crossview.api import DEFAULT_FLOW_MODEL, FlowResult
 from crossview.cli import options
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
-from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
+from crossview.cli.dense import DenseOptions, FrameRange, ViewTensors, run_dense
 
 
 def _views(result: FlowResult) -> list[ViewTensors]:
@@ -31,9 +34,11 @@ def _views(result: FlowResult) -> list[ViewTensors]:
 
 def flow_command(
     frame0: Annotated[str, typer.Argument(
-        help="First frame, directory, glob pattern or a video file (consecutive frames).")],
+        help="First frame, directory or glob pattern; or a video file or a folder of frames "
+        "alone (pairs of consecutive frames, folders in name order).")],
     frame1: Annotated[str | None, typer.Argument(
-        help="Second frame, directory or glob pattern (none for a video).")] = None,
+        help="Second frame, directory or glob pattern (none for a video or a folder of "
+        "frames).")] = None,
     out_dir: options.OutDir = Path("flow-out"),
     model: options.Model = DEFAULT_FLOW_MODEL,
     weights: options.Weights = None,
@@ -51,13 +56,26 @@ def flow_command(
         "--format", help="Raw flow: flo, pfm, png16 or npy.")] = "flo",
     save_confidence: SaveConfidence = False,
     skip_existing: options.SkipExisting = False,
+    start: Annotated[int | None, typer.Option(
+        "--start", help="Video or folder of frames: the first frame to use (0-based; "
+        "default 0).", show_default=False)] = None,
+    stop: Annotated[int | None, typer.Option(
+        "--stop", help="Video or folder of frames: use the frames before this one (0-based, "
+        "as a Python slice; default: to the end).", show_default=False)] = None,
+    stride: Annotated[int | None, typer.Option(
+        "--stride", help="Video or folder of frames: use every N-th frame from --start; each "
+        "pair is a used frame and the next (frames i and i+N), one pair per N frames "
+        "(default 1).", show_default=False)] = None,
 ) -> None:
-    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns) or
-    for the consecutive frames of one video file (pip install 'crossview[video]')."""
+    """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns), for
+    the consecutive frames of one video file (pip install 'crossview[video]') or of one folder
+    of frames."""
+    frames = None if start is None and stop is None and stride is None else FrameRange(
+        0 if start is None else start, stop, 1 if stride is None else stride)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_backward])
     extras = [confidence] if save_confidence else []
     run_dense("flow", frame0, frame1, DenseOptions(
         out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download, skip_existing=skip_existing, refine=refine),
+        download=download, skip_existing=skip_existing, refine=refine, frames=frames),
         views=("flow", "flow_backward"), tensors=_views, extras=extras)

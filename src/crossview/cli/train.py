@@ -2,6 +2,9 @@
 ``task`` (stereo, flow, semantic, novel-view; see :mod:`crossview.train.recipes`).
 
 Also what ``torchrun --nproc-per-node N -m crossview train CONFIG`` runs on every rank.
+Ctrl-C and SIGTERM checkpoint and stop (:class:`crossview.train.trainer.Trainer`); the command
+then says how to continue and exits with 130 or 143, as the other commands do. ``--resume``
+of a finished run trains nothing and says how to train it on (a larger ``--steps``).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ def train_command(
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="Override train.out_dir.")] = None,
     steps: Annotated[int | None, typer.Option(
-        "--steps", min=1, help="Override train.steps.")] = None,
+        "--steps", min=1, help="Override train.steps. With --resume, a count above the step a "
+        "finished run reached trains it on, with the learning-rate schedule run again over "
+        "the added steps.")] = None,
     export: Annotated[Path | None, typer.Option(
         "--export", help="When train.steps are reached, write the model's weights to this "
         ".safetensors file (stereo/flow: and its registry description next to it, NAME.json, "
@@ -84,17 +89,29 @@ def train_command(
     if summary["is_main"] and export is not None and finished:
         for written in write_export():
             stdout.print(f"wrote {written}")
-    if summary["is_main"]:
+
+    def again(step_count: object) -> str:
+        """The command that resumes this run (with ``--steps step_count`` unless None)."""
+        return (f"crossview train {config} --resume"
+                + (f" --out-dir {out_dir}" if out_dir is not None else "")
+                + (f" --steps {step_count}" if step_count is not None else ""))
+
+    if summary["is_main"] and finished and not summary["steps_run"]:  # resumed a finished run
+        stdout.print(f"the run in {cfg.train.out_dir} finished at step {summary['step']} of "
+                     f"{cfg.train.steps}: nothing to train; to train it on, raise the step "
+                     f"count: `{again('N')}` with N > {summary['step']} (or train.steps in "
+                     f"{config})", soft_wrap=True, markup=False)
+    elif summary["is_main"]:
         val = ", ".join(f"{k} {v:.4g}" for k, v in summary["val"].items())
         stdout.print(f"step {summary['step']} of {cfg.train.steps}; "
                         f"loss {summary['train'].get('loss', float('nan')):.4g}"
                         + (f"; validation {val}" if val else "")
                         + f"; checkpoints in {cfg.train.out_dir}")
         if not finished:
-            again = (f"crossview train {config} --resume"
-                     + (f" --out-dir {out_dir}" if out_dir is not None else "")
-                     + (f" --steps {steps}" if steps is not None else ""))
-            stdout.print(f"stopped early at step {summary['step']}: continue with `{again}`"
-                            + (f"; {export} was not written (export this state with "
-                               f"`{again} --export-only --export {export}`)"
-                               if export is not None else ""), soft_wrap=True, markup=False)
+            stdout.print(f"stopped early at step {summary['step']}: continue with "
+                         f"`{again(steps)}`"
+                         + (f"; {export} was not written (export this state with "
+                            f"`{again(steps)} --export-only --export {export}`)"
+                            if export is not None else ""), soft_wrap=True, markup=False)
+    if summary["signal"] is not None and not finished:
+        raise typer.Exit(128 + summary["signal"])  # as a shell reports a signal's end: 130, 143

@@ -139,7 +139,10 @@ def encode(array: np.ndarray) -> bytes:
     height, width, channels = array.shape
     colour = {1: 0, 3: 2, 2: 4, 4: 6}[channels]
     depth = 16 if array.dtype == np.uint16 else 8
-    rows = array.astype(">u2" if depth == 16 else np.uint8).view(np.uint8).reshape(height, -1)
+    # order="C": only a row-major copy can be viewed as bytes (a flow [H, W, 2] that is a
+    # transposed view of a [2, H, W] tensor is not one)
+    rows = array.astype(">u2" if depth == 16 else np.uint8, order="C").view(np.uint8).reshape(
+        height, -1)
     # filter "Up" on every row: cheap to vectorise and good for smooth maps
     up = np.diff(rows, axis=0, prepend=np.zeros((1, rows.shape[1]), np.uint8))
     raw = np.concatenate([np.full((height, 1), 2, np.uint8), up], axis=1).tobytes()

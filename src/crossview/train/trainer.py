@@ -13,6 +13,13 @@ exactly what the uninterrupted run would have computed, and leaves the same file
 back to the resumed step (:func:`crossview.train.runlog.cut_after`), ``best.pt`` mended if an
 older version left it stale (:func:`crossview.train.checkpoint.repair_best`), temporaries of
 killed writes removed. Rank 0 alone writes checkpoints, the JSONL log and the progress bar.
+
+A finished run is extended by resuming it with a larger ``train.steps``: training goes on from
+its last checkpoint (weights, optimiser moments, random states) with the learning-rate
+schedule of ``optim.schedule`` run again over the added steps (warm-up, then decay: a warm
+restart; the checkpoint records where the schedule started, so resuming inside the extension
+is exact as well). A run stopped before its ``train.steps`` must finish first: changing the
+count mid-schedule would change what its remaining steps compute.
 """
 
 from __future__ import annotations
@@ -55,9 +62,12 @@ log = logging.getLogger(__name__)
 
 StepCallback = Callable[[int, dict[str, float]], bool | None]
 
-# Configuration fields that change what a run computes: a resume must not change them.
+# Configuration fields that change what a run computes: a resume must not change them
+# (train.steps only extends a finished run, see the module docstring).
 _FROZEN_ON_RESUME = ("task", "model", "data", "loss", "optim", "recipe")
-_FROZEN_TRAIN = ("steps", "batch_size", "precision", "seed")
+_FROZEN_TRAIN = ("batch_size", "precision", "seed")
+# checkpoint keys that checkpoints of older versions lack: their runs had one schedule from 0
+_ADDED_STATE = ("schedule_start",)
 
 
 def batch_indices(step: int, batch_size: int, dataset_size: int, seed: int) -> list[int]:
@@ -115,10 +125,12 @@ class _Forward(nn.Module):
 
 
 class _StopRequested:
-    """SIGINT/SIGTERM set a flag; the loop checkpoints at the next step boundary and stops."""
+    """SIGINT/SIGTERM set a flag (and ``signal``, the last one received); the loop
+    checkpoints at the next step boundary and stops."""
 
     def __init__(self) -> None:
         self.requested = False
+        self.signal: int | None = None
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _StopRequested:
@@ -129,6 +141,7 @@ class _StopRequested:
 
     def _handle(self, signum: int, frame: Any) -> None:
         self.requested = True
+        self.signal = signum
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
@@ -192,11 +205,8 @@ class Trainer:
         self.run_dir = Path(cfg.train.out_dir)
         self.progress = progress
         self.on_step = on_step
-        self.optimizer = torch.optim.AdamW(self.recipe.param_groups(self.model, cfg),
-                                           lr=cfg.optim.lr, betas=cfg.optim.betas,
-                                           weight_decay=cfg.optim.weight_decay)
-        self.scheduler = _schedule(self.optimizer, cfg.optim.schedule, cfg.train.steps,
-                                   cfg.optim.pct_start)
+        self.schedule_start = 0  # the step the learning-rate schedule began at
+        self._new_schedule()
         self.scaler = torch.amp.GradScaler("cuda", enabled=cfg.train.precision == "fp16")
         self.step = 0
         self.nonfinite_total = 0
@@ -218,12 +228,23 @@ class Trainer:
         self.forward = wrapped
 
     # ----------------------------------------------------------------- state
+    def _new_schedule(self) -> None:
+        """A fresh optimiser and the learning-rate schedule from ``schedule_start`` to
+        ``train.steps``."""
+        cfg = self.cfg
+        self.optimizer = torch.optim.AdamW(self.recipe.param_groups(self.model, cfg),
+                                           lr=cfg.optim.lr, betas=cfg.optim.betas,
+                                           weight_decay=cfg.optim.weight_decay)
+        self.scheduler = _schedule(self.optimizer, cfg.optim.schedule,
+                                   cfg.train.steps - self.schedule_start, cfg.optim.pct_start)
+
     def state_dict(self) -> dict[str, Any]:
         """Everything a resume needs, as plain containers and tensors."""
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
+            "schedule_start": self.schedule_start,
             "scaler": self.scaler.state_dict(),
             "step": self.step,
             "rng": ckpt.capture_rng_state(),
@@ -234,9 +255,10 @@ class Trainer:
         }
 
     def _resume(self) -> None:
+        keys = [key for key in self.state_dict() if key not in _ADDED_STATE]
         try:
             latest, state, skipped = ckpt.usable_checkpoint(
-                self.run_dir, self.state_dict(), set_aside=self.dist.is_main)
+                self.run_dir, keys, set_aside=self.dist.is_main)
         except UserError as error:
             raise UserError(f"--resume: {error}") from None
         if self.dist.is_main:
@@ -259,11 +281,23 @@ class Trainer:
             if saved["train"][key] != now["train"][key]:
                 raise UserError(f"--resume: train.{key} differs from the checkpoint's "
                                 f"({saved['train'][key]!r} there, {now['train'][key]!r} now)")
+        step, planned = int(state["step"]), saved["train"]["steps"]
+        extend = self.cfg.train.steps != planned
+        if extend:
+            self._check_extension(step, planned, latest)
+        self.schedule_start = step if extend else int(state.get("schedule_start", 0))
+        if self.schedule_start:  # a schedule over the added steps only
+            self._new_schedule()
+        optimizer_state = state["optimizer"]
+        if extend:  # the moments carry on; the learning rates are the new schedule's
+            optimizer_state = {**optimizer_state,
+                               "param_groups": self.optimizer.state_dict()["param_groups"]}
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        self.optimizer.load_state_dict(optimizer_state)
+        if not extend:
+            self.scheduler.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state["scaler"])
-        self.step = int(state["step"])
+        self.step = step
         self.nonfinite_total = int(state["nonfinite_total"])
         self.nonfinite_run = int(state["nonfinite_run"])
         self.best_metric = float(state["best_metric"])
@@ -275,6 +309,26 @@ class Trainer:
             repaired = ckpt.repair_best(self.run_dir, self.step, self.best_metric, best_step)
             if repaired is not None:
                 log.warning(f"--resume: {repaired}")
+            if extend:
+                added = self.cfg.train.steps - step
+                log.info(f"--resume: the run finished at step {step}; training on to step "
+                         f"{self.cfg.train.steps} with the {self.cfg.optim.schedule} "
+                         f"learning-rate schedule over the {added} added "
+                         f"step{'s' if added > 1 else ''}")
+
+    def _check_extension(self, step: int, planned: int, latest: Path) -> None:
+        """Refuse a changed ``train.steps`` unless it extends the finished run of
+        checkpoint ``latest`` (at ``step``, of ``planned`` steps)."""
+        steps = self.cfg.train.steps
+        if step < planned:
+            raise UserError(f"--resume: train.steps differs from the checkpoint's ({planned} "
+                            f"there, {steps} now), and the run stopped at step {step} of "
+                            f"{planned}: finish it first (resume with train.steps {planned}), "
+                            "then raise train.steps to train it on")
+        if steps < step:
+            raise UserError(f"--resume: train.steps {steps} is below the step the run "
+                            f"reached ({step}, {latest}); to train it on, raise train.steps "
+                            f"above {step}")
 
     def save(self, best: bool = False) -> Path | None:
         """Checkpoint the current step, as ``best.pt`` too if ``best`` (rank 0 writes; every
@@ -410,7 +464,9 @@ class Trainer:
         close_distributed(self.dist)
 
     def run(self) -> dict[str, Any]:
-        """Train until ``cfg.train.steps``; returns the last logs and validation metrics."""
+        """Train until ``cfg.train.steps``; returns the last logs and validation metrics, and
+        ``signal``: the signal (SIGINT, SIGTERM) that stopped the run early on this process,
+        else ``None``."""
         cfg = self.cfg.train
         last_logs: dict[str, float] = {}
         last_val: dict[str, float] = {}
@@ -420,7 +476,8 @@ class Trainer:
                             TextColumn("{task.completed}/{task.total}"),
                             TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
                             TextColumn("eta"), TimeRemainingColumn(),
-                            disable=not (self.progress and self.dist.is_main))
+                            disable=not (self.progress and self.dist.is_main)
+                            or self.step >= cfg.steps)  # a finished run: no bar to show
         try:
             with _StopRequested() as stop, progress:
                 bar = progress.add_task("train", total=cfg.steps, completed=self.step, loss="-")
@@ -457,7 +514,8 @@ class Trainer:
             self._close()
         return {"step": self.step, "train": last_logs, "val": last_val,
                 "seconds": time.perf_counter() - started, "steps_run": self.step - first_step,
-                "nonfinite_total": self.nonfinite_total, "is_main": self.dist.is_main}
+                "nonfinite_total": self.nonfinite_total, "is_main": self.dist.is_main,
+                "signal": stop.signal}
 
 
 def train(cfg: Config, **kwargs: Any) -> dict[str, Any]:
