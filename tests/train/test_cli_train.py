@@ -105,7 +105,8 @@ def _overrides(**values: object) -> dict:
      "'bf16', 'fp16', got 'fp8'"),
     ({"train": {"batch_size": 0}}, "config: train.batch_size must be >= 1, got 0"),
     ({"data": {"train": "kitti"}}, "config: data.train must be one of 'synthetic-stereo', "
-     "'synthetic-flow', 'synthetic-warps', 'camera-scenes', 'depth-scenes', got 'kitti'"),
+     "'synthetic-flow', 'synthetic-warps', 'camera-scenes', 'depth-scenes', 'real-scenes', "
+     "got 'kitti'"),
     (_overrides(heads=0), "config: model.overrides.heads must be >= 1, got 0"),
     (_overrides(heads="two"), "config: model.overrides.heads must be int, got 'two'"),
     (_overrides(heads=3), "config: model.overrides.dims must each divide by heads=3"),
