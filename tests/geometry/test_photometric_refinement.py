@@ -127,6 +127,11 @@ def test_low_resolution_initialisation_follows_the_models_default_unless_told() 
     off = predict_fields(model, image0, image1, "stereo", lri=False).field
     on = predict_fields(model, image0, image1, "stereo", lri=True).field
     assert torch.equal(off, plain) and torch.equal(on, default) and not torch.equal(on, plain)
+    # a pair whose half is below the least size (192 x 192 here) starts without the half pass
+    small0, small1 = image0[..., :256, :256], image1[..., :256, :256]
+    torch.testing.assert_close(predict_fields(model, small0, small1, "stereo").field,
+                               predict_fields(model, small0, small1, "stereo", lri=False).field,
+                               rtol=0, atol=0)
     assert api.build_model("matchstereo-hybrid").lri_by_default == get_spec(
         "matchstereo-hybrid").lri
     assert not any(get_spec(n).lri for n in ("matchstereo-t", "matchstereo-b", "matchflow-b"))

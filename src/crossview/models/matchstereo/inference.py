@@ -99,7 +99,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         model: a MatchStereo network (stereo or flow); moved to ``device``.
         img0, img1: the pair in any form of :func:`crossview.data.image_batch.as_image_batch`.
         precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast; fields stay float32).
-        lri: low-resolution initialisation: a half-resolution pass gives the initial field;
+        lri: low-resolution initialisation: a half-resolution pass gives the initial field
+            (skipped for images whose half is below the model's least size);
             ``None``: ``model.lri_by_default`` (set by :func:`crossview.load_model` from the
             registry; off for a bare network).
         size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
@@ -207,7 +208,9 @@ def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
     size."""
     h, w = x0.shape[-2:]
     init = None
-    if lri:
+    # the half-resolution pass needs images of the model's least size: smaller pairs (which
+    # hold small disparities anyway) start from the correlation as without lri
+    if lri and _fits(model, h // 2, w // 2, task):
         half = (h // 2, w // 2)
         coarse = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)[0]
         init = _resize_field(coarse, (_ceil32(h) // 32, _ceil32(w) // 32)) * (2 / 32)
@@ -222,10 +225,17 @@ def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
     return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w), peak
 
 
+def _fits(model: nn.Module, h: int, w: int, task: str) -> bool:
+    """Whether ``h x w`` images, padded to multiples of 32, are at least the model's least
+    size."""
+    least_h, least_w = model.config.min_shape(task)
+    return _ceil32(h) >= least_h and _ceil32(w) >= least_w
+
+
 def _check_size(model: nn.Module, h: int, w: int, task: str, subject: str = "") -> None:
     """:class:`UserError` ``"{subject} too small ..."`` (default subject: the images)."""
-    least_h, least_w = model.config.min_shape(task)
-    if _ceil32(h) < least_h or _ceil32(w) < least_w:
+    if not _fits(model, h, w, task):
+        least_h, least_w = model.config.min_shape(task)
         subject = subject or f"images of {h}x{w} px are"
         raise UserError(f"{subject} too small: the model needs at least "
                         f"{least_h - 31}x{least_w - 31} px (HxW) for {task} (padded to "
