@@ -54,10 +54,12 @@ def flow_command(
 ) -> None:
     """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns) or
     for the consecutive frames of one video file (pip install 'crossview[video]')."""
+    dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
+                         save_rpos, fmt, download=download, skip_existing=skip_existing,
+                         refine=refine)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
-                                  lambda r: [r.confidence, r.confidence_backward])
+                                  lambda r: [r.confidence, r.confidence_backward],
+                                  dense.model_inputs())
     extras = [confidence] if save_confidence else []
-    run_dense("flow", frame0, frame1, DenseOptions(
-        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download, skip_existing=skip_existing, refine=refine),
-        views=("flow", "flow_backward"), tensors=_views, extras=extras)
+    run_dense("flow", frame0, frame1, dense, views=("flow", "flow_backward"), tensors=_views,
+              extras=extras)

@@ -9,6 +9,8 @@ left pixel of disparity ``d`` at depth ``Z = f * B / (d + doffs)`` (units of ``B
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -16,13 +18,15 @@ def disparity_to_depth(disparity: torch.Tensor, focal: float, baseline: float,
                        doffs: float = 0.0) -> torch.Tensor:
     """Depth ``[..., H, W]`` (units of ``baseline``) of disparities ``[..., H, W]`` (px):
     ``focal * baseline / (disparity + doffs)``, and 0 where ``disparity + doffs <= 0`` (no
-    finite depth).
+    finite depth). ``focal`` and ``baseline`` must be positive and finite, ``doffs`` finite
+    (``ValueError``; NaN would pass a plain ``<= 0`` test).
 
     >>> disparity_to_depth(torch.tensor([10.0, 0.0, 20.0]), focal=500.0, baseline=0.1)
     tensor([5.0000, 0.0000, 2.5000])
     """
-    if focal <= 0 or baseline <= 0:
-        raise ValueError(f"focal and baseline must be positive, got {focal=}, {baseline=}")
+    if not (_positive(focal) and _positive(baseline) and math.isfinite(doffs)):
+        raise ValueError(f"focal and baseline must be positive and finite, doffs finite, got "
+                         f"{focal=}, {baseline=}, {doffs=}")
     if not disparity.is_floating_point():
         raise TypeError(f"disparity must be a float tensor, got {disparity.dtype=}")
     shifted = disparity + doffs
@@ -32,19 +36,25 @@ def disparity_to_depth(disparity: torch.Tensor, focal: float, baseline: float,
 
 def depth_to_points(depth: torch.Tensor, focal: float, cx: float, cy: float) -> torch.Tensor:
     """Camera-frame points ``[..., H, W, 3]`` (x, y, z) of depths ``[..., H, W]`` seen by a
-    pinhole camera of focal length ``focal`` and principal point ``(cx, cy)`` (px).
+    pinhole camera of focal length ``focal`` (positive, finite) and principal point
+    ``(cx, cy)`` (px, finite).
 
     >>> depth_to_points(torch.full((1, 2), 2.0), focal=2.0, cx=0.0, cy=0.0)[0, 1]
     tensor([1., 0., 2.])
     """
-    if focal <= 0:
-        raise ValueError(f"focal must be positive, got {focal=}")
+    if not (_positive(focal) and math.isfinite(cx) and math.isfinite(cy)):
+        raise ValueError(f"focal must be positive and finite, cx and cy finite, got {focal=}, "
+                         f"{cx=}, {cy=}")
     if depth.ndim < 2:
         raise ValueError(f"depth must be [..., H, W], got {depth.shape=}")
     h, w = depth.shape[-2:]
     v, u = torch.meshgrid(torch.arange(h, dtype=depth.dtype, device=depth.device),
                           torch.arange(w, dtype=depth.dtype, device=depth.device), indexing="ij")
     return torch.stack([(u - cx) * depth / focal, (v - cy) * depth / focal, depth], dim=-1)
+
+
+def _positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
 
 
 def depth_edge_mask(depth: torch.Tensor, ratio: float) -> torch.Tensor:
