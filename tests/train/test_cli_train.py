@@ -336,7 +336,11 @@ def _run_with_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
 
     config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
                                                         "out_dir": str(tmp_path / "run")}})
-    return config, Trainer(load_config(config), progress=False).save()
+    trainer = Trainer(load_config(config), progress=False)
+    try:
+        return config, trainer.save()
+    finally:
+        trainer.close()  # a trainer that never runs releases the run's lock itself
 
 
 def test_resume_sets_an_unreadable_newest_checkpoint_aside(

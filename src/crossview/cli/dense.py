@@ -79,6 +79,13 @@ class DenseOptions:
     refine: bool | None = None
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
 
+    def model_inputs(self) -> str:
+        """The inputs besides the images that make a result what it is, as the user gave them:
+        ``model NAME with --weights W at --precision P``."""
+        return (f"model {self.model}" + (f" with --weights {self.weights}" if self.weights
+                                         else "")
+                + (f" at --precision {self.precision}" if self.precision != "fp32" else ""))
+
 
 @dataclass(frozen=True)
 class FrameRange:
@@ -123,14 +130,6 @@ class FrameRange:
         choice = f"; {self} picks {picked}" if str(self) else ""
         return UserError(f"{source} holds {total} frame{'s' if total != 1 else ''}{choice}: "
                          "a flow pair needs two")
-
-    def model_inputs(self) -> str:
-        """The inputs besides the images that make a result what it is, as the user gave them:
-        ``model NAME with --weights W at --precision P``."""
-        return (f"model {self.model}" + (f" with --weights {self.weights}" if self.weights
-                                         else "")
-                + (f" at --precision {self.precision}" if self.precision != "fp32" else ""))
-
 
 def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
     """Pair the inputs: two files, two directories or two glob patterns."""
