@@ -42,3 +42,25 @@ def test_a_run_over_the_limit_is_refused_with_advice(monkeypatch: pytest.MonkeyP
                                              (3 * 2**40, "3 TiB")])
 def test_sizes_are_binary_units(count: int, text: str) -> None:
     assert memory.format_bytes(count) == text
+
+
+def test_the_limit_alone_is_none_when_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(memory.ENV_VAR, raising=False)
+    assert memory.memory_limit() is None
+    monkeypatch.setenv(memory.ENV_VAR, "0.5")
+    assert memory.memory_limit() == 2**29
+
+
+def test_a_bad_limit_is_quoted_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(memory.ENV_VAR, "x" * 10_000)
+    with pytest.raises(UserError) as raised:
+        memory.memory_limit()
+    assert len(str(raised.value)) < 150
+
+
+@pytest.mark.parametrize(("shape", "itemsize", "size"), [
+    ((100000, 100000), 4, 40_000_000_000), ((), 8, 8), ((3, 0, 5), 4, 0),
+    ((10**30, 10**30), 2, 2 * 10**60),  # a header may claim anything: exact, no overflow
+])
+def test_array_bytes_are_exact(shape: tuple[int, ...], itemsize: int, size: int) -> None:
+    assert memory.array_bytes(shape, itemsize) == size

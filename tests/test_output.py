@@ -8,13 +8,15 @@ import socket
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from crossview.errors import UserError
-from crossview.output import atomic_output, check_output_files, staged_files
+from crossview.output import atomic_output, check_finite, check_output_files, staged_files
 from hang_guard import HANG_GUARD_SECONDS
 
 
@@ -178,3 +180,26 @@ def test_sigterm_discards_a_block_at_work_and_waits_for_publishing(
     assert result.stdout == "stopped by SIGTERM; outputs not yet published were discarded\n"
     listing = sorted(p.name for p in out.iterdir()) if out.exists() else []
     assert listing == published  # no staging directory either
+
+
+@pytest.mark.parametrize(("values", "where", "bad"), [
+    (np.array([1.0, np.nan, 3.0]), None, 1),
+    (np.array([1.0, np.inf, -np.inf]), None, 2),
+    (np.array([1.0, 1e39, -1e300]), None, 2),  # finite as float64, infinite as float32
+    (np.array([[np.nan, 1.0], [2.0, 3.0]]), np.array([[True, True], [False, True]]), 1),
+    (np.full((2, 2, 2), np.nan), np.array([[True, False], [False, False]])[..., None], 2),
+])
+def test_check_finite_counts_what_float32_cannot_hold(values: np.ndarray,
+                                                      where: np.ndarray | None,
+                                                      bad: int) -> None:
+    total = values.size if where is None else int(np.broadcast_to(where, values.shape).sum())
+    with pytest.raises(UserError) as refused, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning on the way
+        check_finite(values, "the depth of calib.txt", where)
+    assert str(refused.value) == f"the depth of calib.txt ({bad} of {total} values)"
+
+
+def test_check_finite_passes_what_is_finite_where_it_matters() -> None:
+    check_finite(np.array([1.0, -3.4e38, 3.4e38], np.float64), "x")
+    check_finite(np.array([np.nan, 2.0]), "x", np.array([False, True]))
+    check_finite(np.zeros((0, 3)), "x")

@@ -37,3 +37,15 @@ def test_write_json_adds_the_machine_and_publishes_whole(tmp_path: Path) -> None
     payload = json.loads(path.read_text())
     assert payload["rows"] == [1, 2] and {"torch", "cpu_count"} <= set(payload["machine"])
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no staging left behind
+
+
+def test_a_cell_too_wide_for_its_column_folds_and_loses_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    long = "matchstereo_tiny_fsd.pth"
+    print_table("t", ["model", "file", "size"], [["matchstereo-t", long, "not downloaded"]],
+                width=30)
+    text = capsys.readouterr().out
+    rows = [line.split("│")[1:-1] for line in text.splitlines() if line.startswith("│")]
+    assert len(rows) > 1 and "…" not in text  # folded onto more lines, not cut
+    columns = ["".join(row[i].strip() for row in rows) for i in range(3)]
+    assert columns == ["matchstereo-t", long, "notdownloaded"]

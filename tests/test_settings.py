@@ -50,6 +50,10 @@ def test_valid_values_are_converted_like_yaml_needs() -> None:
     ({"inner": {"speed": 1}}, "unknown key 'cfg.inner.speed' (known: flag, free, mode, pair, "),
     ({"inner": 3}, "cfg.inner must be a mapping, got 3"),
     ({"seed": 2**31}, "cfg.seed must be in [0, 2147483647], got 2147483648"),
+    ({"inner": {"rate": 10**400}}, "cfg.inner.rate must be a finite number, got <an integer of "
+                                   "about 401 digits>"),
+    ({"seed": 10**5000}, "cfg.seed must be in [0, 2147483647], got <an integer of about 5001 "
+                         "digits>"),
 ])
 def test_a_bad_value_is_one_error_naming_its_path(values: dict, message: str) -> None:
     with pytest.raises(SettingError) as raised:
@@ -85,3 +89,16 @@ def test_a_tuple_of_any_length_takes_lists_and_checks_each_entry() -> None:
         build(Names, {"names": "a"})
     with pytest.raises(SettingError, match=r"names\[1\] must be str, got 2"):
         build(Names, {"names": ["a", 2]})
+
+
+@pytest.mark.parametrize("values", [
+    {"inner": {"mode": "m" * 10**6}},
+    {"inner": {"pair": list(range(10**6))}},
+    {"inner": {"x" * 10**5: 1}},
+    {"inner": {"rate": {"k": ["v" * 10**5] * 1000}}},
+], ids=["long string", "long list", "long key", "nested"])
+def test_a_huge_value_is_quoted_short(values: dict) -> None:
+    with pytest.raises(SettingError) as raised:
+        build(Outer, values, "cfg")
+    message = str(raised.value)
+    assert len(message) < 200 and "m" * 81 not in message and "x" * 81 not in message

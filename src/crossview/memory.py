@@ -3,7 +3,10 @@
 A run that cannot fit fails late and badly: the allocator raises after minutes of work, or the
 kernel's out-of-memory killer ends the process (and others). Callers that can estimate what a
 run needs (:func:`crossview.api.check_memory`) compare it with :func:`available_memory` and
-refuse with one line that says what to change.
+refuse with one line that says what to change; :func:`check_memory` is that one guard, for
+every size that comes from a file header (``.npy``), an option (``--size``) or a configuration
+(``train.batch_size``), before anything of that size is allocated (:func:`array_bytes` sizes
+an array exactly, however absurd its shape).
 
 The memory available is ``$CROSSVIEW_MAX_MEMORY_GB`` (GiB) when set (a limit of the user's
 choosing; tests use it to be independent of the machine), else for CUDA devices the free device
@@ -16,27 +19,38 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from crossview.errors import UserError
+from crossview.errors import UserError, shown
 
 ENV_VAR = "CROSSVIEW_MAX_MEMORY_GB"
 GIB = 2**30
 
 
+def memory_limit() -> int | None:
+    """The bytes ``$CROSSVIEW_MAX_MEMORY_GB`` allows (``None``: not set); a :class:`UserError`
+    if it is not a positive number. A command that checks many items calls it up front, so
+    that a bad value is one error, not one per item."""
+    limit = os.environ.get(ENV_VAR)
+    if not limit:
+        return None
+    try:
+        gib = float(limit)
+    except ValueError:
+        gib = math.nan
+    if not math.isfinite(gib) or gib <= 0:
+        raise UserError(f"${ENV_VAR} must be a positive number of GiB, got {shown(limit)}")
+    return int(gib * GIB)
+
+
 def available_memory(device: torch.device | str = "cpu") -> tuple[int, str] | None:
     """``(bytes, where the figure comes from)`` a run on ``device`` may use, or ``None``."""
-    limit = os.environ.get(ENV_VAR)
-    if limit:
-        try:
-            gib = float(limit)
-        except ValueError:
-            gib = math.nan
-        if not math.isfinite(gib) or gib <= 0:
-            raise UserError(f"${ENV_VAR} must be a positive number of GiB, got {limit!r}")
-        return int(gib * GIB), f"${ENV_VAR}"
+    limit = memory_limit()
+    if limit is not None:
+        return limit, f"${ENV_VAR}"
     device = torch.device(device)
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
@@ -58,6 +72,12 @@ def format_bytes(count: float) -> str:
         if count >= size:
             return f"{count / size:.3g} {unit}"
     return f"{count / 2**10:.3g} KiB"
+
+
+def array_bytes(shape: Sequence[int], itemsize: int = 4) -> int:
+    """The bytes of an array of ``shape`` with ``itemsize`` bytes per element (float32: 4),
+    in Python integers: exact for any shape a header or an option may claim."""
+    return math.prod(int(n) for n in shape) * itemsize
 
 
 def check_memory(needed: int, what: str, advice: str,

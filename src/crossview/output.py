@@ -15,6 +15,9 @@ process id (``.crossview-staging-HOST-PID-XXXXXXXX`` directories,
 command (``kill -9``) left behind once that owner is gone (:func:`remove_stale_temporaries`).
 A permission check (``os.access``) would not do for writability: it says yes to root even on
 read-only file systems such as ``/proc``.
+
+What is published is checked first: :func:`check_finite` refuses values that would be written
+as NaN or infinity where a reader trusts them (a depth map, a point cloud, a field).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from crossview.errors import UserError
 
@@ -50,6 +55,19 @@ class Terminated(BaseException):
 
     def __str__(self) -> str:
         return "stopped by SIGTERM; outputs not yet published were discarded"
+
+
+def check_finite(values: np.ndarray, what: str, where: np.ndarray | None = None) -> None:
+    """A :class:`UserError` ``"{what} (N of M values)"`` unless every value of ``values`` (those
+    of the bool mask ``where``, broadcast against it, when given) is finite as float32, the
+    type outputs are written in. Compared before any cast, so a value beyond float32's range
+    is refused instead of becoming infinity with a numpy overflow warning."""
+    values = np.asarray(values)
+    if where is not None:
+        values = values[np.broadcast_to(where, values.shape)]
+    bad = int(np.count_nonzero(~(np.abs(values) <= np.finfo(np.float32).max)))  # NaN: False
+    if bad:
+        raise UserError(f"{what} ({bad} of {values.size} values)")
 
 
 def owned_prefix(kind: str) -> str:
@@ -94,7 +112,9 @@ def _missing(directory: Path) -> list[Path]:
     return [p for p in (directory, *directory.parents) if not p.exists() and not p.is_symlink()]
 
 
-def _remove_empty(directories: list[Path]) -> None:
+def remove_empty(directories: list[Path]) -> None:
+    """Remove those of ``directories`` (as :func:`make_directory` returns them) that are
+    empty."""
     for path in directories:  # deepest first, so a parent is empty once its child is gone
         with contextlib.suppress(OSError):
             path.rmdir()
@@ -114,15 +134,24 @@ def _make_and_probe(directory: Path) -> None:
                         f"({error.strerror or error})") from None
 
 
-def check_writable(directory: str | os.PathLike[str]) -> None:
-    """Raise :class:`UserError` unless files can be created in ``directory`` (which may not
-    exist yet); leaves the file system as it was."""
+def make_directory(directory: str | os.PathLike[str]) -> list[Path]:
+    """Create ``directory`` and its missing parents, and prove that it can hold files (a
+    :class:`UserError` naming it otherwise, leaving nothing created); return the directories
+    created, deepest first, for :func:`remove_empty` to take back."""
     directory = Path(directory)
     created = _missing(directory)
     try:
         _make_and_probe(directory)
-    finally:
-        _remove_empty(created)
+    except BaseException:
+        remove_empty(created)
+        raise
+    return created
+
+
+def check_writable(directory: str | os.PathLike[str]) -> None:
+    """Raise :class:`UserError` unless files can be created in ``directory`` (which may not
+    exist yet); leaves the file system as it was."""
+    remove_empty(make_directory(directory))
 
 
 def _refuse_names(paths: list[Path]) -> None:
@@ -158,12 +187,11 @@ def check_output_file(path: str | os.PathLike[str], option: str) -> None:
 def _output_directory(directory: Path) -> Iterator[Path]:
     """Create ``directory`` (and parents); if the block raises, remove the directories this
     created that are still empty, so a failed command leaves nothing."""
-    created = _missing(directory)
+    created = make_directory(directory)
     try:
-        _make_and_probe(directory)
         yield directory
     except BaseException:
-        _remove_empty(created)
+        remove_empty(created)
         raise
 
 

@@ -40,13 +40,14 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
                 console: Console | None = None, caption: str | None = None,
                 width: int | None = None) -> None:
     """Print ``rows`` under ``columns`` as a rich table (``caption`` below it); floats get 4
-    significant digits. Text is shown as written (``[...]`` is not rich markup here).
-    ``console``: default :data:`crossview.console.stdout`; ``width``: the table's width in
-    characters (default: the terminal's; off a terminal, the width the table needs, so that
-    nothing is cut or wrapped in a file or a pipe)."""
+    significant digits. Text is shown as written (``[...]`` is not rich markup here), and all
+    of it: a cell too wide for its column folds onto more lines instead of being cut to an
+    ellipsis. ``console``: default :data:`crossview.console.stdout`; ``width``: the table's
+    width in characters (default: the terminal's; off a terminal, the width the table needs,
+    so that nothing is cut or wrapped in a file or a pipe)."""
     table = Table(title=escape(title), caption=None if caption is None else escape(caption))
     for column in columns:
-        table.add_column(escape(column), justify="right")
+        table.add_column(escape(column), justify="right", overflow="fold")
     for row in rows:
         table.add_row(*(f"{cell:.4g}" if isinstance(cell, float) else escape(str(cell))
                         for cell in row))

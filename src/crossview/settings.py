@@ -13,7 +13,8 @@ Example:
     crossview.settings.SettingError: optim.lr must be > 0, got -0.001
 
 :func:`build` makes such a dataclass from a mapping: an unknown key, a wrong type or a value out
-of range is a :class:`SettingError` whose message starts with the key's full path.
+of range is a :class:`SettingError` whose message starts with the key's full path (and quotes
+the value at most :data:`crossview.errors.SHOWN_CHARS` long).
 :func:`check` validates an instance (call it from ``__post_init__``, so that keyword
 construction is checked too). Floats must be finite; a bound on a tuple field applies to each
 entry; a field without a bound is only type-checked.
@@ -28,7 +29,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from crossview.errors import UserError
+from crossview.errors import UserError, shown
 
 
 class SettingError(UserError, ValueError):
@@ -102,20 +103,21 @@ def convert(value: Any, annotation: Any, path: str, bound: Bound | None = None) 
             check(value, path)
             return value
         if not isinstance(value, dict):
-            raise SettingError(f"{path} must be a mapping, got {value!r}")
+            raise SettingError(f"{path} must be a mapping, got {shown(value)}")
         return build(annotation, value, path)
     if origin is dict:
         if not isinstance(value, dict):
-            raise SettingError(f"{path} must be a mapping, got {value!r}")
+            raise SettingError(f"{path} must be a mapping, got {shown(value)}")
         return dict(value)
     if origin is tuple:
         kinds = typing.get_args(annotation)
         if len(kinds) == 2 and kinds[1] is Ellipsis:  # tuple[X, ...]: any length
             if not isinstance(value, list | tuple):
-                raise SettingError(f"{path} must be a list, got {value!r}")
+                raise SettingError(f"{path} must be a list, got {shown(value)}")
             kinds = (kinds[0],) * len(value)
         if not isinstance(value, list | tuple) or len(value) != len(kinds):
-            raise SettingError(f"{path} must be a list of {len(kinds)} values, got {value!r}")
+            raise SettingError(f"{path} must be a list of {len(kinds)} values, "
+                               f"got {shown(value)}")
         return tuple(convert(v, k, f"{path}[{i}]", bound)
                      for i, (v, k) in enumerate(zip(value, kinds, strict=True)))
     if origin in (typing.Union, types.UnionType):
@@ -123,13 +125,17 @@ def convert(value: Any, annotation: Any, path: str, bound: Bound | None = None) 
             return None
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
     if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
-        value = float(value)
-        if not math.isfinite(value):
-            raise SettingError(f"{path} must be a finite number, got {value!r}")
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the largest float
+            number = math.inf
+        if not math.isfinite(number):
+            raise SettingError(f"{path} must be a finite number, got {shown(value)}")
+        value = number
     elif annotation not in (int, str, bool) or type(value) is not annotation:
-        raise SettingError(f"{path} must be {_type_name(annotation)}, got {value!r}")
+        raise SettingError(f"{path} must be {_type_name(annotation)}, got {shown(value)}")
     if bound is not None and not bound.admits(value):
-        raise SettingError(f"{path} must be {bound}, got {value!r}")
+        raise SettingError(f"{path} must be {bound}, got {shown(value)}")
     return value
 
 
@@ -146,7 +152,7 @@ def build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
     for key, value in values.items():
         path = f"{prefix}.{key}" if prefix else str(key)
         if key not in fields:
-            raise SettingError(f"unknown key {path!r} (known: {', '.join(sorted(fields))})")
+            raise SettingError(f"unknown key {shown(path)} (known: {', '.join(sorted(fields))})")
         kwargs[key] = convert(value, hints[key], path, _bound(fields[key]))
     try:
         return cls(**kwargs)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -94,3 +95,28 @@ def test_sigterm_during_the_work_is_one_line_and_leaves_the_outputs_as_they_were
     assert lines == ["error: stopped by SIGTERM; outputs not yet published were discarded"], err
     # no output of the interrupted work, no staging
     assert sorted(p.name for p in out.iterdir()) == sorted(["older.txt", *kept])
+
+
+def _crossview(args: list[str], columns: str | None) -> subprocess.CompletedProcess:
+    """``crossview ARGS`` in a subprocess whose stdout and stderr are pipes, with ``COLUMNS``
+    set to ``columns`` (``None``: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    return subprocess.run([sys.executable, "-m", "crossview", *args], capture_output=True,
+                          text=True, env=env, timeout=HANG_GUARD_SECONDS)
+
+
+@pytest.mark.parametrize("columns", ["0", "1", None], ids=["COLUMNS=0", "COLUMNS=1", "a pipe"])
+def test_output_and_errors_appear_at_any_terminal_width(tmp_path: Path,
+                                                        columns: str | None) -> None:
+    path = _crossview(["weights", "path", "matchstereo-t"], columns)
+    assert path.returncode == 0 and path.stdout.strip().endswith("matchstereo_tiny_fsd.pth")
+    error = _crossview(["train", str(tmp_path / "absent.yaml")], columns)
+    assert error.returncode == 2 and error.stdout == ""
+    assert error.stderr == f"error: config file not found: {tmp_path / 'absent.yaml'}\n"
+    if columns == "0":  # a table: every cell whole (folded where narrow, never cut)
+        listed = _crossview(["weights", "list"], columns)
+        assert listed.returncode == 0 and "…" not in listed.stdout
+        for name in ("matchstereo-t", "matchstereo_tiny_fsd.pth", "matchflow-b"):
+            assert name in listed.stdout, listed.stdout

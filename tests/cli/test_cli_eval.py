@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from numpy.lib import format as npy_format
 from torch import nn
 
 from crossview.cli.app import main
@@ -391,17 +392,28 @@ def test_eval_scenes_computes_the_baseline_with_opencv(fake_models, scenes, tmp_
 @pytest.mark.parametrize(("case", "message"), [
     ("gt wrong size", "gt.npy: 6x24 pixels, but left.png is 20x24"),
     ("gt corrupt", "gt.npy: cannot read .npy"),
+    ("gt header claims 100000x100000", "gt.npy: truncated or corrupt .npy (header says "
+                                       "(100000, 100000) float32 = 40000000000 bytes"),
+    ("gt beyond memory", "gt.npy ((32768, 16384) float32) needs about 2 GiB of memory"),
     ("left without right", "right.*: missing"),
     ("empty root", "found no scenes"),
 ])
 def test_eval_scenes_bad_input_is_exit_2_and_writes_nothing(
-        fake_models, scenes, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str,
-        message: str) -> None:
+        fake_models, scenes, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, case: str, message: str) -> None:
     root, _ = scenes
     if case == "gt wrong size":
         io.write_npy(root / "b" / "gt.npy", np.zeros((6, W), np.float32))
     elif case == "gt corrupt":
         (root / "b" / "gt.npy").write_bytes(b"\x93NUMPY\x01\x00broken")
+    elif case.startswith("gt "):  # a header and, beyond memory, 2 GiB of sparse zeros
+        big = case == "gt beyond memory"
+        with (root / "b" / "gt.npy").open("wb") as handle:
+            npy_format.write_array_header_1_0(handle, {
+                "descr": "<f4", "fortran_order": False,
+                "shape": (32768, 16384) if big else (100000, 100000)})
+            handle.truncate(handle.tell() + (2 * 2**30 if big else 0))
+        monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "1")
     elif case == "left without right":
         (root / "b" / "right.png").unlink()
     else:

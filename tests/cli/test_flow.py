@@ -14,7 +14,7 @@ from crossview.cli.app import main
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
-from video_files import write_lossless_video
+from video_files import declare_frames, write_lossless_video
 
 # A small registered flow model keeps the runs short; the command is the same for matchflow-b.
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
@@ -190,19 +190,24 @@ def test_a_video_gives_one_pair_per_consecutive_frames(
                                   io.read_npy(tmp_path / "png" / "frame1_flow.npy"))
 
 
-@pytest.mark.parametrize("case", ["undecodable", "empty file", "two inputs", "missing"])
+@pytest.mark.parametrize("case", ["undecodable", "empty file", "two inputs", "missing",
+                                  "one frame"])
 def test_bad_video_input_is_one_line_exit_2_no_output(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
     pytest.importorskip("av")
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(b"\x00\x00\x00\x18ftypmp42 not a video" * 10)
     (tmp_path / "empty.mp4").write_bytes(b"")
+    write_lossless_video(tmp_path / "still.mkv", _video_frames()[:1])
     f0, _ = _frames(tmp_path)
     args, message = {
         "undecodable": ([str(bad)], f"{bad}: cannot decode video"),
         "empty file": ([str(tmp_path / "empty.mp4")], "empty.mp4: cannot decode video"),
         "two inputs": ([str(bad), str(f0)], "flow also takes one video file"),
         "missing": ([str(tmp_path / "none.mp4")], "none.mp4: no such file"),
+        "one frame": ([str(tmp_path / "still.mkv")],
+                      f"{tmp_path / 'still.mkv'}: the video holds only 1 frame(s), 2 needed "
+                      "(flow pairs consecutive frames)"),
     }[case]
     code, out, err = _run(["flow", *args, "-o", str(tmp_path / "out"), *FAST], capsys)
     lines = [line for line in err.splitlines() if not line.startswith("warning:")]
@@ -295,3 +300,19 @@ def test_frame_options_need_a_sequence_and_a_sequence_two_frames(
         code, out, err = _run(["flow", *args, "-o", str(tmp_path / "out"), *FAST], capsys)
         assert code == 2 and out == "" and err == f"error: {message}\n", err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_video_holding_fewer_frames_than_it_declares_gives_its_pairs_and_one_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    clip = tmp_path / "clip.avi"
+    write_lossless_video(clip, _video_frames())
+    declare_frames(clip, 5)
+    code, out, err = _run(["flow", str(clip), "-o", str(tmp_path / "out"), "--format", "npy",
+                           *FAST], capsys)
+    assert code == 0, err
+    assert out == f"wrote 2 pair(s) to {tmp_path / 'out'}\n"
+    warnings = [line for line in err.splitlines() if "declares" in line]
+    assert warnings == [f"warning: {clip}: the container declares 5 frames but 3 decoded (a "
+                        "truncated or damaged file?); used the decoded ones"], err
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.npy")) == [
+        "clip_000000_flow.npy", "clip_000001_flow.npy"]

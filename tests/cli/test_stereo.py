@@ -16,6 +16,7 @@ from PIL import Image
 from safetensors.torch import save_file
 
 from crossview import api
+from crossview.attention.match import NonFiniteError
 from crossview.cli.app import main
 from crossview.data import io
 from crossview.models.defaults import DEFAULT_STEREO_MODEL
@@ -363,6 +364,89 @@ def test_a_signal_keeps_the_finished_pairs_and_discards_the_running_one(
     assert line is None or err.splitlines()[-1] == line
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "a_disp.npy", "a_disp_color.png", "a_disp_noc.png"]
+
+
+def test_skip_existing_skips_a_single_pair_that_is_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    left, right = _write_pair(tmp_path / "in")
+    out_dir = tmp_path / "out"
+    args = ["stereo", str(left), str(right), "-o", str(out_dir), "--format", "npy", *FAST]
+    assert _run(args, capsys)[0] == 0
+    for path in out_dir.iterdir():  # marked: a recomputed file would not say this
+        path.write_bytes(b"written before")
+    monkeypatch.setattr(api, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    code, out, err = _run([*args, "--skip-existing"], capsys)
+    assert code == 0 and err == ""
+    assert out == f"wrote 0 pair(s) to {out_dir}, skipped 1 already there\n"
+    assert {p.read_bytes() for p in out_dir.iterdir()} == {b"written before"}
+
+
+@pytest.mark.parametrize("pairs", [1, 3])
+def test_a_bad_memory_limit_is_one_error_before_any_pair(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        pairs: int) -> None:
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "lots")
+    monkeypatch.setattr(api, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    if pairs == 1:
+        left, right = _write_pair(tmp_path / "in")
+    else:
+        left, right = _folders(tmp_path, {n: (192, 200) for n in "abc"[:pairs]})
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                           *FAST], capsys)
+    assert code == 2 and out == ""
+    assert err == ("error: $CROSSVIEW_MAX_MEMORY_GB must be a positive number of GiB, got "
+                   "'lots'\n")
+    assert not (tmp_path / "out").exists()
+
+
+def _spoil(case: str, estimate):
+    """``estimate`` whose result is spoiled as ``case`` says, as diverged weights would."""
+    def spoiled(*args: object, **kwargs: object) -> api.StereoResult:
+        if case == "diverged":
+            raise NonFiniteError("rel_pos must be finite")
+        result = estimate(*args, **kwargs)
+        if case in ("nan at a valid pixel", "nan at an invalid pixel"):
+            result.disparity[0, 5, 7] = float("nan")
+            result.valid[0, 5, 7] = case == "nan at a valid pixel"
+        else:
+            result.confidence[0, 5, 7] = float("inf")
+        return result
+    return spoiled
+
+
+@pytest.mark.parametrize("case,message", [
+    ("nan at a valid pixel", "model cli-test-stereo gave non-finite disparity at valid pixels "
+                             "(1 of "),
+    ("diverged", "model cli-test-stereo gave non-finite fields (NaN or infinity)"),
+    ("inf confidence", "model cli-test-stereo gave a non-finite confidence (1 of 38400 "
+                       "values)"),
+], ids=["nan disparity", "diverged", "inf confidence"])
+def test_a_non_finite_result_fails_the_pair_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        case: str, message: str) -> None:
+    monkeypatch.setattr(api, "estimate_disparity", _spoil(case, api.estimate_disparity))
+    left, right = _write_pair(tmp_path / "in")
+    out_dir = tmp_path / "out"
+    code, out, err = _run(["stereo", str(left), str(right), "-o", str(out_dir), "--format",
+                           "npy", "--save-confidence", *FAST], capsys)
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert code == 2 and out == "" and len(lines) == 1, err
+    assert lines[0].startswith(f"error: {left} and {right}: {message}"), err
+    assert lines[0].endswith("(no output written)"), err
+    assert not out_dir.exists()
+
+
+def test_a_non_finite_disparity_where_it_is_not_valid_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    monkeypatch.setattr(api, "estimate_disparity",
+                        _spoil("nan at an invalid pixel", api.estimate_disparity))
+    left, right = _write_pair(tmp_path / "in")
+    code, _, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
+                         "--format", "npy", *FAST], capsys)
+    assert code == 0, err
+    assert np.isnan(io.read_npy(tmp_path / "out" / "scene_l_disp.npy")[5, 7])
 
 
 @pytest.mark.parametrize("taken", ["scene_l_disp.pfm", "scene_l_disp_color.png",

@@ -145,6 +145,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     good.write_text(CALIB.format(w=W, h=H))
     other_size = tmp_path / "calib_big.txt"
     other_size.write_text(CALIB.format(w=2 * W, h=2 * H))
+    fractional = tmp_path / "calib_fraction.txt"
+    fractional.write_text(CALIB.format(w=W + 0.5, h=H))
     malformed = tmp_path / "bad.txt"
     malformed.write_text(CALIB.format(w=W, h=H).replace("0 0 1]\ncam1", "0 1]\ncam1"))
     ndisp_only = tmp_path / "ndisp.txt"
@@ -158,6 +160,9 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "missing calib": (["--calib", str(tmp_path / "nope.txt")], "nope.txt: no such file"),
         "calib for another size": (["--calib", str(other_size)],
                                    "is for 400x384 px images but the images are 200x192"),
+        "calib of a fractional width": (["--calib", str(fractional)],
+                                        "calib_fraction.txt: width and height must be whole "
+                                        "positive numbers of pixels, got 200.5 and 192"),
         "zero focal": (["--focal", "0", "--baseline", "0.1"], "focal must be a positive"),
         "negative focal": (["--focal", "-5", "--baseline", "0.1"], "focal must be a positive"),
         "zero baseline": (["--focal", "500", "--baseline", "0"], "baseline must be a positive"),
@@ -181,7 +186,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
 
 
 @pytest.mark.parametrize("case", ["malformed calib", "calib of another kind", "image as calib",
-                                  "missing calib", "calib for another size", "zero focal",
+                                  "missing calib", "calib for another size",
+                                  "calib of a fractional width", "zero focal",
                                   "negative focal", "zero baseline", "negative baseline",
                                   "calib and focal", "focal without baseline", "doffs alone",
                                   "depth format without calibration",
@@ -196,6 +202,49 @@ def test_bad_calibration_input_is_one_line_exit_2_no_output(
     assert code == 2
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+    assert not out.exists()
+
+
+def test_a_calib_file_with_a_byte_order_mark_gives_depth(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    calib = tmp_path / "calib.txt"
+    calib.write_text("\ufeff" + CALIB.format(w=W, h=H), encoding="utf-8")
+    out = tmp_path / "out"
+    code, _, err = run_cli(_stereo(pair, out, "--calib", str(calib), fast=True), capsys)
+    assert code == 0, err
+    assert (out / "scene_l_depth.npy").is_file() and (out / "scene_l_depth.ply").is_file()
+
+
+def _non_finite_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    huge_focal = tmp_path / "calib.txt"
+    huge_focal.write_text(CALIB.format(w=W, h=H).replace("300.5 0", "1e300 0"))
+    return {
+        "focal and baseline": (["--focal", "1e30", "--baseline", "1e30"],
+                               "--focal 1e+30 and --baseline 1e+30 give depths beyond the "
+                               "float32 range"),
+        "calib focal": (["--calib", str(huge_focal)],
+                        f"{huge_focal} (focal 1e+300, baseline 0.12, doffs 2) give depths "
+                        "beyond the float32 range"),
+        "cx": (["--focal", "250", "--baseline", "0.3", "--cx", "1e300"],
+               "--cx 1e+300 and --baseline 0.3 put points beyond the float32 range"),
+    }
+
+
+@pytest.mark.parametrize("case", ["focal and baseline", "calib focal", "cx"])
+def test_a_calibration_that_makes_depth_or_points_non_finite_fails_and_writes_nothing(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        recwarn: pytest.WarningsRecorder, case: str) -> None:
+    """Every kept depth or point would be written as infinity (or overflow float32 on the way,
+    with numpy warnings): the pair fails instead, naming the calibration's numbers."""
+    args, message = _non_finite_cases(tmp_path)[case]
+    out = tmp_path / "out"
+    # the bundled model: a random one may keep no pixel at all
+    code, stdout, err = run_cli(_stereo(pair, out, *args, "--edge-ratio", "0"), capsys)
+    lines = err.splitlines()
+    assert code == 2 and stdout == "" and len(lines) == 1, err
+    assert lines[0].startswith(f"error: {pair[0]} and {pair[1]}: {message} ("), err
+    assert lines[0].endswith(" values) (no output written)"), err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
     assert not out.exists()
 
 

@@ -59,6 +59,16 @@ def test_kitti_cam_to_cam(tmp_path: Path) -> None:
     assert 0.53 < cal.baseline < 0.54  # KITTI's colour cameras are 0.54 m apart
 
 
+@pytest.mark.parametrize("text,name", [(MIDDLEBURY, "calib.txt"),
+                                       (KITTI, "calib_cam_to_cam.txt")],
+                         ids=["middlebury", "kitti"])
+def test_a_utf8_byte_order_mark_is_read_past(tmp_path: Path, text: str, name: str) -> None:
+    """Windows editors start UTF-8 files with U+FEFF; the first key must still be found."""
+    plain = read_stereo_calibration(_write(tmp_path, text, name))
+    marked = read_stereo_calibration(_write(tmp_path, "\ufeff" + text, name))
+    assert marked == plain
+
+
 def test_the_bundled_sample_calibration() -> None:
     cal = read_stereo_calibration(SAMPLES / "motorcycle_calib.txt")
     assert cal.image_size == (250, 370) and cal.baseline == pytest.approx(0.193001)
@@ -89,10 +99,17 @@ def test_principal_point_defaults_to_the_image_centre() -> None:
     (KITTI.replace("1.000000e+00 2.745884e-03", "1.000000e+00"), "P_rect_02 must hold 12"),
     (KITTI.replace("S_rect_02: 1.242000e+03 3.750000e+02", "S_rect_02: 1242"),
      "S_rect_02 must hold 2"),
+    (MIDDLEBURY.replace("width=2964", "width=2964.5"),
+     "width and height must be whole positive numbers of pixels, got 2964.5 and 1988"),
+    (MIDDLEBURY.replace("height=1988", "height=0"),
+     "width and height must be whole positive numbers of pixels, got 2964 and 0"),
+    (KITTI.replace("S_rect_02: 1.242000e+03", "S_rect_02: 1.2425e+03"),
+     "S_rect_02 must be whole positive numbers of pixels, got 1242.5 and 375"),
 ], ids=["middlebury ndisp only", "prose", "empty", "binary", "cam0 not a matrix",
         "cam0 eight numbers", "cam0 word", "negative baseline", "zero baseline", "no baseline",
         "negative focal", "nan baseline", "kitti no P_rect_03", "kitti cameras swapped",
-        "kitti short P_rect_02", "kitti short S_rect_02"])
+        "kitti short P_rect_02", "kitti short S_rect_02", "fractional width", "zero height",
+        "kitti fractional width"])
 def test_malformed_or_foreign_files_are_named(tmp_path: Path, text: str | bytes,
                                               message: str) -> None:
     path = _write(tmp_path, text)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from numpy.lib import format as npy_format
 from PIL import Image
 
 from crossview.data import io
@@ -315,6 +316,32 @@ def test_npy_refuses_corrupt_and_pickled_files(tmp_path: Path) -> None:
     (tmp_path / "text.npy").write_text("1 2 3")
     with pytest.raises(UserError, match=r"text\.npy: cannot read \.npy"):
         io.read_npy(tmp_path / "text.npy")
+
+
+def _npy_header_only(path: Path, shape: tuple[int, ...], data_bytes: int = 0) -> Path:
+    """A .npy file whose header claims ``shape`` float32, followed by ``data_bytes`` (sparse:
+    zeros that take no disk space)."""
+    with path.open("wb") as handle:
+        npy_format.write_array_header_1_0(
+            handle, {"descr": "<f4", "fortran_order": False, "shape": shape})
+        handle.truncate(handle.tell() + data_bytes)
+    return path
+
+
+def test_npy_header_sizes_are_checked_before_anything_is_allocated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claims = _npy_header_only(tmp_path / "claims.npy", (100000, 100000))
+    with pytest.raises(UserError) as refused:
+        io.read_npy(claims)
+    assert str(refused.value) == (f"{claims}: truncated or corrupt .npy (header says (100000, "
+                                  "100000) float32 = 40000000000 bytes, the file holds 0)")
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "1")
+    big = _npy_header_only(tmp_path / "big.npy", (32768, 16384), 2 * 2**30)  # 2 GiB of zeros
+    with pytest.raises(UserError) as refused:
+        io.read_npy(big)
+    assert str(refused.value) == (f"{big} ((32768, 16384) float32) needs about 2 GiB of memory "
+                                  "(estimate), more than the 1 GiB available "
+                                  "($CROSSVIEW_MAX_MEMORY_GB); run where more memory is free")
 
 
 def test_atomic_output_gives_the_mode_of_a_plain_open(tmp_path: Path) -> None:

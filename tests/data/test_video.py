@@ -1,5 +1,6 @@
 """Video frames through PyAV: a lossless file reads back bit for bit; what is not a video is
-one :class:`UserError` naming the file."""
+one :class:`UserError` naming the file; too few frames for the caller is one too, and fewer
+frames than the container declares one warning."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from crossview.data import video
 from crossview.errors import UserError
-from video_files import write_lossless_video
+from video_files import declare_frames, write_lossless_video
 
 pytest.importorskip("av")
 
@@ -45,3 +46,35 @@ def test_what_is_not_a_video_is_one_user_error(tmp_path: Path, content: bytes | 
 
 def test_suffixes_tell_videos() -> None:
     assert video.is_video("a/b.MP4") and video.is_video("c.mkv") and not video.is_video("d.png")
+
+
+def _clip(path: Path, count: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    frames = [rng.integers(0, 256, (32, 48, 3), dtype=np.uint8) for _ in range(count)]
+    write_lossless_video(path, frames)
+    return frames
+
+
+@pytest.mark.parametrize("count,min_frames", [(1, 2), (2, 3)])
+def test_too_few_frames_for_the_caller_is_one_user_error(tmp_path: Path, count: int,
+                                                         min_frames: int) -> None:
+    path = tmp_path / "clip.mkv"
+    _clip(path, count)
+    with pytest.raises(UserError) as error:
+        video.open_video(path, min_frames=min_frames, purpose="pairs")
+    assert str(error.value) == (f"{path}: the video holds only {count} frame(s), {min_frames} "
+                                "needed (pairs)")
+    assert video.open_video(path, min_frames=count).size == (32, 48)
+
+
+def test_fewer_frames_than_declared_is_one_warning_and_every_decoded_frame(
+        tmp_path: Path, log_lines) -> None:
+    path = tmp_path / "clip.avi"
+    frames = _clip(path, 3)
+    assert list(video.frames(path)) and log_lines() == ""  # as declared: no word
+    declare_frames(path, 5)
+    assert video.open_video(path).frames == 5 and log_lines() == ""  # the start says nothing
+    got = list(video.frames(path))
+    assert len(got) == 3 and all((a == b).all() for a, b in zip(got, frames, strict=True))
+    assert log_lines() == (f"warning: {path}: the container declares 5 frames but 3 decoded (a "
+                           "truncated or damaged file?); used the decoded ones\n")

@@ -22,6 +22,8 @@ CASES = {
     "not exportable": (["--model", "multiview", "--size", "64x64"],
                        "cannot be exported to ONNX"),
     "size text": (["--model", "matchstereo-mini", "--size", "big"], "HxW"),
+    "size beyond memory": (["--model", "matchstereo-mini", "--size", "100000x100000"],
+                           "matchstereo-mini at 100000x100000 px needs about "),
 }
 
 

@@ -91,6 +91,12 @@ def test_depth_edges_both_sides_of_a_jump_only() -> None:
     (lambda: disparity_to_depth(torch.ones(2, dtype=torch.int64), 1.0, 1.0), TypeError),
     (lambda: depth_to_points(torch.ones(3), 1.0, 0.0, 0.0), ValueError),
     (lambda: depth_to_points(torch.ones(2, 2), -1.0, 0.0, 0.0), ValueError),
+    (lambda: disparity_to_depth(torch.ones(2), float("nan"), 1.0), ValueError),
+    (lambda: disparity_to_depth(torch.ones(2), 1.0, float("inf")), ValueError),
+    (lambda: disparity_to_depth(torch.ones(2), 1.0, 1.0, float("nan")), ValueError),
+    (lambda: depth_to_points(torch.ones(2, 2), float("nan"), 0.0, 0.0), ValueError),
+    (lambda: depth_to_points(torch.ones(2, 2), 1.0, float("inf"), 0.0), ValueError),
+    (lambda: depth_to_points(torch.ones(2, 2), 1.0, 0.0, float("nan")), ValueError),
     (lambda: depth_edge_mask(torch.ones(2, 2), 0.0), ValueError),
 ])
 def test_bad_arguments(call, error) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from run_lock_holder import hold_lock
 from safetensors.torch import save_file
 
 from cli_runner import run_cli
@@ -104,6 +105,10 @@ def _overrides(**values: object) -> dict:
     ({"train": {"precision": "fp8"}}, "config: train.precision must be one of 'fp32', "
      "'bf16', 'fp16', got 'fp8'"),
     ({"train": {"batch_size": 0}}, "config: train.batch_size must be >= 1, got 0"),
+    ({"train": {"batch_size": 100_000_000}}, "config: training on batches of 100000000 samples "
+     "of 192x256 px over 10000 samples needs about "),
+    ({"data": {"train_size": 10**15}}, "config: training on batches of 2 samples of 192x256 px "
+     "over 1000000000000000 samples needs about "),
     ({"data": {"train": "kitti"}}, "config: data.train must be one of 'synthetic-stereo', "
      "'synthetic-flow', 'synthetic-warps', 'camera-scenes', 'depth-scenes', 'real-scenes', "
      "got 'kitti'"),
@@ -155,6 +160,25 @@ def test_init_weights_holding_nan_are_refused_naming_the_tensor(
     assert not (tmp_path / "run").exists()
 
 
+def test_a_second_run_into_one_out_dir_is_refused_naming_the_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "log.jsonl").write_text("the first run's log\n")
+    first = hold_lock(run_dir)
+    try:
+        config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
+                                                            "out_dir": str(run_dir)}})
+        err = _fails_with_one_line(["train", str(config)], capsys)
+    finally:
+        first.kill()
+        first.wait()
+    assert err == (f"error: {run_dir} is in use by another training run (process {first.pid}); "
+                   "wait for it to end, or give another train.out_dir (--out-dir)")
+    assert [p.name for p in run_dir.iterdir()] == ["log.jsonl"]
+    assert (run_dir / "log.jsonl").read_text() == "the first run's log\n"
+
+
 def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main(["train", str(tmp_path / "absent.yaml")])
@@ -183,6 +207,49 @@ def _fails_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) ->
     assert done.value.code == 2
     assert err.startswith("error: ") and len(err.splitlines()) == 1, err
     return err
+
+
+def _laughs(levels: int) -> str:
+    """A "billion laughs" file: each level's list holds nine aliases of the one before."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + f"\ntrain: {{out_dir: *a{levels - 1}}}\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (_laughs(9), "anchors and aliases (& and *) are not allowed in a configuration (line 1, "
+                 "column 5)"),
+    ("task: &t stereo\n", "anchors and aliases (& and *) are not allowed in a configuration "
+                          "(line 1, column 7)"),
+    ("train: " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 32 levels (line 1, "
+                                                 "column 39)"),
+    ("train:\n  steps: " + "9" * 5001 + "\n", "a number written with 5001 characters (at "
+                                               "most 100) (line 2, column 10)"),
+    ("optim:\n  lr: 0." + "1" * 200 + "\n", "a number written with 202 characters (at most "
+                                             "100) (line 2, column 7)"),
+    ("train:\n  steps: 3\n  log_every: 1\n  steps: 5\n", "duplicate key 'steps' (first on "
+                                                          "line 2) (line 4, column 3)"),
+    ("train: {steps: 3, steps: 5}\n", "duplicate key 'steps' (first on line 1) (line 1, "
+                                      "column 19)"),
+    ("task: stereo\ntrain: {}\ntask: flow\n", "duplicate key 'task' (first on line 1) (line "
+                                             "3, column 1)"),
+], ids=["billion laughs", "unused anchor", "3000 brackets", "5001 digits", "long float",
+        "duplicate key", "duplicate in a flow mapping", "duplicate section"])
+def test_yaml_a_configuration_refuses_is_one_line_naming_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    err = _fails_with_one_line(["train", str(config), "--out-dir", str(tmp_path / "run")],
+                               capsys)
+    assert err == f"error: config file {config}: {message}"
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_huge_value_is_quoted_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path, {"data": {"real": ["x" * 200] * 10_000}})
+    err = _fails_with_one_line(["train", str(config), "--out-dir", str(tmp_path / "run")],
+                               capsys)
+    assert err.startswith("error: config: data.real must be str, got ['xxx") and len(err) < 150
 
 
 def test_invalid_yaml_is_one_line_with_its_place(tmp_path: Path,
@@ -269,7 +336,11 @@ def _run_with_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
 
     config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"],
                                                         "out_dir": str(tmp_path / "run")}})
-    return config, Trainer(load_config(config), progress=False).save()
+    trainer = Trainer(load_config(config), progress=False)
+    try:
+        return config, trainer.save()
+    finally:
+        trainer.close()  # a trainer that never runs releases the run's lock itself
 
 
 def test_resume_sets_an_unreadable_newest_checkpoint_aside(

@@ -334,6 +334,24 @@ def test_start_removes_the_temporaries_of_killed_writes_and_nothing_else(
     assert log_lines().count("warning: removed ") == len(stale)
 
 
+def test_one_run_directory_holds_one_run_at_a_time(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path / "run", steps=2)
+    first = Trainer(cfg, model=StandInModel(), train_set=StandInStereo(), progress=False)
+    with pytest.raises(UserError, match=rf"^{tmp_path / 'run'} is in use by another training "
+                                        rf"run \(process {os.getpid()}\)"):
+        Trainer(cfg, model=StandInModel(), train_set=StandInStereo(), progress=False)
+    first.run()  # ends by letting the directory go
+    _, summary = run(cfg, resume=True)
+    assert summary["step"] == 2
+
+
+def test_a_run_that_fails_to_start_lets_its_directory_go(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="--resume"):
+        run(make_cfg(tmp_path / "run"), resume=True)  # nothing to resume from
+    assert not (tmp_path / "run").exists()
+    run(make_cfg(tmp_path / "run", steps=1))
+
+
 def test_log_is_parseable_when_killed_mid_run(tmp_path: Path) -> None:
     cfg = make_cfg(tmp_path)
     run(cfg, stop_after=2)

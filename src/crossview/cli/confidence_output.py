@@ -14,6 +14,7 @@ import torch
 import typer
 
 from crossview.data import io
+from crossview.output import check_finite
 
 SaveConfidence = Annotated[bool, typer.Option(
     "--save-confidence", help="Also save the per-pixel confidence in [0, 1] (.npy and .png).")]
@@ -27,10 +28,12 @@ def confidence_picture(confidence: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class ConfidenceOutput:
     """The confidence files of the views ``views`` (names as the raw files': ``disp``,
-    ``disp_right``, ``flow`` ...); ``tensors(result)`` gives their confidences ``[B, H, W]``."""
+    ``disp_right``, ``flow`` ...); ``tensors(result)`` gives their confidences ``[B, H, W]``;
+    ``source`` names what made them (the model), for the error when one is not finite."""
 
     views: tuple[str, ...]
     tensors: Callable[[Any], list[torch.Tensor]]
+    source: str
 
     def check(self, images: list[tuple[np.ndarray, np.ndarray]]) -> None:
         """Nothing to check: any pair has a confidence."""
@@ -45,6 +48,7 @@ class ConfidenceOutput:
         writers: list[Callable[[Path], None]] = []
         for confidence in self.tensors(result)[: len(self.views)]:
             values = confidence[0].cpu().numpy().astype(np.float32)
+            check_finite(values, f"{self.source} gave a non-finite confidence")
             picture = confidence_picture(values)
             writers += [lambda path, v=values: io.write_npy(path, v),
                         lambda path, p=picture: io.write_image(path, p)]

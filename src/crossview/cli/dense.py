@@ -8,8 +8,10 @@ output file name is checked (not taken by a directory) before the model loads. O
 files) is all or nothing: an error is one line and exit code 2, and nothing is written. A run
 of many pairs (:mod:`crossview.cli.batch`) publishes each pair's files together as soon as
 that pair is done; a pair that fails is reported and skipped, Ctrl-C or SIGTERM keep the
-finished pairs, and ``--skip-existing`` skips pairs whose files are all there (see
-:func:`crossview.output.staged_files`, used per pair).
+finished pairs, and ``--skip-existing`` skips pairs (one pair too) whose files are all there
+(see :func:`crossview.output.staged_files`, used per pair). Results are checked before they are
+published: a field that is not finite where it is valid (or a confidence anywhere) fails the
+pair, naming the model, its weights and precision.
 """
 
 from __future__ import annotations
@@ -28,15 +30,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from crossview import api
-from crossview.cli.batch import PairJob, run_batch
+from crossview import api, memory
+from crossview.attention.match import NonFiniteError
+from crossview.cli.batch import BatchSummary, PairJob, run_batch
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
 from crossview.data import io, video
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.models.matchstereo.inference import refines
-from crossview.output import check_output_files, staged_files
+from crossview.output import check_finite, check_output_files, staged_files
 
 # one view of a result: raw [B, ...] (disparity [B, H, W] or flow [B, H, W, 2]), valid
 # [B, H, W], self_rpos [B, H, W, 2]; a command gives a result's views (first, second)
@@ -75,6 +78,13 @@ class DenseOptions:
     skip_existing: bool = False
     refine: bool | None = None
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
+
+    def model_inputs(self) -> str:
+        """The inputs besides the images that make a result what it is, as the user gave them:
+        ``model NAME with --weights W at --precision P``."""
+        return (f"model {self.model}" + (f" with --weights {self.weights}" if self.weights
+                                         else "")
+                + (f" at --precision {self.precision}" if self.precision != "fp32" else ""))
 
 
 @dataclass(frozen=True)
@@ -120,7 +130,6 @@ class FrameRange:
         choice = f"; {self} picks {picked}" if str(self) else ""
         return UserError(f"{source} holds {total} frame{'s' if total != 1 else ''}{choice}: "
                          "a flow pair needs two")
-
 
 def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
     """Pair the inputs: two files, two directories or two glob patterns."""
@@ -237,7 +246,7 @@ def find_jobs(task: str, first: str, second: str | None, frames: FrameRange | No
         raise UserError(f"{frames} needs one video file or one folder of frames, not two inputs")
     frames = frames or FrameRange()
     if sequence and video.is_video(first):
-        info = video.open_video(first)
+        info = video.open_video(first, min_frames=2, purpose="flow pairs consecutive frames")
         pairs = _video_pairs(info.path, frames)
         # the first pair is decoded before the model loads: a range past the video's end fails
         # first, and the run goes on from there
@@ -297,6 +306,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     """
     size = parse_size(options.size) if options.size else None
     resolve_device(options.device, "--device")
+    memory.memory_limit()  # a bad $CROSSVIEW_MAX_MEMORY_GB: refused once, not once per pair
     kind = "disparity" if task == "stereo" else "flow"
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
     jobs, count, single = find_jobs(task, first, second, options.frames)
@@ -310,6 +320,12 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
         check_output_files([d for job in jobs for d in destinations(job)])
     else:
         check_output_files(destinations(PairJob(Path(first).stem, "", tuple)))
+    exists = (lambda job: all(p.is_file() for p in destinations(job))) \
+        if options.skip_existing else None
+    if single and exists is not None and exists(jobs[0]):
+        stdout.print(BatchSummary(skipped=1).lines(options.out_dir)[0], markup=False,
+                     soft_wrap=True)
+        return
     pair = jobs[0].load() if single else None  # a bad image fails before the model loads
     for extra in extras if pair is not None else ():
         extra.check([pair])
@@ -323,13 +339,18 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
         check_memory(task, model, job.label, images, options, size)
         with staged_files(destinations(job)) as staged:
             try:
-                result = estimate(*images, model=model, device=options.device,
-                                  precision=options.precision, lri=options.lri, size=size,
-                                  refine=options.refine)
+                try:
+                    result = estimate(*images, model=model, device=options.device,
+                                      precision=options.precision, lri=options.lri, size=size,
+                                      refine=options.refine)
+                except NonFiniteError:  # the fields diverged inside the network
+                    raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
+                                    "infinity)") from None
+                # writers check what they are given (finite where valid) before any write
+                writers = pair_writers(images, tensors(result), kind, options) + [
+                    w for extra in extras for w in extra.writers(images, result)]
             except UserError as error:
                 raise UserError(f"{job.label}: {error} (no output written)") from None
-            writers = pair_writers(images, tensors(result), kind, options) + [
-                w for extra in extras for w in extra.writers(images, result)]
             for path, write in zip(staged, writers, strict=True):
                 write(path)
 
@@ -337,8 +358,6 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
         run(jobs[0], pair)
         stdout.print(f"wrote 1 pair(s) to {options.out_dir}")
         return
-    exists = (lambda job: all(p.is_file() for p in destinations(job))) \
-        if options.skip_existing else None
     run_batch(jobs, count, run, options.out_dir, exists=exists, label=task)
 
 
@@ -380,13 +399,16 @@ def pair_writers(images: Pair, views: list[ViewTensors], kind: str,
                  options: DenseOptions) -> list[Callable[[Path], None]]:
     """Writers of one pair's files (see :func:`pair_file_names`): ``views`` holds ``(raw
     [B, ...], valid [B, H, W], self_rpos [B, H, W, 2])`` of the first and the second view;
-    batch row 0 is written."""
+    batch row 0 is written. A raw result that is not finite where it is valid is a
+    :class:`UserError` naming :meth:`DenseOptions.model_inputs`."""
     # imported when a pair is written: matplotlib (~0.13 s) would slow every `crossview --help`
     from crossview.viz import disparity_to_colour, flow_to_colour, mask_to_image, self_rpos_picture
 
     writers = []
     for tensors, image in zip(views[: 2 if options.save_right else 1], images, strict=False):
         raw, valid, rpos = (t[0].cpu().numpy() for t in tensors)
+        check_finite(raw, f"{options.model_inputs()} gave non-finite {kind} at valid pixels",
+                     valid if raw.ndim == 2 else valid[..., None])
         colour = disparity_to_colour(raw) if kind == "disparity" else flow_to_colour(raw)
         writers += [raw_writer(raw, options.fmt, kind)[1], picture_writer(colour),
                     picture_writer(mask_to_image(valid))]

@@ -16,6 +16,9 @@ A run whose kept depths have a median beyond :data:`FAR_DEPTH` gets one ``warnin
 first such pair; the files are written all the same, a scene can be that far): depth is in
 metres, and the usual cause is a baseline in millimetres, as Middlebury's ``calib.txt`` writes
 it, given to ``--baseline``.
+
+A calibration whose kept depths or points do not fit float32 (``--focal 1e30 --baseline 1e30``,
+``--cx 1e300``) fails the pair with one line naming those inputs, and writes nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from crossview.data.calibration import StereoCalibration, read_stereo_calibratio
 from crossview.data.ply import write_ply
 from crossview.errors import UserError
 from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
+from crossview.output import check_finite
 
 DEPTH_FORMATS = ("npy", "pfm", "png16")
 EDGE_RATIO = 0.05  # relative depth jump between 4-neighbours that marks a depth edge
@@ -70,11 +74,11 @@ EdgeRatio = Annotated[float | None, typer.Option(
 
 @dataclass
 class DepthOutput:
-    """The depth files of a pair: which they are, and how to write them. ``source`` names the
-    calibration's file, or is ``None`` for ``--focal``/``--baseline``."""
+    """The depth files of a pair: which they are, and how to write them. ``calib_file``: where
+    the calibration was read (``None``: given by options)."""
 
     calibration: StereoCalibration
-    source: str | None
+    calib_file: Path | None
     fmt: str = "npy"
     max_depth: float | None = None
     edge_ratio: float = EDGE_RATIO
@@ -84,7 +88,7 @@ class DepthOutput:
         """Refuse images of another size than the calibration's (before the model runs)."""
         for first, _ in images:
             self.calibration.check_image_size(*first.shape[:2],
-                                              self.source or "the calibration")
+                                              str(self.calib_file or "the calibration"))
 
     def file_names(self, name: str) -> list[str]:
         suffix = ".png" if self.fmt == "png16" else f".{self.fmt}"
@@ -93,11 +97,18 @@ class DepthOutput:
     def writers(self, images: tuple[np.ndarray, np.ndarray], result: StereoResult
                 ) -> list[Callable[[Path], None]]:
         """Writers of the depth map and the point cloud of batch row 0, in
-        :meth:`file_names` order."""
+        :meth:`file_names` order; a :class:`UserError` naming the calibration's numbers if the
+        kept depths or points do not fit float32."""
+        cal = self.calibration
         depth, keep = self.filtered_depth(result.disparity[0].cpu(), result.valid[0].cpu())
+        check_finite(depth.numpy(), f"{self._inputs('focal', 'baseline', 'doffs')} give depths "
+                     "beyond the float32 range", keep.numpy())
         self._warn_if_far(depth[keep])
-        cx, cy = self.calibration.principal_point(*depth.shape)
-        points = depth_to_points(depth, self.calibration.focal, cx, cy)[keep].numpy()
+        cx, cy = cal.principal_point(*depth.shape)
+        points = depth_to_points(depth, cal.focal, cx, cy)[keep].numpy()
+        for axis, centre in enumerate(("cx", "cy")):  # x = (u - cx) depth / focal, y alike
+            check_finite(points[:, axis], f"{self._inputs(centre, 'baseline')} put points "
+                         "beyond the float32 range")
         colours = images[0][keep.numpy()]
         return [self._depth_writer(depth.numpy().astype(np.float32)),
                 lambda path: write_ply(path, points, colours)]
@@ -121,11 +132,22 @@ class DepthOutput:
             return
         self.warned_far = True
         baseline = self.calibration.baseline
-        cause = (f"is {self.source} the calibration of these images?" if self.source else
+        cause = (f"is {self.calib_file} the calibration of these images?"
+                 if self.calib_file else
                  f"--baseline {baseline:g} is read as metres; if it is in millimetres (as "
                  f"Middlebury's calib.txt writes it), pass --baseline {baseline / MILLIMETRES:g}")
         stderr.print(f"warning: median depth {median / 1000:.3g} km (depth is in metres): "
                      f"{cause}", markup=False, soft_wrap=True)
+
+    def _inputs(self, *names: str) -> str:
+        """The calibration's numbers ``names`` (those given; doffs when not 0) as the user gave
+        them: ``--focal 1e+30 and --baseline 1e+30``, ``calib.txt (focal 1e+300, ...)``."""
+        values = {name: getattr(self.calibration, name) for name in names}
+        given = {name: value for name, value in values.items()
+                 if value is not None and (name != "doffs" or value != 0)}
+        if self.calib_file is None:
+            return " and ".join(f"--{name} {value:g}" for name, value in given.items())
+        return f"{self.calib_file} ({', '.join(f'{n} {v:g}' for n, v in given.items())})"
 
     def _depth_writer(self, depth: np.ndarray) -> Callable[[Path], None]:
         if self.fmt == "npy":
@@ -163,13 +185,12 @@ def depth_output(calib: Path | None, focal: float | None, baseline: float | None
     if edge_ratio is not None and not edge_ratio >= 0:
         raise UserError(f"--edge-ratio must be 0 (off) or positive, got {edge_ratio:g}")
     if calib is not None:
-        calibration, source = read_stereo_calibration(calib), str(calib)
+        calibration = read_stereo_calibration(calib)
     else:
         missing = [name for name in ("--focal", "--baseline") if numbers[name] is None]
         if missing:
             raise UserError(f"{' and '.join(missing)} missing: a calibration by numbers needs "
                             "--focal (px) and --baseline (metres)")
         calibration = StereoCalibration(focal, baseline, doffs or 0.0, cx, cy)
-        source = None
-    return DepthOutput(calibration, source, fmt or "npy", max_depth,
+    return DepthOutput(calibration, calib, fmt or "npy", max_depth,
                        EDGE_RATIO if edge_ratio is None else edge_ratio)

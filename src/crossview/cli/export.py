@@ -52,6 +52,9 @@ def onnx_command(
     network = api.load_model(model, weights)
     export_module(network)  # a model or size that cannot be exported fails before the trace
     check_size(network, shape)
+    # the trace and the comparison run the network at --size (the export has no refinement)
+    api.check_memory(network, *shape, task=network.task, refine=False,
+                     advice="give a smaller --size")
     with stderr.status(f"exporting {model} at {shape[0]}x{shape[1]} (takes minutes)"):
         names = export_onnx(network, out, shape, dynamic=not static)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",

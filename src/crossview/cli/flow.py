@@ -72,10 +72,12 @@ def flow_command(
     of frames."""
     frames = None if start is None and stop is None and stride is None else FrameRange(
         0 if start is None else start, stop, 1 if stride is None else stride)
+    dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
+                         save_rpos, fmt, download=download, skip_existing=skip_existing,
+                         refine=refine, frames=frames)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
-                                  lambda r: [r.confidence, r.confidence_backward])
+                                  lambda r: [r.confidence, r.confidence_backward],
+                                  dense.model_inputs())
     extras = [confidence] if save_confidence else []
-    run_dense("flow", frame0, frame1, DenseOptions(
-        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download, skip_existing=skip_existing, refine=refine, frames=frames),
-        views=("flow", "flow_backward"), tensors=_views, extras=extras)
+    run_dense("flow", frame0, frame1, dense, views=("flow", "flow_backward"), tensors=_views,
+              extras=extras)

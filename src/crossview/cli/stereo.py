@@ -61,11 +61,12 @@ def stereo_command(
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
     depth_files = depth.depth_output(calib, focal, baseline, doffs, cx, cy, depth_format,
                                      max_depth, edge_ratio)
+    dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
+                         save_rpos, fmt, download=download, skip_existing=skip_existing,
+                         refine=refine)
     confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
-                                  lambda r: [r.confidence, r.confidence_right])
+                                  lambda r: [r.confidence, r.confidence_right],
+                                  dense.model_inputs())
     extras = [confidence] if save_confidence else []
-    run_dense("stereo", left, right, DenseOptions(
-        out_dir, model, weights, device, precision, lri, size, save_right, save_rpos, fmt,
-        download=download, skip_existing=skip_existing, refine=refine),
-        views=("disp", "disp_right"), tensors=_views,
-        extras=extras + ([depth_files] if depth_files else []))
+    run_dense("stereo", left, right, dense, views=("disp", "disp_right"), tensors=_views,
+              extras=extras + ([depth_files] if depth_files else []))

@@ -81,8 +81,11 @@ def train_command(
                              cfg=cfg, step=trainer.step)
 
     if export_only:
-        for written in write_export():
-            stdout.print(f"wrote {written} (step {trainer.step})")
+        try:
+            for written in write_export():
+                stdout.print(f"wrote {written} (step {trainer.step})")
+        finally:
+            trainer.close()
         return
     summary = trainer.run()
     finished = summary["step"] >= cfg.train.steps

@@ -83,8 +83,8 @@ def read_key_values(path: Path, separator: str = "=") -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # utf-8-sig: editors on Windows start a UTF-8 file with a byte-order mark
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a text file (a calibration file holds key/value "
                         "lines)") from None
@@ -144,9 +144,8 @@ def _middlebury(path: Path, entries: dict[str, str]) -> StereoCalibration:
              else right[0, 2] - left[0, 2])
     size = None
     if "width" in entries and "height" in entries:
-        width = _numbers(path, "width", entries["width"], 1)[0]
-        height = _numbers(path, "height", entries["height"], 1)[0]
-        size = (int(height), int(width))
+        (width,), (height,) = (_numbers(path, key, entries[key], 1) for key in ("width", "height"))
+        size = _image_size(path, "width and height", width, height)
     return _calibration(path, left[0, 0], baseline_mm[0] / 1000.0, doffs, left[0, 2],
                         left[1, 2], size)
 
@@ -164,9 +163,18 @@ def _kitti(path: Path, entries: dict[str, str]) -> StereoCalibration:
     size = None
     if f"S_rect_{KITTI_CAMERAS[0]}" in entries:
         width, height = _numbers(path, "S_rect_02", entries[f"S_rect_{KITTI_CAMERAS[0]}"], 2)
-        size = (int(height), int(width))
+        size = _image_size(path, "S_rect_02", width, height)
     return _calibration(path, focal, baseline, second[0, 2] - first[0, 2], first[0, 2],
                         first[1, 2], size)
+
+
+def _image_size(path: Path, key: str, width: float, height: float) -> tuple[int, int]:
+    """``(H, W)`` of a size entry: whole positive numbers (KITTI writes them as floats,
+    ``1.242000e+03``); a fraction would be cut to another size than the file means."""
+    if not all(value.is_integer() and value > 0 for value in (width, height)):
+        raise UserError(f"{path}: {key} must be whole positive numbers of pixels, got "
+                        f"{width:g} and {height:g}")
+    return int(height), int(width)
 
 
 def _calibration(path: Path, focal: float, baseline: float, doffs: float, cx: float,

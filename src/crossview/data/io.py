@@ -28,10 +28,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
+from numpy.lib import format as npy_format
 from PIL import Image
 
+from crossview import memory
 from crossview.data import png
 from crossview.errors import UserError
 from crossview.output import atomic_output
@@ -320,7 +323,11 @@ def write_kitti_flow(path: PathLike, flow: np.ndarray, valid: np.ndarray | None 
 
 
 def read_npy(path: PathLike) -> np.ndarray:
-    """Read a ``.npy`` array (never unpickles objects; a ``.npz`` archive is refused)."""
+    """Read a ``.npy`` array (never unpickles objects; a ``.npz`` archive is refused).
+
+    The shape and dtype of the header are checked before the array is allocated: against the
+    bytes the file holds, then against the memory available
+    (:func:`crossview.memory.check_memory`)."""
     with _require_file(path).open("rb") as handle:
         # np.load would hand back an open NpzFile for a zip archive, whatever the suffix
         if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
@@ -328,9 +335,29 @@ def read_npy(path: PathLike) -> np.ndarray:
                             "other files are not arrays)")
         handle.seek(0)
         try:
+            shape, dtype = _npy_header(handle)
+            needed = memory.array_bytes(shape, dtype.itemsize)
+            held = os.fstat(handle.fileno()).st_size - handle.tell()
+            if needed > held:
+                raise UserError(f"{path}: truncated or corrupt .npy (header says {shape} "
+                                f"{dtype} = {needed} bytes, the file holds {held})")
+            memory.check_memory(needed, f"{path} ({shape} {dtype})",
+                                "run where more memory is free")
+            handle.seek(0)
             return np.load(handle, allow_pickle=False)
         except (OSError, ValueError, EOFError) as error:
             raise UserError(f"{path}: cannot read .npy ({error})") from None
+
+
+def _npy_header(handle: BinaryIO) -> tuple[tuple[int, ...], np.dtype]:
+    """``(shape, dtype)`` of the ``.npy`` header at the start of ``handle`` (left after it)."""
+    version = npy_format.read_magic(handle)
+    read_header = {(1, 0): npy_format.read_array_header_1_0,
+                   (2, 0): npy_format.read_array_header_2_0}.get(version)
+    if read_header is None:  # 3.0 only adds UTF-8 field names, which no crossview array has
+        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    shape, _, dtype = read_header(handle)
+    return shape, dtype
 
 
 def write_npy(path: PathLike, array: np.ndarray) -> None:

@@ -12,6 +12,7 @@ back what they were given.
 
 from __future__ import annotations
 
+import math
 from typing import TypeVar
 
 import numpy as np
@@ -24,7 +25,9 @@ def disparity_to_depth(disparity: Array, focal: float, baseline: float,
                        doffs: float = 0.0) -> Array:
     """Depth ``[..., H, W]`` (units of ``baseline``) of disparities ``[..., H, W]`` (px, a float
     tensor or numpy array; the depth is of the same kind): ``focal * baseline / (disparity +
-    doffs)``, and 0 where ``disparity + doffs <= 0`` (no finite depth).
+    doffs)``, and 0 where ``disparity + doffs <= 0`` (no finite depth). ``focal`` and
+    ``baseline`` must be positive and finite, ``doffs`` finite (``ValueError``; NaN would pass a
+    plain ``<= 0`` test).
 
     >>> disparity_to_depth(torch.tensor([10.0, 0.0, 20.0]), focal=500.0, baseline=0.1)
     tensor([5.0000, 0.0000, 2.5000])
@@ -33,8 +36,9 @@ def disparity_to_depth(disparity: Array, focal: float, baseline: float,
     """
     if isinstance(disparity, np.ndarray):
         return disparity_to_depth(_tensor(disparity), focal, baseline, doffs).numpy()
-    if focal <= 0 or baseline <= 0:
-        raise ValueError(f"focal and baseline must be positive, got {focal=}, {baseline=}")
+    if not (_positive(focal) and _positive(baseline) and math.isfinite(doffs)):
+        raise ValueError(f"focal and baseline must be positive and finite, doffs finite, got "
+                         f"{focal=}, {baseline=}, {doffs=}")
     if not disparity.is_floating_point():
         raise TypeError(f"disparity must hold floats, got {disparity.dtype=}")
     shifted = disparity + doffs
@@ -45,15 +49,16 @@ def disparity_to_depth(disparity: Array, focal: float, baseline: float,
 def depth_to_points(depth: Array, focal: float, cx: float, cy: float) -> Array:
     """Camera-frame points ``[..., H, W, 3]`` (x, y, z) of depths ``[..., H, W]`` (a tensor or
     numpy array; the points are of the same kind) seen by a pinhole camera of focal length
-    ``focal`` and principal point ``(cx, cy)`` (px).
+    ``focal`` (positive, finite) and principal point ``(cx, cy)`` (px, finite).
 
     >>> depth_to_points(torch.full((1, 2), 2.0), focal=2.0, cx=0.0, cy=0.0)[0, 1]
     tensor([1., 0., 2.])
     """
     if isinstance(depth, np.ndarray):
         return depth_to_points(_tensor(depth), focal, cx, cy).numpy()
-    if focal <= 0:
-        raise ValueError(f"focal must be positive, got {focal=}")
+    if not (_positive(focal) and math.isfinite(cx) and math.isfinite(cy)):
+        raise ValueError(f"focal must be positive and finite, cx and cy finite, got {focal=}, "
+                         f"{cx=}, {cy=}")
     if depth.ndim < 2:
         raise ValueError(f"depth must be [..., H, W], got {depth.shape=}")
     h, w = depth.shape[-2:]
@@ -65,6 +70,10 @@ def depth_to_points(depth: Array, focal: float, cx: float, cy: float) -> Array:
 def _tensor(array: np.ndarray) -> torch.Tensor:
     # a copy: torch.from_numpy warns on read-only arrays (np.broadcast_to, np.frombuffer views)
     return torch.tensor(array)
+
+
+def _positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
 
 
 def depth_edge_mask(depth: torch.Tensor, ratio: float) -> torch.Tensor:

@@ -7,6 +7,12 @@ it with its full path (``train.stpes``), and so is a value of the wrong type or 
 ``config_from_dict`` a mapping (the Python API). ``model.overrides`` are checked against the
 model's own configuration when the model is built, and ``recipe`` against the options of the
 task's recipe (:mod:`crossview.train.recipes`): both by the recipe, before training starts.
+
+The file is read by a strict YAML loader (:class:`ConfigLoader`): PyYAML's safe loader without
+what a configuration never needs and an attacker would use: anchors and aliases (a
+"billion laughs" file expands a few lines into gigabytes), duplicated keys (the last would win
+in silence), nesting beyond :data:`MAX_DEPTH` levels (PyYAML's composer recurses) and numbers
+written with more than :data:`MAX_NUMBER_CHARS` characters. Each is one error naming its line.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from crossview.errors import UserError
+from crossview.errors import UserError, shown
 from crossview.settings import SettingError, build, check, setting
 
 SEED_MAX = 2**31 - 1  # seeds are mixed into 64-bit generator seeds (seed * 1_000_003 + epoch)
@@ -30,6 +36,68 @@ TASKS = ("stereo", "flow", "semantic", "novel-view", "multiview-depth")
 DATASETS = ("synthetic-stereo", "synthetic-flow", "synthetic-warps", "camera-scenes",
             "depth-scenes", "real-scenes")
 SCHEDULES = ("one-cycle", "constant", "cosine")
+MAX_DEPTH = 32  # a configuration nests 3 levels; ~330 exhaust Python's stack in the composer
+MAX_NUMBER_CHARS = 100  # int("9" * 5000) even raises: Python limits integer text to 4300 digits
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a configuration refuses (see :class:`ConfigLoader`)."""
+
+
+def _refuse(problem: str, node_or_event: Any) -> _Refused:
+    return _Refused(problem=problem, problem_mark=node_or_event.start_mark)
+
+
+class ConfigLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses anchors and aliases, duplicate keys, nesting deeper
+    than :data:`MAX_DEPTH` and numbers longer than :data:`MAX_NUMBER_CHARS` characters, each
+    with the place it was found."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise _refuse("anchors and aliases (& and *) are not allowed in a configuration",
+                          event)
+        if self._depth >= MAX_DEPTH:
+            raise _refuse(f"nested deeper than {MAX_DEPTH} levels", event)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # <<: the merged keys may repeat
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the safe loader's own error names it
+                continue
+            if first is not None:
+                raise _refuse(f"duplicate key {shown(key)} (first on line {first})", key_node)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+def _bounded_number(construct: Any) -> Any:
+    def checked(loader: ConfigLoader, node: yaml.ScalarNode) -> Any:
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise _refuse(f"a number written with {len(node.value)} characters (at most "
+                          f"{MAX_NUMBER_CHARS})", node)
+        return construct(loader, node)
+    return checked
+
+
+for _tag, _construct in (("tag:yaml.org,2002:int", yaml.SafeLoader.construct_yaml_int),
+                         ("tag:yaml.org,2002:float", yaml.SafeLoader.construct_yaml_float)):
+    ConfigLoader.add_constructor(_tag, _bounded_number(_construct))
 
 
 @dataclass
@@ -177,14 +245,15 @@ def load_config(path: str | Path) -> Config:
     if not path.is_file():
         raise UserError(f"config file not found: {path}")
     try:
-        values = yaml.safe_load(path.read_text()) or {}
+        values = yaml.load(path.read_text(), Loader=ConfigLoader) or {}
     except UnicodeDecodeError:
         raise UserError(f"config file {path} is not a text file") from None
     except yaml.YAMLError as error:  # its str() spans several lines: keep the problem and place
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(error, "problem", None) or type(error).__name__
-        raise UserError(f"config file {path} is not valid YAML: {problem}{where}") from None
+        kind = "" if isinstance(error, _Refused) else " is not valid YAML"
+        raise UserError(f"config file {path}{kind}: {problem}{where}") from None
     return config_from_dict(values)
 
 

@@ -20,6 +20,11 @@ schedule of ``optim.schedule`` run again over the added steps (warm-up, then dec
 restart; the checkpoint records where the schedule started, so resuming inside the extension
 is exact as well). A run stopped before its ``train.steps`` must finish first: changing the
 count mid-schedule would change what its remaining steps compute.
+
+Rank 0 holds a lock on ``train.out_dir`` (:class:`crossview.train.run_lock.RunLock`) from
+before it touches a file there until :meth:`Trainer.run` ends (or :meth:`Trainer.close`): a
+second run into the same directory refuses to start. What the configured sizes need is checked
+against the memory available before the first batch is made (:meth:`Trainer.check_memory`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import default_collate
 
+from crossview import memory
 from crossview.attention.match import NonFiniteError
 from crossview.device import resolve_device
 from crossview.distributed import (
@@ -57,6 +63,7 @@ from crossview.train import runlog
 from crossview.train.config import Config, config_from_dict, config_to_dict
 from crossview.train.recipe import Recipe, ValidationView
 from crossview.train.recipes import get_recipe
+from crossview.train.run_lock import RunLock
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +205,7 @@ class Trainer:
         self.val_set = val_set
         if len(train_set) == 0:
             raise UserError("the training set is empty")
+        self.check_memory()
         self.unlabelled = self.recipe.unlabelled_set(cfg)
         if self.unlabelled is not None and self.unlabelled[1] % self.dist.world_size:
             raise UserError(f"the unlabelled batch ({self.unlabelled[1]}) must be divisible by "
@@ -214,18 +222,42 @@ class Trainer:
         self.best_key, direction = self.recipe.best
         self.higher_is_better = direction == "max"
         self.best_metric = -math.inf if self.higher_is_better else math.inf
-        if self.dist.is_main:
-            ckpt.remove_stale_temporaries(self.run_dir)
-        if resume:
-            self._resume()
-        elif init_weights is not None:
-            self.recipe.load_init_weights(self.model, init_weights, grow=grow)
+        # before any file of the run directory is touched; rank 0 speaks for the run
+        self._lock = RunLock(self.run_dir) if self.dist.is_main else None
+        try:
+            if self.dist.is_main:
+                ckpt.remove_stale_temporaries(self.run_dir)
+            if resume:
+                self._resume()
+            elif init_weights is not None:
+                self.recipe.load_init_weights(self.model, init_weights, grow=grow)
+        except BaseException:
+            self._release_lock()
+            raise
         wrapped: nn.Module = _Forward(self.model, self.recipe, cfg)
         if self.dist.enabled:
             wrapped = DistributedDataParallel(
                 wrapped, device_ids=[self.device.index] if self.device.type == "cuda" else None,
                 find_unused_parameters=True)
         self.forward = wrapped
+
+    def check_memory(self) -> None:
+        """Refuse (:class:`UserError`) a run whose configured sizes cannot fit this rank's
+        device, before the first batch is made: a training step holds at least what inference
+        on its batch needs (the model's own estimate, ``inference_bytes``, else the batch's
+        float32 image pairs), and :func:`batch_indices` a permutation of the training set
+        (int64)."""
+        cfg = self.cfg
+        rows = cfg.train.batch_size // self.dist.world_size
+        h, w = cfg.data.height, cfg.data.width
+        estimate = getattr(self.model, "inference_bytes", None)
+        needed = (estimate(rows, h, w, cfg.task) if estimate is not None
+                  else memory.array_bytes((2 * rows, 3, h, w)))
+        needed += memory.array_bytes((len(self.train_set),), itemsize=8)
+        memory.check_memory(
+            needed, f"config: training on batches of {rows} samples of {h}x{w} px over "
+            f"{len(self.train_set)} samples", "lower train.batch_size, data.height/data.width "
+            "or data.train_size", self.device)
 
     # ----------------------------------------------------------------- state
     def _new_schedule(self) -> None:
@@ -453,12 +485,19 @@ class Trainer:
         if self.dist.is_main:
             runlog.append_record(self.run_dir, record)
 
-    def _close(self) -> None:
-        """Tear the process group down. DistributedDataParallel's reducer holds the group: it
-        is dropped first, so that ``destroy_process_group`` destroys the group (releasing the
-        GIL while gloo's threads finish). Left to the reducer's garbage collection, the group's
-        destructor would join those threads holding the GIL while one of them waits for it to
-        free a finished collective's tensors: a hang at exit."""
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+    def close(self) -> None:
+        """Release the run directory's lock and tear the process group down (:meth:`run` does
+        it when it ends; call it for a trainer that never runs). DistributedDataParallel's
+        reducer holds the group: it is dropped first, so that ``destroy_process_group``
+        destroys the group (releasing the GIL while gloo's threads finish). Left to the
+        reducer's garbage collection, the group's destructor would join those threads holding
+        the GIL while one of them waits for it to free a finished collective's tensors: a hang
+        at exit."""
+        self._release_lock()
         if isinstance(self.forward, DistributedDataParallel):
             self.forward = self.forward.module
         close_distributed(self.dist)
@@ -511,7 +550,7 @@ class Trainer:
                     if stop.requested:
                         break
         finally:
-            self._close()
+            self.close()
         return {"step": self.step, "train": last_logs, "val": last_val,
                 "seconds": time.perf_counter() - started, "steps_run": self.step - first_step,
                 "nonfinite_total": self.nonfinite_total, "is_main": self.dist.is_main,
