@@ -419,17 +419,17 @@ def kernels(
 
         rows = kernels_bench.compile_variants(used, targets, on_row=on_row)
     print_table(f"Triton kernels of MatchAttention compiled on the CPU ({len(used)} variants; "
-                f"fail: spills or over {kernels_bench.MAX_COMPILE_S:.0f} s)",
+                f"fail: spills or over {kernels_bench.MAX_COMPILE_S:.0f} CPU s)",
                 kernels_bench.COLUMNS, kernels_bench.table_rows(rows, used),
-                caption="models: T/S/B = MatchStereo-T/S/B, F = MatchFlow-B")
+                caption="models: T/S/B = MatchStereo-T/S/B, F = MatchFlow-B; cpu s: CPU time "
+                        "of the compile (Triton and ptxas)", width=150)
     first = kernels_bench.first_use(rows, used)
     for target, sums in first.items():
-        line = (f"MatchStereo-T on {target}, float32: first image pair compiles "
-                f"{sums['first_pair_kernels']} kernels in {sums['first_pair_s']:.1f} s")
-        if "first_step_s" in sums:
-            line += (f"; first training step {sums['first_step_kernels']} kernels in "
-                     f"{sums['first_step_s']:.1f} s")
-        typer.echo(line)
+        parts = [f"{what} compiles {sums[f'{key}_kernels']} kernels in {sums[f'{key}_s']:.1f} s "
+                 f"({sums[f'{key}_cpu_s']:.1f} CPU s)"
+                 for key, what in (("first_pair", "first image pair"),
+                                   ("first_step", "first training step")) if f"{key}_s" in sums]
+        typer.echo(f"MatchStereo-T on {target}, float32: {'; '.join(parts)}")
     path = write_json(json_path, {"benchmark": "kernels", "targets": targets, "models": models,
                                   "dtypes": dtypes, "rows": [{**row, "status":
                                   kernels_bench.status(row)} for row in rows],

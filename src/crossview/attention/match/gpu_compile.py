@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import io
 import re
+import resource
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -149,18 +150,17 @@ _seen: set[tuple] = set()
 def needs_compile(kernel: Any, args: tuple, kwargs: dict) -> bool:
     """Whether launching ``kernel(*args, **kwargs)`` on the current GPU will compile: true once
     per variant not yet seen in this process and not in Triton's cache on disk. False when it
-    cannot tell (Triton's internals changed)."""
-    variant = (kernel.fn.__name__, str(sorted(kwargs.items())),
-               tuple(str(getattr(arg, "dtype", type(arg))) for arg in args),
-               tuple(arg for arg, param in zip(args, kernel.params, strict=True)
-                     if isinstance(arg, int) and not param.do_not_specialize))
-    if variant in _seen:
-        return False
-    _seen.add(variant)
+    cannot tell (Triton's internals changed): a note is not worth failing a launch for."""
     try:
-        gpu = triton.runtime.driver.active.get_current_target()
-        return not cached(kernel, args, kwargs, gpu)
-    except Exception:  # a note is not worth failing a launch for
+        variant = (kernel.fn.__name__, str(sorted(kwargs.items())),
+                   tuple(str(getattr(arg, "dtype", type(arg))) for arg in args),
+                   tuple(arg for arg, param in zip(args, kernel.params, strict=False)
+                         if isinstance(arg, int) and not param.do_not_specialize))
+        if variant in _seen:
+            return False
+        _seen.add(variant)
+        return not cached(kernel, args, kwargs, triton.runtime.driver.active.get_current_target())
+    except Exception:
         return False
 
 
@@ -169,32 +169,47 @@ _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _STACK = re.compile(r"(\d+) bytes stack frame")
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (ptxas runs as one)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def compile_variant(variant: Variant, arch: str = "sm_90") -> dict[str, Any]:
-    """Compile ``variant`` for ``arch`` (``"sm_90"``) on the CPU; returns ``{"variant",
-    "target", "compile_s", "ptx_lines", "registers", "spills", "spill_stores", "spill_loads",
-    "stack_bytes", "cached"}``: seconds of ``triton.compile`` (Triton's frontend, LLVM and
-    ``ptxas``; a cache hit if the kernel is already in Triton's cache, so point
-    ``TRITON_CACHE_DIR`` at an empty folder to time it), lines of PTX, registers per thread and
-    spilled bytes (stores + loads) from ``ptxas -v``, and whether the cache holds it afterwards
-    (what :func:`needs_compile` relies on)."""
+    """Compile ``variant`` for ``arch`` (``"sm_90"``) on the CPU. Returns ``{"variant",
+    "target", "compile_s", "cpu_s", "ptx_lines", "registers", "spills", "spill_stores",
+    "spill_loads", "stack_bytes", "hash", "cache_hit", "cached"}``:
+
+    - ``compile_s``: seconds of ``triton.compile`` (Triton's frontend, LLVM, ``ptxas``);
+      ``cpu_s``: the CPU seconds of this process and ``ptxas`` meanwhile (what a busy machine
+      does not inflate);
+    - ``ptx_lines``, and from ``ptxas -v`` the registers per thread and the spilled bytes
+      (``spills`` = stores + loads) and stack frame;
+    - ``hash``: Triton's hash of the compiled kernel (variants that Triton specialises alike
+      share one); ``cache_hit``: it came from Triton's cache (``ptxas`` did not run, so the
+      ``ptxas`` figures are ``None``; point ``TRITON_CACHE_DIR`` at an empty folder);
+    - ``cached``: Triton's cache holds it afterwards, as :func:`needs_compile` expects.
+    """
     gpu = target(arch)
     kernel, args, kwargs = launch(variant)
     src, _, options = _source(kernel, args, kwargs, gpu)
     log = io.StringIO()
     with triton.knobs.nvidia.scope(), contextlib.redirect_stdout(log):
         triton.knobs.nvidia.dump_ptxas_log = True  # Triton prints ptxas -v to stdout
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu_seconds()
         compiled = triton.compile(src, target=gpu, options=options.__dict__)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     text = log.getvalue()
     registers = _REGISTERS.search(text)
     spills = [int(n) for n in _SPILLS.findall(text)[-1]] if _SPILLS.search(text) else None
     stack = _STACK.search(text)
-    return {"variant": variant.name, "target": arch, "compile_s": seconds,
+    return {"variant": variant.name, "target": arch, "compile_s": seconds, "cpu_s": cpu,
             "ptx_lines": compiled.asm["ptx"].count("\n"),
             "registers": int(registers.group(1)) if registers else None,
             "spills": None if spills is None else sum(spills),
             "spill_stores": None if spills is None else spills[0],
             "spill_loads": None if spills is None else spills[1],
             "stack_bytes": int(stack.group(1)) if stack else None,
+            "hash": compiled.hash, "cache_hit": registers is None,
             "cached": cached(kernel, args, kwargs, gpu)}

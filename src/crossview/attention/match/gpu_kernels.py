@@ -52,19 +52,22 @@ MAX_CHANNELS = 256
 # torch rounds them to nearest, as the GPU's own conversion does.
 STAGE_OUTPUTS_IN_FLOAT32 = INTERPRETED
 # Elements of one [BLOCK, S_PAD, CHUNK] tile. On a GPU 2048 float32 values are 16 registers per
-# thread of 4 warps (ptxas: 56-136 registers per thread in all, no spills; 4096 took 127-195);
-# the interpreter runs programs one after another in Python, so there large tiles (few
-# programs) keep it fast.
+# thread of 4 warps (ptxas, sm_80 and sm_90: 40-138 registers per thread in all, no spills, for
+# every variant of the published models; 4096 took up to 195); the interpreter runs programs
+# one after another in Python, so there large tiles (few programs) keep it fast.
 GPU_TILE = 2048
 INTERPRETER_TILE = 2**20
 NUM_WARPS = 4
 # Channels per key in one load on a GPU: 64 bytes of float32, 32 of float16.
 GPU_CHUNK = 16
+# Window keys (rows times S_PAD) per program on a GPU: the per-row state (scores, four corner
+# softmaxes, weights) grows with it (at 256, 16 rows of r=1, ptxas spilled).
+GPU_WINDOWS = 128
 # No software pipelining of the channel loops (a few iterations; the tile's loads are already
 # independent of one another): fewer registers and a faster compile.
 NUM_STAGES = 1
-# Keys per program of the backward's key kernel: rows of C_PAD and CV_PAD channels.
-GPU_KEY_TILE = 1024
+# Keys per program of the backward's key kernel times their padded channels.
+GPU_KEY_TILE = 512
 # Shape arguments are not specialised: Triton would otherwise compile again for every image
 # size whose dimensions differ in divisibility by 16 or equal 1.
 _SHAPES = ["n_rows", "Hq", "Wq", "Hk", "Wk", "heads", "rel_heads"]
@@ -141,23 +144,39 @@ def _bilinear(fx, fy):
 
 
 @triton.jit
-def _scores(q_ptr, k_ptr, row64, row_mask, key, mask, C, scale, L1: tl.constexpr,
+def _scores(q_ptr, k_ptr, q_rows, k_rows, row_mask, mask, C, scale, L1: tl.constexpr,
             BLOCK: tl.constexpr, S_PAD: tl.constexpr, CHUNK: tl.constexpr, ACC: tl.constexpr):
     """Scores ``[BLOCK, S_PAD]`` of each row's window: scale times the negative L1 distance or
-    the dot product, summed over the channels chunk by chunk."""
+    the dot product, summed over the channels chunk by chunk (``q_rows``, ``k_rows``: element
+    offsets of the rows' queries and their window's keys)."""
     s = tl.zeros([BLOCK, S_PAD], ACC)
     for c0 in tl.range(0, C, CHUNK):
-        cc = c0 + tl.arange(0, CHUNK)
+        cc = _chunk(c0, CHUNK)
         in_c = cc < C
-        qc = tl.load(q_ptr + row64[:, None] * C + cc[None, :],
+        qc = tl.load(q_ptr + q_rows[:, None] + cc[None, :],
                      mask=row_mask[:, None] & in_c[None, :], other=0).to(ACC)
-        kc = tl.load(k_ptr + key[:, :, None] * C + cc[None, None, :],
+        kc = tl.load(k_ptr + k_rows[:, :, None] + cc[None, None, :],
                      mask=mask[:, :, None] & in_c[None, None, :], other=0).to(ACC)
         if L1:
             s -= tl.sum(tl.abs(qc[:, None, :] - kc), axis=2)
         else:
             s += tl.sum(qc[:, None, :] * kc, axis=2)
     return s * scale
+
+
+@triton.jit
+def _chunk(c0, CHUNK: tl.constexpr):
+    """Channels ``c0 .. c0 + CHUNK - 1`` (c0 a multiple of CHUNK: contiguous, aligned)."""
+    return tl.max_contiguous(tl.multiple_of(c0 + tl.arange(0, CHUNK), CHUNK), CHUNK)
+
+
+@triton.jit
+def _offsets(row64, key, C, CV, C_ALIGN: tl.constexpr, CV_ALIGN: tl.constexpr):
+    """Element offsets of the rows' q (and grad_q), of their window's keys, of those keys'
+    values and of the rows' outputs (and grad_out); each a multiple of its row length's
+    largest power-of-two divisor (up to 16), which lets loads be vectorised."""
+    return (tl.multiple_of(row64 * C, C_ALIGN), tl.multiple_of(key * C, [C_ALIGN, C_ALIGN]),
+            tl.multiple_of(key * CV, [CV_ALIGN, CV_ALIGN]), tl.multiple_of(row64 * CV, CV_ALIGN))
 
 
 @triton.jit
@@ -174,25 +193,27 @@ def _corner_probs(s, holds):
 def _forward_kernel(q_ptr, k_ptr, v_ptr, rel_ptr, params_ptr, out_ptr, attn_ptr, n_rows,
                     Hq, Wq, Hk, Wk, heads, rel_heads, C, CV, need_attn,
                     RADIUS: tl.constexpr, L1: tl.constexpr, BLOCK: tl.constexpr,
-                    S_PAD: tl.constexpr, CHUNK: tl.constexpr, ACC: tl.constexpr):
+                    S_PAD: tl.constexpr, CHUNK: tl.constexpr, C_ALIGN: tl.constexpr,
+                    CV_ALIGN: tl.constexpr, ACC: tl.constexpr):
     S: tl.constexpr = (2 * RADIUS + 2) * (2 * RADIUS + 2)
     row_mask, row64, b, h, _, ox, oy, fx, fy, _, _, scale = _rows(
         rel_ptr, params_ptr, n_rows, Hq, Wq, heads, rel_heads, RADIUS, BLOCK, ACC)
     j, dy, dx, key, mask = _window(b, h, ox, oy, row_mask, Hk, Wk, heads, RADIUS, S_PAD)
-    s = _scores(q_ptr, k_ptr, row64, row_mask, key, mask, C, scale, L1, BLOCK, S_PAD, CHUNK,
-                ACC)
+    q_rows, k_rows, v_rows, out_rows = _offsets(row64, key, C, CV, C_ALIGN, CV_ALIGN)
+    s = _scores(q_ptr, k_ptr, q_rows, k_rows, row_mask, mask, C, scale, L1, BLOCK, S_PAD,
+                CHUNK, ACC)
     weights, _, _ = _bilinear(fx, fy)
     mixed = tl.sum(weights[:, :, None] * _corner_probs(s, _holds(dy, dx, RADIUS)), axis=1)
     if need_attn != 0:
         tl.store(attn_ptr + row64[:, None] * S + j[None, :],
                  mixed.to(attn_ptr.dtype.element_ty), mask=mask)
     for c0 in tl.range(0, CV, CHUNK):
-        cv = c0 + tl.arange(0, CHUNK)
+        cv = _chunk(c0, CHUNK)
         in_c = cv < CV
-        vc = tl.load(v_ptr + key[:, :, None] * CV + cv[None, None, :],
+        vc = tl.load(v_ptr + v_rows[:, :, None] + cv[None, None, :],
                      mask=mask[:, :, None] & in_c[None, None, :], other=0).to(ACC)
         out = tl.sum(mixed[:, :, None] * vc, axis=1)
-        tl.store(out_ptr + row64[:, None] * CV + cv[None, :], out.to(out_ptr.dtype.element_ty),
+        tl.store(out_ptr + out_rows[:, None] + cv[None, :], out.to(out_ptr.dtype.element_ty),
                  mask=row_mask[:, None] & in_c[None, :])
 
 
@@ -201,23 +222,25 @@ def _backward_rows_kernel(q_ptr, k_ptr, v_ptr, rel_ptr, params_ptr, grad_out_ptr
                           grad_attn_ptr, grad_q_ptr, ds_ptr, mixed_ptr, key_ptr, grad_rel_ptr,
                           n_rows, Hq, Wq, Hk, Wk, heads, rel_heads, C, CV, has_grad_attn,
                           RADIUS: tl.constexpr, L1: tl.constexpr, BLOCK: tl.constexpr,
-                          S_PAD: tl.constexpr, CHUNK: tl.constexpr, ACC: tl.constexpr):
+                          S_PAD: tl.constexpr, CHUNK: tl.constexpr, C_ALIGN: tl.constexpr,
+                          CV_ALIGN: tl.constexpr, ACC: tl.constexpr):
     S: tl.constexpr = (2 * RADIUS + 2) * (2 * RADIUS + 2)
     row_mask, row64, b, h, _, ox, oy, fx, fy, free_x, free_y, scale = _rows(
         rel_ptr, params_ptr, n_rows, Hq, Wq, heads, rel_heads, RADIUS, BLOCK, ACC)
     j, dy, dx, key, mask = _window(b, h, ox, oy, row_mask, Hk, Wk, heads, RADIUS, S_PAD)
-    s = _scores(q_ptr, k_ptr, row64, row_mask, key, mask, C, scale, L1, BLOCK, S_PAD, CHUNK,
-                ACC)
+    q_rows, k_rows, v_rows, out_rows = _offsets(row64, key, C, CV, C_ALIGN, CV_ALIGN)
+    s = _scores(q_ptr, k_ptr, q_rows, k_rows, row_mask, mask, C, scale, L1, BLOCK, S_PAD,
+                CHUNK, ACC)
     probs = _corner_probs(s, _holds(dy, dx, RADIUS))
     weights, dw_dfx, dw_dfy = _bilinear(fx, fy)
     # g_j: the gradient of key j's mixed weight.
     g = tl.zeros([BLOCK, S_PAD], ACC)
     for c0 in tl.range(0, CV, CHUNK):
-        cv = c0 + tl.arange(0, CHUNK)
+        cv = _chunk(c0, CHUNK)
         in_c = cv < CV
-        go = tl.load(grad_out_ptr + row64[:, None] * CV + cv[None, :],
+        go = tl.load(grad_out_ptr + out_rows[:, None] + cv[None, :],
                      mask=row_mask[:, None] & in_c[None, :], other=0).to(ACC)
-        vc = tl.load(v_ptr + key[:, :, None] * CV + cv[None, None, :],
+        vc = tl.load(v_ptr + v_rows[:, :, None] + cv[None, None, :],
                      mask=mask[:, :, None] & in_c[None, None, :], other=0).to(ACC)
         g += tl.sum(go[:, None, :] * vc, axis=2)
     if has_grad_attn != 0:
@@ -227,19 +250,18 @@ def _backward_rows_kernel(q_ptr, k_ptr, v_ptr, rel_ptr, params_ptr, grad_out_ptr
     ds = tl.sum(weights[:, :, None] * probs * (g[:, None, :] - corner_grad[:, :, None]),
                 axis=1) * scale
     for c0 in tl.range(0, C, CHUNK):
-        cc = c0 + tl.arange(0, CHUNK)
+        cc = _chunk(c0, CHUNK)
         in_c = cc < C
         c_mask = row_mask[:, None] & in_c[None, :]
-        kc = tl.load(k_ptr + key[:, :, None] * C + cc[None, None, :],
+        kc = tl.load(k_ptr + k_rows[:, :, None] + cc[None, None, :],
                      mask=mask[:, :, None] & in_c[None, None, :], other=0).to(ACC)
         if L1:
-            qc = tl.load(q_ptr + row64[:, None] * C + cc[None, :], mask=c_mask,
-                         other=0).to(ACC)
+            qc = tl.load(q_ptr + q_rows[:, None] + cc[None, :], mask=c_mask, other=0).to(ACC)
             diff = qc[:, None, :] - kc
             gq = -tl.sum(ds[:, :, None] * ((diff > 0).to(ACC) - (diff < 0).to(ACC)), axis=1)
         else:
             gq = tl.sum(ds[:, :, None] * kc, axis=1)
-        tl.store(grad_q_ptr + row64[:, None] * C + cc[None, :],
+        tl.store(grad_q_ptr + q_rows[:, None] + cc[None, :],
                  gq.to(grad_q_ptr.dtype.element_ty), mask=c_mask)
     pair = row64[:, None] * S + j[None, :]
     tl.store(ds_ptr + pair, ds, mask=mask)
@@ -256,7 +278,7 @@ def _backward_rows_kernel(q_ptr, k_ptr, v_ptr, rel_ptr, params_ptr, grad_out_ptr
 def _backward_keys_kernel(q_ptr, k_ptr, grad_out_ptr, ds_ptr, mixed_ptr, order_ptr, starts_ptr,
                           grad_k_ptr, grad_v_ptr, n_keys, window, C, CV, L1: tl.constexpr,
                           BLOCK: tl.constexpr, C_PAD: tl.constexpr, CV_PAD: tl.constexpr,
-                          ACC: tl.constexpr):
+                          C_ALIGN: tl.constexpr, CV_ALIGN: tl.constexpr, ACC: tl.constexpr):
     """``grad_k`` and ``grad_v`` of ``BLOCK`` keys: the sum over the (query, key) pairs that
     ``order[starts[key]:starts[key + 1]]`` lists (pair = query row * window + j)."""
     keys = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -266,30 +288,36 @@ def _backward_keys_kernel(q_ptr, k_ptr, grad_out_ptr, ds_ptr, mixed_ptr, order_p
     count = tl.load(starts_ptr + key64 + 1, mask=key_mask, other=0) - start
     cc = tl.arange(0, C_PAD)
     cv = tl.arange(0, CV_PAD)
+    c_mask = (cc < C)[None, :]
+    cv_mask = (cv < CV)[None, :]
+    k_rows = tl.multiple_of(key64 * C, C_ALIGN)
+    v_rows = tl.multiple_of(key64 * CV, CV_ALIGN)
     gk = tl.zeros([BLOCK, C_PAD], ACC)
     gv = tl.zeros([BLOCK, CV_PAD], ACC)
     if L1:
-        kt = tl.load(k_ptr + key64[:, None] * C + cc[None, :],
-                     mask=key_mask[:, None] & (cc < C)[None, :], other=0).to(ACC)
+        kt = tl.load(k_ptr + k_rows[:, None] + cc[None, :], mask=key_mask[:, None] & c_mask,
+                     other=0).to(ACC)
     for i in tl.range(0, tl.max(count, axis=0)):
         live = i < count
         pair = tl.load(order_ptr + start + i, mask=live, other=0)
         row = pair // window
+        q_rows = tl.multiple_of(row * C, C_ALIGN)
+        out_rows = tl.multiple_of(row * CV, CV_ALIGN)
         ds = tl.load(ds_ptr + pair, mask=live, other=0)
-        qt = tl.load(q_ptr + row[:, None] * C + cc[None, :],
-                     mask=live[:, None] & (cc < C)[None, :], other=0).to(ACC)
+        qt = tl.load(q_ptr + q_rows[:, None] + cc[None, :], mask=live[:, None] & c_mask,
+                     other=0).to(ACC)
         if L1:
             diff = qt - kt
             gk += ds[:, None] * ((diff > 0).to(ACC) - (diff < 0).to(ACC))
         else:
             gk += ds[:, None] * qt
-        go = tl.load(grad_out_ptr + row[:, None] * CV + cv[None, :],
-                     mask=live[:, None] & (cv < CV)[None, :], other=0).to(ACC)
+        go = tl.load(grad_out_ptr + out_rows[:, None] + cv[None, :],
+                     mask=live[:, None] & cv_mask, other=0).to(ACC)
         gv += tl.load(mixed_ptr + pair, mask=live, other=0)[:, None] * go
-    tl.store(grad_k_ptr + key64[:, None] * C + cc[None, :], gk.to(grad_k_ptr.dtype.element_ty),
-             mask=key_mask[:, None] & (cc < C)[None, :])
-    tl.store(grad_v_ptr + key64[:, None] * CV + cv[None, :],
-             gv.to(grad_v_ptr.dtype.element_ty), mask=key_mask[:, None] & (cv < CV)[None, :])
+    tl.store(grad_k_ptr + k_rows[:, None] + cc[None, :], gk.to(grad_k_ptr.dtype.element_ty),
+             mask=key_mask[:, None] & c_mask)
+    tl.store(grad_v_ptr + v_rows[:, None] + cv[None, :], gv.to(grad_v_ptr.dtype.element_ty),
+             mask=key_mask[:, None] & cv_mask)
 
 
 def accumulator(dtype: torch.dtype) -> tuple[torch.dtype, tl.dtype]:
@@ -311,6 +339,13 @@ def _params(q: torch.Tensor, k: torch.Tensor, radius: int, scale: float) -> torc
                         dtype=accumulator(q.dtype)[0], device=q.device)
 
 
+def alignment(channels: int) -> int:
+    """The largest power of two (up to 16) dividing ``channels``: the kernels tell Triton that
+    row offsets are multiples of it, so that loads of a head's channels can be vectorised
+    (Triton's own specialisation only knows divisibility by 16)."""
+    return min(16, channels & -channels)
+
+
 def row_settings(rows: int, channels: int, cv: int, radius: int, dtype: torch.dtype,
                  interpreted: bool = INTERPRETED) -> dict[str, int]:
     """Constexprs of the row kernels (forward, backward rows) but the radius, similarity and
@@ -322,11 +357,13 @@ def row_settings(rows: int, channels: int, cv: int, radius: int, dtype: torch.dt
     if interpreted:
         chunk = min(widest, 64)
         block = min(triton.next_power_of_2(rows), max(1, INTERPRETER_TILE // (s_pad * chunk)))
-        return {"BLOCK": block, "S_PAD": s_pad, "CHUNK": chunk}
+        return {"BLOCK": block, "S_PAD": s_pad, "CHUNK": chunk, "C_ALIGN": alignment(channels),
+                "CV_ALIGN": alignment(cv)}
     tile = GPU_TILE // (2 if dtype == torch.float64 else 1)
-    chunk = min(widest, GPU_CHUNK, max(1, tile // s_pad))
-    block = max(1, min(64, tile // (s_pad * chunk)))
-    return {"BLOCK": block, "S_PAD": s_pad, "CHUNK": chunk}
+    chunk = min(GPU_CHUNK, max(1, tile // s_pad))  # narrower heads: masked channels
+    block = max(1, min(tile // (s_pad * chunk), GPU_WINDOWS // s_pad))
+    return {"BLOCK": block, "S_PAD": s_pad, "CHUNK": chunk, "C_ALIGN": alignment(channels),
+            "CV_ALIGN": alignment(cv)}
 
 
 def key_settings(keys: int, channels: int, cv: int, dtype: torch.dtype,
@@ -339,7 +376,8 @@ def key_settings(keys: int, channels: int, cv: int, dtype: torch.dtype,
     else:
         tile = GPU_KEY_TILE // (2 if dtype == torch.float64 else 1)
         block = max(1, min(64, tile // max(c_pad, cv_pad)))
-    return {"BLOCK": block, "C_PAD": c_pad, "CV_PAD": cv_pad}
+    return {"BLOCK": block, "C_PAD": c_pad, "CV_PAD": cv_pad, "C_ALIGN": alignment(channels),
+            "CV_ALIGN": alignment(cv)}
 
 
 def _on_device(tensor: torch.Tensor) -> contextlib.AbstractContextManager:
