@@ -6,6 +6,7 @@ parses options and calls it.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import torch
@@ -16,6 +17,7 @@ from crossview import api
 from crossview.bench import attention as attention_bench
 from crossview.bench import camera as camera_bench
 from crossview.bench import export as export_bench
+from crossview.bench import kernels as kernels_bench
 from crossview.bench import match as match_bench
 from crossview.bench import model as model_bench
 from crossview.bench.device import fused_backend
@@ -380,4 +382,57 @@ def export(
         caption="max diff: largest |value - PyTorch| (masks: fraction of differing pixels)")
     path = write_json(json_path, {"benchmark": "export", "model": model, "size": list(shape),
                                   "threads": threads, **result})
+    typer.echo(f"wrote {path}")
+
+
+@app.command("kernels")
+def kernels(
+    targets: Annotated[list[str] | None, typer.Option(
+        "--target", help="GPU architectures (repeatable; default sm_90, the H100; sm_80 is the "
+                         "A100).")] = None,
+    models: Annotated[list[str] | None, typer.Option(
+        "--model", help="Published models whose variants to compile (repeatable; default "
+                        "matchstereo-t, -s, -b and matchflow-b).")] = None,
+    dtypes: Annotated[list[str] | None, typer.Option(
+        "--dtype", help="float32 / float16 / bfloat16 (repeatable; default all three).")] = None,
+    json_path: Annotated[str, typer.Option("--json", help="Output JSON.")] = (
+        "bench-results/kernels.json"),
+) -> None:
+    """Triton kernels: compile every variant the published models use for a GPU, on the CPU
+    (no GPU needed): compile time, PTX lines, registers, spills (needs Triton)."""
+    check_output_file(json_path, "--json")
+    targets = targets or list(kernels_bench.TARGETS)
+    models = [m.lower() for m in models or kernels_bench.PUBLISHED]
+    dtypes = dtypes or list(kernels_bench.DTYPES)
+    bad = (sorted(set(models) - set(kernels_bench.PUBLISHED)),
+           sorted(set(dtypes) - set(kernels_bench.DTYPES)),
+           sorted(t for t in targets if not re.fullmatch(r"sm_\d{2,3}", t)))
+    if any(bad):
+        raise UserError(f"--model takes {', '.join(kernels_bench.PUBLISHED)}; --dtype "
+                        f"{', '.join(kernels_bench.DTYPES)}; --target sm_NN (sm_90, sm_80); got "
+                        f"{', '.join(x for group in bad for x in group)}")
+    used = kernels_bench.model_variants(models, dtypes)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("compiling", total=len(used) * len(targets))
+
+        def on_row(row: dict) -> None:
+            progress.update(task, advance=1, description=f"{row['variant']} ({row['target']})")
+
+        rows = kernels_bench.compile_variants(used, targets, on_row=on_row)
+    print_table(f"Triton kernels of MatchAttention compiled on the CPU ({len(used)} variants; "
+                f"fail: spills or over {kernels_bench.MAX_COMPILE_S:.0f} CPU s)",
+                kernels_bench.COLUMNS, kernels_bench.table_rows(rows, used),
+                caption="models: T/S/B = MatchStereo-T/S/B, F = MatchFlow-B; cpu s: CPU time "
+                        "of the compile (Triton and ptxas)", width=150)
+    first = kernels_bench.first_use(rows, used)
+    for target, sums in first.items():
+        parts = [f"{what} compiles {sums[f'{key}_kernels']} kernels in {sums[f'{key}_s']:.1f} s "
+                 f"({sums[f'{key}_cpu_s']:.1f} CPU s)"
+                 for key, what in (("first_pair", "first image pair"),
+                                   ("first_step", "first training step")) if f"{key}_s" in sums]
+        typer.echo(f"MatchStereo-T on {target}, float32: {'; '.join(parts)}")
+    path = write_json(json_path, {"benchmark": "kernels", "targets": targets, "models": models,
+                                  "dtypes": dtypes, "rows": [{**row, "status":
+                                  kernels_bench.status(row)} for row in rows],
+                                  "matchstereo_t_float32": first})
     typer.echo(f"wrote {path}")

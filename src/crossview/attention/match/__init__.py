@@ -12,6 +12,8 @@ The files, each importing only files listed above it:
   ``crossview::match_attention_backward``, with fake kernels and autograd;
 - ``cpu.py``: the fused cpu backend (the custom ops on CPU tensors);
 - ``gpu_kernels.py``: the fused Triton kernels (imported only if Triton is installed);
+- ``gpu_compile.py``: what those kernels compile to for a GPU, checked on the CPU (compile
+  time, registers, spills), and whether a launch will compile;
 - ``gpu.py``: the ``triton`` backend (those kernels as the custom ops' CUDA kernels; CPU
   tensors under Triton's interpreter, for tests);
 - ``choose.py``: the backends in order of preference, the process-wide default, the choice
