@@ -187,8 +187,6 @@ BAD_CALLS = [
     ("too small", lambda m, f, a, b: api.estimate_disparity(a[..., :150, :], b[..., :150, :],
                                                             model=m), UserError,
      "images of 150x230 px are too small: the model needs at least 161x161 px"),
-    ("lri half too small", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, lri=True),
-     UserError, "at least 161x161 px"),
     ("precision", lambda m, f, a, b: api.estimate_disparity(a, b, model=m, precision="int8"),
      UserError, "precision"),
     ("unknown model", lambda m, f, a, b: api.estimate_disparity(a, b, model="matchstereo-xl"),

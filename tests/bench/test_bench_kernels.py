@@ -98,14 +98,14 @@ import json, logging, sys, types
 import torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.runtime.jit import MockTensor
-from crossview.attention.match import gpu_compile, gpu_kernels
+from crossview.attention.match import gpu_compile, gpu_kernels, gpu_launch_cache
 
 def forward(height, width, shared, need_attn):
     q, k, v = (MockTensor(torch.float32, [2, height, width, 4, 40]) for _ in range(3))
     rel_pos = MockTensor(torch.float32, [2, height, width, 1 if shared else 4, 2])
     _, args, kwargs = gpu_kernels.forward_launch(
         q, k, v, rel_pos, MockTensor(torch.float32, [3]), q, q if need_attn else None, 2, True)
-    return gpu_compile.specialization(gpu_kernels._forward_kernel, args, kwargs)
+    return gpu_launch_cache.specialization(gpu_kernels._forward_kernel, args, kwargs)
 
 keys = {forward(h, w, shared, attn) for h, w in [(6, 6), (16, 32), (1, 97), (96, 320)]
         for shared in (True, False) for attn in (True, False)}
@@ -119,7 +119,7 @@ kernel, args, kwargs = gpu_compile.launch(variant)
 for _ in range(2):
     gpu_kernels._note_compile(kernel, args, kwargs)
 gpu_compile.compile_variant(variant, "sm_90")  # into Triton's (empty) cache
-gpu_compile._seen.clear()
+gpu_launch_cache._seen.clear()
 gpu_kernels._told = False
 gpu_kernels._note_compile(kernel, args, kwargs)  # cached on disk: nothing to say
 print("done")

@@ -41,6 +41,8 @@ import torch
 import triton
 import triton.language as tl
 
+from crossview.attention.match.gpu_launch_cache import needs_compile
+
 # Triton decides at decoration time whether ``@triton.jit`` builds GPU kernels or interpreted
 # ones (``TRITON_INTERPRET=1``, numpy on CPU tensors), so this is what the kernels below are.
 INTERPRETED: bool = bool(triton.knobs.runtime.interpret)
@@ -529,8 +531,6 @@ def _note_compile(kernel: triton.runtime.JITFunction, args: tuple, kwargs: dict)
     global _told
     if _told or INTERPRETED:
         return
-    from crossview.attention.match import gpu_compile
-
-    if gpu_compile.needs_compile(kernel, args, kwargs):
+    if needs_compile(kernel, args, kwargs):
         _told = True
         log.info("compiling the GPU kernels, once")
