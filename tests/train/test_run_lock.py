@@ -59,3 +59,9 @@ def test_a_run_directory_that_cannot_be_made_is_one_user_error(tmp_path: Path) -
     (tmp_path / "blocker").write_text("a file")
     with pytest.raises(UserError, match="blocker: exists and is not a directory"):
         RunLock(tmp_path / "blocker" / "run")
+
+
+def test_a_lock_dropped_unreleased_lets_go(tmp_path: Path) -> None:
+    RunLock(tmp_path / "run")  # garbage at once, as a Trainer(...).save() leaves its lock
+    assert not (tmp_path / "run").exists()  # it made the directory, which stayed empty
+    RunLock(tmp_path / "run").release()

@@ -60,6 +60,7 @@ def bench_train(models: Sequence[str], size: tuple[int, int], batch: int, *,
             trainer = Trainer(cfg, model=build_model(name), train_set=[sample] * batch,
                               progress=False)
             times = _step_times(trainer, repeats, warmup)
+            trainer.close()  # its run directory's lock: the next case trains into the same
             params = sum(p.numel() for p in trainer.model.parameters())
             rows.append({"model": name, "params": params, "backend": backend,
                          "size": list(size), "batch": batch, "precision": precision,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import weakref
 from pathlib import Path
 
 from crossview.errors import UserError
@@ -29,20 +30,23 @@ PROC_LOCKS = Path("/proc/locks")
 class RunLock:
     """The lock on ``run_dir``, taken on construction (the directory is created, with its
     parents, when missing); :meth:`release` lets it go and removes the directories it created
-    if they are still empty (a run that failed before writing anything leaves nothing)."""
+    if they are still empty (a run that failed before writing anything leaves nothing). A lock
+    that is garbage-collected unreleased (a dropped :class:`~crossview.train.trainer.Trainer`),
+    or still held when the interpreter exits, is released then: nothing can write through it
+    any more."""
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(run_dir)
-        self._created = make_directory(self.run_dir)
-        self._fd: int | None = os.open(self.run_dir, os.O_RDONLY)
+        created = make_directory(self.run_dir)
+        fd = os.open(self.run_dir, os.O_RDONLY)
+        self._release = weakref.finalize(self, _let_go, fd, created)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _holder(os.fstat(self._fd))
+            holder = _holder(os.fstat(fd))
             self.release()
             raise UserError(f"{self.run_dir} is in use by another training run ("
-                            + (f"process {holder}" if holder else "a process that /proc/locks "
-                               "does not name")
+                            + (f"process {holder}" if holder else "process id unknown")
                             + "); wait for it to end, or give another train.out_dir "
                             "(--out-dir)") from None
         except OSError as error:
@@ -51,10 +55,12 @@ class RunLock:
 
     def release(self) -> None:
         """Let the lock go (again: nothing)."""
-        if self._fd is not None:
-            os.close(self._fd)  # the kernel drops the flock with the last descriptor
-            self._fd = None
-            remove_empty(self._created)
+        self._release()
+
+
+def _let_go(fd: int, created: list[Path]) -> None:
+    os.close(fd)  # the kernel drops the flock with the last descriptor of its file
+    remove_empty(created)
 
 
 def _holder(stat: os.stat_result) -> int | None:
