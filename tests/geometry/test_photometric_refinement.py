@@ -90,11 +90,16 @@ def test_bad_arguments_are_refused() -> None:
         RefinementSettings(steps=0)
 
 
+def _tiny_network(task: str) -> MatchStereo:
+    """A small random MatchStereo (no weights, so no registry defaults) in eval mode."""
+    return MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                                         decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0),
+                       task=task).eval()
+
+
 def test_inference_follows_the_models_default_unless_told() -> None:
     torch.manual_seed(0)
-    model = MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                                          decoder_layers=(1, 1, 1, 1), heads=2,
-                                          encoder_head=0), task="flow").eval()
+    model = _tiny_network("flow")
     image0 = _texture(192, 192)
     image1 = image0.roll(2, dims=3)
     raw = predict_fields(model, image0, image1, "flow").field  # a bare network: off
@@ -116,9 +121,7 @@ def test_registry_defaults() -> None:
 
 def test_low_resolution_initialisation_follows_the_models_default_unless_told() -> None:
     torch.manual_seed(0)
-    model = MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                                          decoder_layers=(1, 1, 1, 1), heads=2,
-                                          encoder_head=0), task="stereo").eval()
+    model = _tiny_network("stereo")
     image0 = _texture(384, 384)  # the half-resolution pass needs 192 x 192
     image1 = image0.roll(-3, dims=3)
     plain = predict_fields(model, image0, image1, "stereo").field  # a bare network: off
