@@ -108,7 +108,7 @@ def test_fixed_resolution_at_own_size_is_identity(model: MatchStereo) -> None:
 def test_fixed_resolution_rescales(flow_model: MatchStereo, monkeypatch) -> None:
     field = torch.ones(2, 192, 256, 2)
     peak = torch.full((2, 192, 256), 0.75)
-    monkeypatch.setattr(inference, "_run", lambda *args: (field, field, peak))
+    monkeypatch.setattr(inference, "run_padded", lambda *args: (field, field, peak))
     result = api.estimate_flow(*_pair(384, 384), model=flow_model, size=(192, 256))
     assert result.flow.shape == (1, 2, 384, 384)
     torch.testing.assert_close(result.flow[:, 0], torch.full((1, 384, 384), 1.5))

@@ -41,6 +41,8 @@ from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD, Fields
 from crossview.models.matchstereo.inference import check_memory as check_memory
 from crossview.models.registry import Predictor
 from crossview.models.transformatcher.inference import match_pair
+from crossview.train.pair_adaptation import AdaptationSettings as AdaptationSettings
+from crossview.train.pair_adaptation import adapt_to_pair as adapt_to_pair
 
 ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
 
@@ -215,7 +217,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        precision: str = "fp32", lri: bool | None = None,
                        size: tuple[int, int] | None = None,
                        threshold: float = CONSISTENCY_THRESHOLD,
-                       refine: bool | None = None) -> StereoResult:
+                       refine: bool | None = None, adapt: int = 0) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -232,13 +234,16 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             (:mod:`crossview.geometry.photometric_refinement`); ``None``: the model's default
             (``model.refine_by_default``: on for crossview's hybrid models, off for the
             published ones).
+        adapt: test-time adaptation: fit a copy of the model to this pair with ``adapt``
+            steps of the self-supervised loss first (:func:`adapt_to_pair`, the default
+            learning rate; several times the cost of inference); 0: off.
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
     """
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine)
+                                        threshold=threshold, refine=refine, adapt=adapt)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
@@ -250,7 +255,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                   precision: str = "fp32", lri: bool | None = None,
                   size: tuple[int, int] | None = None,
                   threshold: float = CONSISTENCY_THRESHOLD,
-                  refine: bool | None = None) -> FlowResult:
+                  refine: bool | None = None, adapt: int = 0) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
 
     Returns:
@@ -258,7 +263,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
     """
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine)
+                                        threshold=threshold, refine=refine, adapt=adapt)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
     return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:],
@@ -267,13 +272,20 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
-             size: tuple[int, int] | None, threshold: float, refine: bool | None) -> Fields:
+             size: tuple[int, int] | None, threshold: float, refine: bool | None,
+             adapt: int) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
-    (:class:`~crossview.models.matchstereo.inference.Fields`)."""
+    (:class:`~crossview.models.matchstereo.inference.Fields`), after ``adapt`` steps of
+    test-time adaptation (0: none)."""
     target = resolve_device(device)
     if isinstance(model, str):
         model = load_model(model, weights, device=target)
     _check_task(model, task)
+    if isinstance(adapt, bool) or not isinstance(adapt, int) or adapt < 0:
+        raise UserError(f"adapt must be a number of steps, 0 or more, got {adapt!r}")
+    if adapt:
+        model = adapt_to_pair(model, img0, img1, task, settings=AdaptationSettings(steps=adapt),
+                              lri=lri, device=target)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
                           size=size, threshold=threshold, refine=refine)
 

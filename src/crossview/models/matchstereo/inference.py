@@ -140,7 +140,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     with torch.inference_mode():
         with autocast:
             if size is None:
-                field, rpos, peak = _run(model, x0, x1, task, lri)
+                field, rpos, peak = run_padded(model, x0, x1, task, lri)
             else:
                 field, rpos, peak = _run_fixed(model, x0, x1, task, lri, size)
         field, rpos = field.float(), rpos.float()
@@ -195,24 +195,30 @@ def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, 
     """Fixed-resolution inference: resize to ``size``, run, resize the fields back, rescale."""
     h, w = x0.shape[-2:]
     _check_size(model, *size, task, f"size={size} is")
-    field, rpos, peak = _run(model, _resize(x0, size), _resize(x1, size), task, lri)
+    field, rpos, peak = run_padded(model, _resize(x0, size), _resize(x1, size), task, lri)
     gain = torch.tensor([w / size[1], h / size[0]], device=field.device, dtype=field.dtype)
     if peak is not None:
         peak = _resize(peak[:, None], (h, w))[:, 0]
     return _resize_field(field, (h, w)) * gain, _resize_field(rpos, (h, w)) * gain, peak
 
 
-def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
-         lri: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """One padded pass (two with ``lri``); fields and attention peak cropped to the input
-    size."""
+def run_padded(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
+               lri: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """One pass of ``x0, x1 [B, 3, H, W]`` (0..255) padded to multiples of 32, two with
+    ``lri`` (the half-resolution pass only initialises: it carries no gradient).
+
+    Returns ``(field [2B, H, W, 2], self_rpos [2B, H, W, 2], attention peak [2B, H, W] or
+    None)``, cropped to the input size; gradients flow to the model's weights unless the
+    caller disables them (:func:`predict_fields` runs it in inference mode, test-time
+    adaptation with gradients)."""
     h, w = x0.shape[-2:]
     init = None
     # the half-resolution pass needs images of the model's least size: smaller pairs (which
     # hold small disparities anyway) start from the correlation as without lri
     if lri and _fits(model, h // 2, w // 2, task):
         half = (h // 2, w // 2)
-        coarse = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)[0]
+        with torch.no_grad():
+            coarse = run_padded(model, _resize(x0, half), _resize(x1, half), task, lri=False)[0]
         init = _resize_field(coarse, (_ceil32(h) // 32, _ceil32(w) // 32)) * (2 / 32)
     _check_size(model, h, w, task)
     out = model.forward_fields(_pad(x0), _pad(x1), task=task, init_field=init)
