@@ -18,7 +18,7 @@ inference), so adaptation is opt-in and shows a progress bar in the CLI. The def
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -76,6 +76,23 @@ def adapt_to_pair(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str,
         The adapted copy on ``device``, in eval mode, with the model's defaults
         (``refine_by_default``, ``lri_by_default``, names) carried over.
     """
+    adapted = model
+    for step, loss, current in adaptation_steps(model, img0, img1, task, settings=settings,
+                                                lri=lri, device=device):
+        adapted = current  # settings.steps >= 1: always the copy
+        if on_step is not None:
+            on_step(step, loss)
+    return adapted.requires_grad_(False)
+
+
+def adaptation_steps(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
+                     settings: AdaptationSettings = AdaptationSettings(),
+                     lri: bool | None = None, device: str | torch.device = "cpu"
+                     ) -> Iterator[tuple[int, float, nn.Module]]:
+    """The steps of :func:`adapt_to_pair` one at a time (arguments as there): yields
+    ``(step, loss before the step, the copy after it)`` for steps ``1 .. settings.steps``;
+    the copy is one object, updated in place (run it between steps to see the adaptation
+    progress)."""
     target = resolve_device(device)
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     if x0.shape != x1.shape:
@@ -86,8 +103,8 @@ def adapt_to_pair(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str,
     adapted = copy.deepcopy(model).to(target).eval()
     x0, x1 = x0.to(target).float(), x1.to(target).float()
     optimizer = torch.optim.Adam(adapted.parameters(), lr=settings.lr)
-    with torch.enable_grad():
-        for step in range(1, settings.steps + 1):
+    for step in range(1, settings.steps + 1):
+        with torch.enable_grad():
             field = run_padded(adapted, x0, x1, task, lri)[0]
             loss, _ = photometric_loss(x0, x1, field, smooth_weight=settings.smooth_weight)
             if not torch.isfinite(loss):
@@ -96,10 +113,7 @@ def adapt_to_pair(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str,
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            if on_step is not None:
-                on_step(step, float(loss.detach()))
-    adapted.requires_grad_(False)
-    return adapted
+        yield step, float(loss.detach()), adapted
 
 
 def _check_memory(model: nn.Module, shape: torch.Size, device: torch.device) -> None:
