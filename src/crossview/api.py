@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from crossview.data.image_batch import ImageLike
+from crossview.data.image_batch import ImageLike, sample_image
 from crossview.data.image_batch import as_image_batch as as_image_batch
 from crossview.device import resolve_device
 from crossview.errors import UserError
@@ -165,15 +165,31 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     return model.eval()
 
 
-def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32") -> Predictor:
+def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
+              adapt: int = 0) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
-    :attr:`crossview.models.registry.ModelSpec.predictor`)."""
+    :attr:`crossview.models.registry.ModelSpec.predictor`); with ``adapt`` steps (stereo and
+    flow models), each sample runs a copy of the model adapted to its pair
+    (:func:`adapt_to_pair`)."""
     spec = registry.get_spec(model.model_name)
     if spec.predictor is None:
         raise UserError(f"model {spec.name!r} has no benchmark predictor: no benchmark scores "
                         f"{spec.task} models")
-    return spec.predictor(model, device, precision)
+    if not adapt:
+        return spec.predictor(model, device, precision)
+    if spec.task not in ESTIMATORS:
+        raise UserError(f"test-time adaptation needs a stereo or flow model; {spec.name!r} "
+                        f"estimates {spec.task}")
+    settings = AdaptationSettings(steps=adapt)
+
+    def predict(sample: dict[str, Any]) -> Any:
+        adapted = adapt_to_pair(model, sample_image(sample["image0"]),
+                                sample_image(sample["image1"]), spec.task, settings=settings,
+                                device=device)
+        return spec.predictor(adapted, device, precision)(sample)
+
+    return predict
 
 
 @dataclass

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from torch import nn
 
 from crossview import api, memory
@@ -78,6 +79,7 @@ class DenseOptions:
     skip_existing: bool = False
     refine: bool | None = None
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
+    adapt: int = 0  # test-time adaptation steps per pair (0: off)
 
     def model_inputs(self) -> str:
         """The inputs besides the images that make a result what it is, as the user gave them:
@@ -203,6 +205,24 @@ def check_memory(task: str, model: nn.Module, label: str, pair: Pair, options: D
                          device=options.device, advice=advice, refine=refine)
     except UserError as error:
         raise UserError(f"{label}: {error} (no output written)") from None
+
+
+def adapted_model(task: str, model: nn.Module, pair: Pair, options: DenseOptions,
+                  label: str) -> nn.Module:
+    """``model``, or with ``--adapt N`` a copy adapted to ``pair`` (:func:`crossview.api.
+    adapt_to_pair`), announced by a ``note:`` and followed by a progress bar."""
+    if not options.adapt:
+        return model
+    stderr.print(f"note: adapting {options.model} to {label} ({options.adapt} steps)",
+                 markup=False, soft_wrap=True)
+    with Progress(TextColumn("adapting"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=stderr, transient=True,
+                  disable=not stderr.is_terminal) as bar:
+        steps = bar.add_task("adapt", total=options.adapt)
+        return api.adapt_to_pair(model, *pair, task,
+                                 settings=api.AdaptationSettings(steps=options.adapt),
+                                 lri=options.lri, device=options.device,
+                                 on_step=lambda step, _: bar.update(steps, completed=step))
 
 
 def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
@@ -340,7 +360,9 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
         with staged_files(destinations(job)) as staged:
             try:
                 try:
-                    result = estimate(*images, model=model, device=options.device,
+                    result = estimate(*images, model=adapted_model(task, model, images, options,
+                                                                   job.label),
+                                      device=options.device,
                                       precision=options.precision, lri=options.lri, size=size,
                                       refine=options.refine)
                 except NonFiniteError:  # the fields diverged inside the network

@@ -45,14 +45,16 @@ if TYPE_CHECKING:
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                     precision: str, warn: bool = True, download: bool = False,
                     sample_size: tuple[int, int] | None = None,
-                    refine: bool | None = None, lri: bool | None = None) -> Predictor:
+                    refine: bool | None = None, lri: bool | None = None,
+                    adapt: int = 0) -> Predictor:
     """A predictor running the registered model ``name`` on a ``task`` benchmark
     (:func:`crossview.api.predictor`; ``warn``: print loading warnings, such as random weights,
     on stderr). With ``sample_size`` (``(H, W)`` every sample has), a model that would need
     more memory than this machine has is refused now (:func:`crossview.api.check_memory`),
     before any sample is read or generated. ``refine``: photometric refinement on or off
     (``None``: the model's default, ``model.refine_by_default``); ``lri``: low-resolution
-    initialisation on or off (``None``: ``model.lri_by_default``)."""
+    initialisation on or off (``None``: ``model.lri_by_default``); ``adapt``: test-time
+    adaptation steps per sample (0: off)."""
     model_task = api.model_task(name)
     if model_task != task:
         raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
@@ -69,7 +71,7 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
     if sample_size is not None:
         api.check_memory(model, *sample_size, task=task, device=device,
                          advice="evaluate at a smaller size (the dataset's size=HxW option)")
-    return api.predictor(model, device=device, precision=precision)
+    return api.predictor(model, device=device, precision=precision, adapt=adapt)
 
 
 def _declared_size(data: object) -> tuple[int, int] | None:
@@ -152,6 +154,7 @@ def eval_command(
     download: options.Download = False,
     refine: options.Refine = None,
     lri: options.Lri = None,
+    adapt: options.Adapt = 0,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -191,7 +194,8 @@ def eval_command(
         device = f"cuda:{info.local_rank}"
     predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
                                 warn=info.is_main, download=download,
-                                sample_size=_declared_size(data), refine=refine, lri=lri)
+                                sample_size=_declared_size(data), refine=refine, lri=lri,
+                                adapt=adapt)
     total = len(data) if limit is None else min(limit, len(data))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())
@@ -223,7 +227,8 @@ def eval_command(
             if info.is_main:
                 _report(result, per_sample, json_path, {
                     "model": model, "weights": None if weights is None else str(weights),
-                    "dataset_spec": dataset, "limit": limit, "note": kind.note}, baselines)
+                    "dataset_spec": dataset, "limit": limit, "note": kind.note,
+                    "refine": refine, "lri": lri, "adapt": adapt}, baselines)
         finally:
             # the other ranks stay until rank 0 has written: a rank ending early cannot get
             # the job stopped (torchrun stops all ranks when one fails) before the output exists

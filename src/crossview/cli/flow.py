@@ -47,6 +47,7 @@ def flow_command(
     precision: options.Precision = "fp32",
     lri: options.Lri = None,
     refine: options.Refine = None,
+    adapt: options.Adapt = 0,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
         "--save-right", help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.")
@@ -74,7 +75,7 @@ def flow_command(
         0 if start is None else start, stop, 1 if stride is None else stride)
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
-                         refine=refine, frames=frames)
+                         refine=refine, frames=frames, adapt=adapt)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_backward],
                                   dense.model_inputs())

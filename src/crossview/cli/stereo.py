@@ -40,6 +40,7 @@ def stereo_command(
     precision: options.Precision = "fp32",
     lri: options.Lri = None,
     refine: options.Refine = None,
+    adapt: options.Adapt = 0,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
         "--save-right", help="Also write the right view's disparity and mask.")] = False,
@@ -63,7 +64,7 @@ def stereo_command(
                                      max_depth, edge_ratio)
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
-                         refine=refine)
+                         refine=refine, adapt=adapt)
     confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_right],
                                   dense.model_inputs())
