@@ -3,7 +3,7 @@ transfer keypoints.
 
 Images may be paths, PIL images, ``[H, W, 3]`` uint8 numpy arrays or float tensors
 ``[B, 3, H, W]`` with values 0..255 (see ``docs/conventions.md``). Disparity and flow run
-MatchStereo / MatchFlow (:mod:`crossview.models.matchstereo.inference`: padding to a multiple
+MatchStereo / MatchFlow (:mod:`crossview.models.dense.inference`: padding to a multiple
 of 32, fixed-resolution and low-resolution-initialised inference), keypoint transfer
 TransforMatcher (:mod:`crossview.models.transformatcher.inference`).
 
@@ -19,34 +19,73 @@ Example (the bundled default stereo model on a random pair):
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from crossview import memory
+from crossview.attention.match import NonFiniteError as NonFiniteError
 from crossview.data.image_batch import ImageLike
 from crossview.data.image_batch import as_image_batch as as_image_batch
+from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
 from crossview.errors import UserError
+from crossview.eval import EvalResult as EvalResult
+from crossview.eval import evaluate as evaluate
 from crossview.geometry.confidence import field_confidence
 from crossview.geometry.disparity import field_to_disparity
+from crossview.lazy import lazy_import
+from crossview.metrics import get_metrics as get_metrics
+from crossview.metrics import list_metrics as list_metrics
 from crossview.models import published, registry
-from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
-from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD, Fields, predict_fields
-from crossview.models.matchstereo.inference import check_memory as check_memory
+from crossview.models.dense.inference import (
+    CONSISTENCY_THRESHOLD,
+    LIBRARY_ADVICE,
+    Fields,
+    MemoryAdvice,
+    predict_fields,
+)
+from crossview.models.dense.inference import check_memory as check_memory
 from crossview.models.registry import Predictor
 from crossview.models.transformatcher.inference import match_pair
+from crossview.train.logplot import plot_log as plot_log
+
+if TYPE_CHECKING:
+    from crossview.train.config import Config
+    from crossview.train.recipe import Recipe
+    from crossview.train.trainer import Trainer
+
+# training reads YAML (PyYAML, the optional [train] extra): its modules load when a run starts
+_config = lazy_import("crossview.train.config")
+_recipes = lazy_import("crossview.train.recipes")
+_trainer = lazy_import("crossview.train.trainer")
+_checkpoint = lazy_import("crossview.train.checkpoint")
+_runlog = lazy_import("crossview.train.runlog")
+# the benchmark readers (SciPy) and the classical baselines (OpenCV) load when first used
+datasets = lazy_import("crossview.data.datasets")
+baselines = lazy_import("crossview.baselines")
 
 ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
+_log = logging.getLogger(__name__)
 
 
 class RandomWeightsWarning(UserWarning):
     """A model runs with random weights: its output is meaningless."""
+
+
+def check_run_settings(device: str, setting: str = "device") -> None:
+    """Refuse (:class:`UserError`, one line naming ``setting``) a device this machine lacks and
+    a bad ``$CROSSVIEW_MAX_MEMORY_GB``, once, before a run of many pairs starts."""
+    resolve_device(device, setting)
+    memory.memory_limit()
 
 
 def list_models(task: str | None = None) -> list[str]:
@@ -138,12 +177,44 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
     ``model.model_name`` is the registered name, ``model.task`` its task,
     ``model.refine_by_default`` whether its dense inference refines photometrically.
     """
-    spec = registry.get_spec(name)
+    return _load(registry.get_spec(name), weights, device=device, download=download,
+                 **overrides)
+
+
+def _load(spec: registry.ModelSpec, weights: str | os.PathLike | None, *,
+          device: str | torch.device, download: bool, **overrides: Any) -> nn.Module:
+    """:func:`load_model` of the looked-up ``spec``."""
     path = spec.weights_file(weights, download=download)
     if path is None:
         warnings.warn(f"{spec.name} has no weights (pass weights=...): it runs with random "
-                      "weights and its output is meaningless", RandomWeightsWarning, stacklevel=2)
+                      "weights and its output is meaningless", RandomWeightsWarning, stacklevel=3)
     return _registered(spec.create(path, **overrides), spec, path).to(resolve_device(device))
+
+
+def load_task_model(name: str, task: str, weights: str | os.PathLike | None = None, *,
+                    purpose: str, device: str | torch.device = "cpu", download: bool = False,
+                    quiet: bool = False) -> nn.Module:
+    """:func:`load_model` for a job that needs a ``task`` model (``purpose`` names the job in
+    the error: ``"crossview stereo"``): a model of another task is a :class:`UserError`, checked
+    before any weights are read; running on random weights is a log warning (logger
+    ``crossview.api``, shown by the command line as ``warning: ...``) instead of a
+    :class:`RandomWeightsWarning`, none with ``quiet``."""
+    spec = registry.get_spec(name)
+    check_task(name, spec.task, task, purpose)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RandomWeightsWarning)
+        model = _load(spec, weights, device=device, download=download)
+    for warning in caught if not quiet else ():
+        _log.warning("%s", warning.message)
+    return model
+
+
+def check_task(name: str, estimates: str, task: str, purpose: str) -> None:
+    """:class:`UserError` ``model NAME estimates flow; PURPOSE needs a stereo model`` when the
+    model ``name`` estimates another task than ``task`` (a stereo model cannot estimate flow,
+    nor the other way round: same architecture, weights trained for one task)."""
+    if estimates != task:
+        raise UserError(f"model {name!r} estimates {estimates}; {purpose} needs a {task} model")
 
 
 def build_model(name: str, **overrides: Any) -> nn.Module:
@@ -163,15 +234,43 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     return model.eval()
 
 
-def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32") -> Predictor:
+def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
+              refine: bool | None = None, lri: bool | None = None) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
-    :attr:`crossview.models.registry.ModelSpec.predictor`)."""
+    :attr:`crossview.models.registry.ModelSpec.predictor`). ``refine`` / ``lri``: dense
+    models' photometric refinement and low-resolution initialisation on or off (``None``:
+    the model's defaults); a :class:`UserError` for a model without them."""
     spec = registry.get_spec(model.model_name)
     if spec.predictor is None:
         raise UserError(f"model {spec.name!r} has no benchmark predictor: no benchmark scores "
                         f"{spec.task} models")
-    return spec.predictor(model, device, precision)
+    options = {key: value for key, value in (("refine", refine), ("lri", lri))
+               if value is not None}
+    if options and spec.task not in ESTIMATORS:
+        raise UserError(f"model {spec.name!r} ({spec.task}) has no "
+                        f"{' or '.join(options)} option: dense (stereo, flow) models only")
+    return spec.predictor(model, device, precision, **options)
+
+
+def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None = None, *,
+                        device: str = "cpu", precision: str = "fp32", quiet: bool = False,
+                        download: bool = False, sample_size: tuple[int, int] | None = None,
+                        refine: bool | None = None, lri: bool | None = None) -> Predictor:
+    """The predictor of the registered model ``name`` on a ``task`` benchmark: loaded by
+    :func:`load_task_model` (``quiet``: no random-weights warning, as on all ranks but the
+    first), then :func:`predictor`. With ``sample_size`` (``(H, W)`` every sample has), a
+    model that would need more memory than this machine has is refused now
+    (:func:`check_memory`), before any sample is read or generated."""
+    models = ", ".join(list_models(task)) or "none"
+    model = load_task_model(name, task, weights, purpose=f"a {task} benchmark (its models: "
+                            f"{models})", device=device, download=download, quiet=quiet)
+    predict = predictor(model, device=device, precision=precision, refine=refine, lri=lri)
+    if sample_size is not None:
+        check_memory(model, *sample_size, task=task, device=device, lri=lri, refine=refine,
+                     advice=MemoryAdvice("evaluate at a smaller size (the dataset's size=HxW "
+                                         "option)", "--no-refine"))
+    return predict
 
 
 @dataclass
@@ -214,8 +313,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        weights: str | os.PathLike | None = None, device: str = "cpu",
                        precision: str = "fp32", lri: bool | None = None,
                        size: tuple[int, int] | None = None,
-                       threshold: float = CONSISTENCY_THRESHOLD,
-                       refine: bool | None = None) -> StereoResult:
+                       threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
+                       advice: MemoryAdvice = LIBRARY_ADVICE) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -232,13 +331,15 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             (:mod:`crossview.geometry.photometric_refinement`); ``None``: the model's default
             (``model.refine_by_default``: on for crossview's hybrid models, off for the
             published ones).
+        advice: what a pair refused for its memory tells to change (before anything runs:
+            :func:`check_memory`; the command line names its options).
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
     """
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine)
+                                        threshold=threshold, refine=refine, advice=advice)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
@@ -249,8 +350,8 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                   weights: str | os.PathLike | None = None, device: str = "cpu",
                   precision: str = "fp32", lri: bool | None = None,
                   size: tuple[int, int] | None = None,
-                  threshold: float = CONSISTENCY_THRESHOLD,
-                  refine: bool | None = None) -> FlowResult:
+                  threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
+                  advice: MemoryAdvice = LIBRARY_ADVICE) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
 
     Returns:
@@ -258,7 +359,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
     """
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine)
+                                        threshold=threshold, refine=refine, advice=advice)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
     return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:],
@@ -267,25 +368,95 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
-             size: tuple[int, int] | None, threshold: float, refine: bool | None) -> Fields:
+             size: tuple[int, int] | None, threshold: float, refine: bool | None,
+             advice: MemoryAdvice) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
-    (:class:`~crossview.models.matchstereo.inference.Fields`)."""
+    (:class:`~crossview.models.dense.inference.Fields`)."""
     target = resolve_device(device)
     if isinstance(model, str):
         model = load_model(model, weights, device=target)
-    _check_task(model, task)
+    if getattr(model, "task", None) is not None:
+        check_task(getattr(model, "model_name", type(model).__name__), model.task, task,
+                   ESTIMATORS[task])
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
-                          size=size, threshold=threshold, refine=refine)
+                          size=size, threshold=threshold, refine=refine, advice=advice)
 
 
-def _check_task(model: nn.Module, task: str) -> None:
-    """A stereo model cannot estimate flow, nor the other way round (same architecture,
-    weights trained for one task)."""
-    model_task = getattr(model, "task", None)
-    if model_task is not None and model_task != task:
-        name = getattr(model, "model_name", type(model).__name__)
-        raise UserError(f"model {name!r} estimates {model_task}; {ESTIMATORS[task]} needs a "
-                        f"{task} model")
+# ----------------------------------------------------------------------------- training
+
+
+def load_training_config(path: str | os.PathLike[str]) -> Config:
+    """The training configuration in the YAML file ``path``, checked
+    (:func:`crossview.train.config.load_config`)."""
+    return _config.load_config(path)
+
+
+def training_recipe(cfg: Config) -> Recipe:
+    """The recipe that trains ``cfg`` (its task's), with ``cfg`` checked against it (datasets,
+    options, model overrides: one :class:`UserError` line for a mistake)."""
+    recipe = _recipes.get_recipe(cfg.task)
+    recipe.check(cfg)
+    return recipe
+
+
+def training_files(cfg: Config) -> list[Path]:
+    """The files a run writes into ``train.out_dir`` besides its checkpoints (the log and
+    ``best.pt``), for checking before it starts."""
+    out = Path(cfg.train.out_dir)
+    return [out / _runlog.LOG_NAME, out / _checkpoint.BEST_NAME]
+
+
+def trainer(cfg: Config, **options: Any) -> Trainer:
+    """The :class:`crossview.train.trainer.Trainer` of ``cfg`` (``resume``, ``init_weights``,
+    ``grow`` as it takes them)."""
+    return _trainer.Trainer(cfg, **options)
+
+
+# ----------------------------------------------------------------------------- published weights
+
+
+def list_published() -> list[str]:
+    """Names of the models whose authors publish weights (``weights="published"``), sorted."""
+    return registry.list_published()
+
+
+def _published_spec(name: str) -> registry.ModelSpec:
+    """The spec of ``name``, which has published weights; a :class:`UserError` listing the
+    names that have some otherwise."""
+    if not isinstance(name, str) or name.lower() not in registry.list_published():
+        raise UserError(f"no published weights named {name!r}; choose one of: "
+                        f"{', '.join(registry.list_published())}")
+    return registry.get_spec(name)
+
+
+def weights_cache() -> Path:
+    """The cache folder of published weights (``$CROSSVIEW_HOME`` or the user cache)."""
+    return published.home()
+
+
+def published_path(name: str) -> Path:
+    """Where the cache keeps the published weights of model ``name`` (there or not)."""
+    return published.cached_path(_published_spec(name).published)
+
+
+def published_recorded(name: str) -> bool:
+    """Whether the SHA-256 of ``name``'s cached published weights is recorded (it is once the
+    file has loaded as the model's checkpoint); :class:`UserError` for a damaged record."""
+    return published.recorded_digest(published_path(name), name) is not None
+
+
+def download_published(name: str) -> Path:
+    """Fetch ``name``'s published weights into the cache unless they are there and intact;
+    their path."""
+    return Path(_published_spec(name).weights_file(published.NAME, download=True))
+
+
+def verify_published(name: str) -> Path:
+    """Check ``name``'s cached published weights against their recorded SHA-256 and load them
+    as the model's checkpoint (:func:`crossview.models.published.verify`; a damaged file is
+    removed and a :class:`UserError` says so); their path."""
+    spec = _published_spec(name)
+    return published.verify(spec.name, spec.published, spec.create, load=True)
 
 
 # ----------------------------------------------------------------------------- semantic matching

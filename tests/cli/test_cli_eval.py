@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from crossview.cli.app import main
 from crossview.data import io
 from crossview.metrics import endpoint_error, flow_endpoint_error
 from crossview.models import registry
-from crossview.models.matchstereo.inference import dense_predictor
+from crossview.models.dense.inference import dense_predictor
 
 H, W = 20, 24
 
@@ -26,11 +24,12 @@ class _ImageField(nn.Module):
     stereo disparity = image0[..., 0] / 50 (left) and image1[..., 0] / 50 (right); flow =
     (image0[..., 0], image0[..., 1]) / 50."""
 
-    config = SimpleNamespace(min_shape=lambda task: (32, 32))
-
     def __init__(self, task: str) -> None:
         super().__init__()
         self.task = task
+
+    def min_shape(self, task: str) -> tuple[int, int]:
+        return 32, 32
 
     def forward_fields(self, x0: torch.Tensor, x1: torch.Tensor, *, task: str,
                        init_field: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
@@ -49,7 +48,7 @@ class _ImageField(nn.Module):
 def fake_models(monkeypatch: pytest.MonkeyPatch) -> None:
     for task in ("stereo", "flow"):
         spec = registry.ModelSpec(f"test-{task}", build=lambda t=task: _ImageField(t), task=task,
-                                  predictor=partial(dense_predictor, task=task))
+                                  predictor=dense_predictor)
         monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
 
 

@@ -19,7 +19,7 @@ from crossview import api
 from crossview.attention.match import NonFiniteError
 from crossview.cli.app import main
 from crossview.data import io
-from crossview.models.defaults import DEFAULT_STEREO_MODEL
+from crossview.defaults import DEFAULT_STEREO_MODEL
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
 from crossview.train.checkpoint import export_weights

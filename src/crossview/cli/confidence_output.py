@@ -7,14 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
-import torch
 import typer
 
-from crossview.data import io
+from crossview.lazy import lazy_import
 from crossview.output import check_finite
+
+if TYPE_CHECKING:
+    import torch
+
+io = lazy_import("crossview.data.io")
+np = lazy_import("numpy")
 
 SaveConfidence = Annotated[bool, typer.Option(
     "--save-confidence", help="Also save the per-pixel confidence in [0, 1] (.npy and .png).")]

@@ -20,32 +20,31 @@ import functools
 import glob
 import itertools
 import re
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import torch
-from torch import nn
-
-from crossview import api, memory
-from crossview.attention.match import NonFiniteError
 from crossview.cli.batch import BatchSummary, PairJob, run_batch
 from crossview.cli.options import parse_size
-from crossview.console import stderr, stdout
-from crossview.data import io, video
-from crossview.device import resolve_device
+from crossview.console import stdout
 from crossview.errors import UserError
-from crossview.models.matchstereo.inference import refines
+from crossview.lazy import lazy_import
 from crossview.output import check_finite, check_output_files, staged_files
+
+if TYPE_CHECKING:
+    import torch
+
+api = lazy_import("crossview.api")
+io = lazy_import("crossview.data.io")
+video = lazy_import("crossview.data.video")
+np = lazy_import("numpy")
 
 # one view of a result: raw [B, ...] (disparity [B, H, W] or flow [B, H, W, 2]), valid
 # [B, H, W], self_rpos [B, H, W, 2]; a command gives a result's views (first, second)
-ViewTensors = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+ViewTensors = tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]
 Views = Callable[[object], list[ViewTensors]]
-Pair = tuple[np.ndarray, np.ndarray]  # the decoded images [H, W, 3] uint8 of a pair
+Pair = tuple["np.ndarray", "np.ndarray"]  # the decoded images [H, W, 3] uint8 of a pair
 
 
 class ExtraOutput(Protocol):
@@ -189,22 +188,6 @@ def read_pair(a: Path, b: Path) -> Pair:
     return first, second
 
 
-def check_memory(task: str, model: nn.Module, label: str, pair: Pair, options: DenseOptions,
-                 size: tuple[int, int] | None) -> None:
-    """Refuse, before it runs, a pair whose run would need more memory than this machine has
-    (:func:`crossview.api.check_memory`), naming the pair and the options that help."""
-    advice = ("give a smaller --size HxW" if size is not None else
-              "run at a lower resolution with --size HxW, or give smaller images")
-    refine = refines(model, options.refine)
-    if refine:  # the full-resolution refinement can be what does not fit
-        advice += ", or pass --no-refine"
-    try:
-        api.check_memory(model, *pair[0].shape[:2], task=task, lri=options.lri, size=size,
-                         device=options.device, advice=advice, refine=refine)
-    except UserError as error:
-        raise UserError(f"{label}: {error} (no output written)") from None
-
-
 def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
     """A unique output stem per pair: the first file's stem, else ``parent_stem``, else numbered."""
     for naming in (lambda p: p.stem, lambda p: f"{p.parent.name}_{p.stem}"):
@@ -212,21 +195,6 @@ def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
         if len(set(names)) == len(names):
             return names
     return [f"{i:05d}_{a.stem}" for i, (a, _) in enumerate(pairs)]
-
-
-def load_model_for(task: str, options: DenseOptions) -> nn.Module:
-    """The model, with a 'warning:' line on stderr when it runs on random weights; a model of
-    another task is a :class:`UserError`."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", api.RandomWeightsWarning)
-        model = api.load_model(options.model, options.weights, device=options.device,
-                               download=options.download)
-    if model.task != task:
-        raise UserError(f"model {options.model!r} estimates {model.task}; crossview {task} "
-                        f"needs a {task} model")
-    for warning in caught:
-        stderr.print(f"warning: {warning.message}", markup=False)
-    return model
 
 
 def find_jobs(task: str, first: str, second: str | None, frames: FrameRange | None = None
@@ -305,8 +273,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     (:func:`crossview.cli.batch.run_batch`).
     """
     size = parse_size(options.size) if options.size else None
-    resolve_device(options.device, "--device")
-    memory.memory_limit()  # a bad $CROSSVIEW_MAX_MEMORY_GB: refused once, not once per pair
+    api.check_run_settings(options.device, "--device")
     kind = "disparity" if task == "stereo" else "flow"
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
     jobs, count, single = find_jobs(task, first, second, options.frames)
@@ -329,21 +296,24 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     pair = jobs[0].load() if single else None  # a bad image fails before the model loads
     for extra in extras if pair is not None else ():
         extra.check([pair])
-    model = load_model_for(task, options)
+    model = api.load_task_model(options.model, task, options.weights, purpose=f"crossview {task}",
+                                device=options.device, download=options.download)
+    advice = api.MemoryAdvice("give a smaller --size HxW" if size is not None else
+                              "run at a lower resolution with --size HxW, or give smaller images",
+                              "--no-refine")
 
     def run(job: PairJob, images: Pair | None = None) -> None:
         if images is None:
             images = job.load()
             for extra in extras:
                 extra.check([images])
-        check_memory(task, model, job.label, images, options, size)
         with staged_files(destinations(job)) as staged:
             try:
                 try:
                     result = estimate(*images, model=model, device=options.device,
                                       precision=options.precision, lri=options.lri, size=size,
-                                      refine=options.refine)
-                except NonFiniteError:  # the fields diverged inside the network
+                                      refine=options.refine, advice=advice)
+                except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None
                 # writers check what they are given (finite where valid) before any write

@@ -26,20 +26,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
-import torch
 import typer
 
-from crossview.api import StereoResult
 from crossview.console import stderr
-from crossview.data import io
-from crossview.data.calibration import StereoCalibration, read_stereo_calibration
-from crossview.data.ply import write_ply
 from crossview.errors import UserError
-from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
+from crossview.lazy import lazy_import
 from crossview.output import check_finite
+
+if TYPE_CHECKING:
+    from crossview.api import StereoResult
+    from crossview.data.calibration import StereoCalibration
+
+np = lazy_import("numpy")
+torch = lazy_import("torch")
+io = lazy_import("crossview.data.io")
+calibrations = lazy_import("crossview.data.calibration")
+ply = lazy_import("crossview.data.ply")
+depths = lazy_import("crossview.geometry.depth")
 
 DEPTH_FORMATS = ("npy", "pfm", "png16")
 EDGE_RATIO = 0.05  # relative depth jump between 4-neighbours that marks a depth edge
@@ -105,24 +110,24 @@ class DepthOutput:
                      "beyond the float32 range", keep.numpy())
         self._warn_if_far(depth[keep])
         cx, cy = cal.principal_point(*depth.shape)
-        points = depth_to_points(depth, cal.focal, cx, cy)[keep].numpy()
+        points = depths.depth_to_points(depth, cal.focal, cx, cy)[keep].numpy()
         for axis, centre in enumerate(("cx", "cy")):  # x = (u - cx) depth / focal, y alike
             check_finite(points[:, axis], f"{self._inputs(centre, 'baseline')} put points "
                          "beyond the float32 range")
         colours = images[0][keep.numpy()]
         return [self._depth_writer(depth.numpy().astype(np.float32)),
-                lambda path: write_ply(path, points, colours)]
+                lambda path: ply.write_ply(path, points, colours)]
 
     def filtered_depth(self, disparity: torch.Tensor, valid: torch.Tensor
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """Depth ``[H, W]`` (metres, 0 where filtered out) and the kept pixels ``[H, W]``."""
         cal = self.calibration
-        depth = disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
+        depth = depths.disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
         keep = valid & (depth > 0)
         if self.max_depth is not None:
             keep &= depth <= self.max_depth
         if self.edge_ratio > 0:
-            keep &= ~depth_edge_mask(depth, self.edge_ratio)
+            keep &= ~depths.depth_edge_mask(depth, self.edge_ratio)
         return torch.where(keep, depth, 0.0), keep
 
     def _warn_if_far(self, kept: torch.Tensor) -> None:
@@ -185,12 +190,12 @@ def depth_output(calib: Path | None, focal: float | None, baseline: float | None
     if edge_ratio is not None and not edge_ratio >= 0:
         raise UserError(f"--edge-ratio must be 0 (off) or positive, got {edge_ratio:g}")
     if calib is not None:
-        calibration = read_stereo_calibration(calib)
+        calibration = calibrations.read_stereo_calibration(calib)
     else:
         missing = [name for name in ("--focal", "--baseline") if numbers[name] is None]
         if missing:
             raise UserError(f"{' and '.join(missing)} missing: a calibration by numbers needs "
                             "--focal (px) and --baseline (metres)")
-        calibration = StereoCalibration(focal, baseline, doffs or 0.0, cx, cy)
+        calibration = calibrations.StereoCalibration(focal, baseline, doffs or 0.0, cx, cy)
     return DepthOutput(calibration, calib, fmt or "npy", max_depth,
                        EDGE_RATIO if edge_ratio is None else edge_ratio)

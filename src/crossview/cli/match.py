@@ -15,15 +15,16 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
-from crossview import api
 from crossview.console import stdout
-from crossview.data import io
-from crossview.device import resolve_device
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
 from crossview.output import check_output_files, staged_files
+
+api = lazy_import("crossview.api")
+io = lazy_import("crossview.data.io")
+np = lazy_import("numpy")
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _POINT = re.compile(rf"^\s*({_NUMBER})\s*[,\s]\s*({_NUMBER})\s*$")
@@ -75,7 +76,7 @@ def match_command(
 
     if points is not None and points_file is not None:
         raise UserError("give either --points or --points-file, not both")
-    resolve_device(device, "--device")
+    api.resolve_device(device, "--device")
     if points_file is not None:
         if not points_file.is_file():
             raise UserError(f"{points_file}: no such points file")

@@ -16,6 +16,11 @@ import typer
 
 from crossview.console import stdout
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
+from crossview.output import check_output_files
+
+api = lazy_import("crossview.api")
+distributed = lazy_import("crossview.distributed")
 
 
 def train_command(
@@ -51,15 +56,7 @@ def train_command(
         "model without training further (e.g. a run stopped early).")] = False,
 ) -> None:
     """Train a model; checkpoints, log.jsonl and best.pt go to train.out_dir."""
-    from crossview.distributed import dist_info_from_env
-    from crossview.output import check_output_files
-    from crossview.train.checkpoint import BEST_NAME
-    from crossview.train.config import load_config  # PyYAML: the [train] extra
-    from crossview.train.recipes import get_recipe
-    from crossview.train.runlog import LOG_NAME
-    from crossview.train.trainer import Trainer
-
-    cfg = load_config(config)
+    cfg = api.load_training_config(config)
     if out_dir is not None:
         cfg.train.out_dir = str(out_dir)
     if steps is not None:
@@ -68,13 +65,13 @@ def train_command(
         raise UserError("--export-only needs --resume and --export")
     if grow and init_weights is None:
         raise UserError("--grow needs --init-weights")
-    recipe = get_recipe(cfg.task)
-    recipe.check(cfg)
-    if dist_info_from_env().is_main:  # the rank that writes; checked before any training
+    recipe = api.training_recipe(cfg)
+    # the rank that writes checks what it writes before any training
+    if distributed.dist_info_from_env().is_main:
         if export is not None:
             recipe.check_export(export)
-        check_output_files(Path(cfg.train.out_dir) / name for name in (LOG_NAME, BEST_NAME))
-    trainer = Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
+        check_output_files(api.training_files(cfg))
+    trainer = api.trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
 
     def write_export() -> list[Path]:
         return recipe.export(trainer.model, export, name=export.stem, description=description,

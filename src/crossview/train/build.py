@@ -10,7 +10,6 @@ split with seed ``data.seed + 1000`` (an unrelated stream), so the held-out benc
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -141,28 +140,23 @@ def build_model(cfg: Config) -> torch.nn.Module:
     """The registry model ``cfg.model.name`` (randomly initialised), its configuration
     fields replaced by ``cfg.model.overrides``, each checked like the configuration's own
     fields (``config: model.overrides.heads must be >= 1, got 0``)."""
-    from crossview.models.matchstereo.model import MatchStereo
     from crossview.models.registry import get_spec
     spec = get_spec(cfg.model.name)
     if spec.task != cfg.task:
         raise UserError(f"model {cfg.model.name!r} is a {spec.task} model but the config's "
                         f"task is {cfg.task!r}")
-    model = spec.build()
-    if not cfg.model.overrides:
-        return model
-    values = {**dataclasses.asdict(model.config), **cfg.model.overrides}
     try:
-        config = settings.build(type(model.config), values, "model.overrides")
-    except settings.SettingError as error:
-        raise UserError(f"config: {error}") from None
-    return MatchStereo(config, task=cfg.task)
+        return spec.build(**cfg.model.overrides)
+    except settings.SettingError as error:  # "overrides.heads must be ...", as registered
+        raise UserError(f"config: model.{error}") from None
 
 
 def check_crop(model: torch.nn.Module, cfg: Config) -> None:
     """:class:`UserError` if the training crop ``data.height x data.width`` cannot go through
     ``model`` (MatchStereo trains on unpadded crops: multiples of 32, at least
-    ``config.min_shape(task)``). Models without that description are not checked."""
-    min_shape = getattr(getattr(model, "config", None), "min_shape", None)
+    ``model.min_shape(task)``, :mod:`crossview.models.dense.contract`). Models without it are
+    not checked."""
+    min_shape = getattr(model, "min_shape", None)
     if min_shape is None:
         return
     (h, w), (least_h, least_w) = (cfg.data.height, cfg.data.width), min_shape(cfg.task)

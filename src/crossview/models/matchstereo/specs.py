@@ -18,8 +18,8 @@ import json
 from functools import partial
 from pathlib import Path
 
+from crossview.models.dense.inference import dense_predictor
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
-from crossview.models.matchstereo.inference import dense_predictor
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.published import PublishedWeights
 from crossview.models.registry import WEIGHTS_DIR, ModelSpec, configured, register_model
@@ -39,7 +39,7 @@ def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
     initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
-                     predictor=partial(dense_predictor, task=task),
+                     predictor=dense_predictor,
                      published=None if published is None
                      else PublishedWeights(published, PUBLISHED_AT + published),
                      refine=refine, lri=lri)
