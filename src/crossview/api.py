@@ -33,14 +33,31 @@ from torch import nn
 
 from crossview import memory
 from crossview.attention.match import NonFiniteError as NonFiniteError
+from crossview.data.calibration import StereoCalibration as StereoCalibration
+from crossview.data.calibration import read_stereo_calibration as read_stereo_calibration
 from crossview.data.image_batch import ImageLike
 from crossview.data.image_batch import as_image_batch as as_image_batch
+from crossview.data.io import IMAGE_SUFFIXES as IMAGE_SUFFIXES
+from crossview.data.io import read_image as read_image
+from crossview.data.io import write_flo as write_flo
+from crossview.data.io import write_image as write_image
+from crossview.data.io import write_kitti_disparity as write_kitti_disparity
+from crossview.data.io import write_kitti_flow as write_kitti_flow
+from crossview.data.io import write_npy as write_npy
+from crossview.data.io import write_pfm as write_pfm
+from crossview.data.io import write_png16 as write_png16
+from crossview.data.ply import write_ply as write_ply
+from crossview.data.video import frames
+from crossview.data.video import is_video as is_video
+from crossview.data.video import open_video as open_video
 from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
+from crossview.distributed import dist_info_from_env
 from crossview.errors import UserError
 from crossview.eval import EvalResult as EvalResult
 from crossview.eval import evaluate as evaluate
 from crossview.geometry.confidence import field_confidence
+from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
 from crossview.geometry.disparity import field_to_disparity
 from crossview.lazy import lazy_import
 from crossview.metrics import get_metrics as get_metrics
@@ -56,12 +73,11 @@ from crossview.models.dense.inference import (
 from crossview.models.dense.inference import check_memory as check_memory
 from crossview.models.registry import Predictor
 from crossview.models.transformatcher.inference import match_pair
+from crossview.output import check_output_files
 from crossview.train.logplot import plot_log as plot_log
 
 if TYPE_CHECKING:
     from crossview.train.config import Config
-    from crossview.train.recipe import Recipe
-    from crossview.train.trainer import Trainer
 
 # training reads YAML (PyYAML, the optional [train] extra): its modules load when a run starts
 _config = lazy_import("crossview.train.config")
@@ -74,6 +90,7 @@ datasets = lazy_import("crossview.data.datasets")
 baselines = lazy_import("crossview.baselines")
 
 ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
+video_frames = frames  # the frames [H, W, 3] uint8 of a video file, decoded one by one
 _log = logging.getLogger(__name__)
 
 
@@ -385,31 +402,59 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
 # ----------------------------------------------------------------------------- training
 
 
-def load_training_config(path: str | os.PathLike[str]) -> Config:
-    """The training configuration in the YAML file ``path``, checked
-    (:func:`crossview.train.config.load_config`)."""
-    return _config.load_config(path)
+@dataclass
+class TrainingRun:
+    """What :func:`train` did: ``cfg`` (the configuration as run), ``summary`` (the trainer's:
+    ``step``, ``steps_run``, ``train`` and ``val`` logs, ``signal``, ``is_main``; ``None`` when
+    only exporting), ``finished`` (``train.steps`` reached), ``step`` (the model's) and
+    ``exported``, the files written for ``export``."""
+
+    cfg: Config
+    summary: dict[str, Any] | None
+    finished: bool
+    step: int
+    exported: list[Path]
 
 
-def training_recipe(cfg: Config) -> Recipe:
-    """The recipe that trains ``cfg`` (its task's), with ``cfg`` checked against it (datasets,
-    options, model overrides: one :class:`UserError` line for a mistake)."""
+def train(config: str | os.PathLike[str], *, resume: bool = False,
+          init_weights: str | os.PathLike[str] | None = None, grow: bool = False,
+          out_dir: str | os.PathLike[str] | None = None, steps: int | None = None,
+          export: Path | None = None, description: str = "",
+          export_only: bool = False) -> TrainingRun:
+    """Train as the YAML configuration ``config`` says (:mod:`crossview.train`), ``out_dir``
+    and ``steps`` replacing ``train.out_dir`` and ``train.steps``; ``resume``, ``init_weights``
+    and ``grow`` as :class:`crossview.train.trainer.Trainer` takes them. Everything the run
+    writes is checked before it starts (on the rank that writes). With ``export`` (a
+    ``.safetensors`` path), a finished run writes the model's weights there (and what its
+    recipe writes beside them); ``export_only`` exports the newest checkpoint's model without
+    training. A mistake in the configuration is one :class:`UserError` line."""
+    cfg = _config.load_config(config)
+    if out_dir is not None:
+        cfg.train.out_dir = str(out_dir)
+    if steps is not None:
+        cfg.train.steps = steps
     recipe = _recipes.get_recipe(cfg.task)
     recipe.check(cfg)
-    return recipe
+    if dist_info_from_env().is_main:  # the rank that writes; checked before any training
+        if export is not None:
+            recipe.check_export(export)
+        run_dir = Path(cfg.train.out_dir)
+        check_output_files([run_dir / _runlog.LOG_NAME, run_dir / _checkpoint.BEST_NAME])
+    trainer = _trainer.Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
 
+    def write_export() -> list[Path]:
+        return recipe.export(trainer.model, export, name=export.stem, description=description,
+                             cfg=cfg, step=trainer.step)
 
-def training_files(cfg: Config) -> list[Path]:
-    """The files a run writes into ``train.out_dir`` besides its checkpoints (the log and
-    ``best.pt``), for checking before it starts."""
-    out = Path(cfg.train.out_dir)
-    return [out / _runlog.LOG_NAME, out / _checkpoint.BEST_NAME]
-
-
-def trainer(cfg: Config, **options: Any) -> Trainer:
-    """The :class:`crossview.train.trainer.Trainer` of ``cfg`` (``resume``, ``init_weights``,
-    ``grow`` as it takes them)."""
-    return _trainer.Trainer(cfg, **options)
+    if export_only:
+        try:
+            return TrainingRun(cfg, None, True, trainer.step, write_export())
+        finally:
+            trainer.close()
+    summary = trainer.run()
+    finished = summary["step"] >= cfg.train.steps
+    exported = write_export() if summary["is_main"] and export is not None and finished else []
+    return TrainingRun(cfg, summary, finished, summary["step"], exported)
 
 
 # ----------------------------------------------------------------------------- published weights
@@ -457,6 +502,38 @@ def verify_published(name: str) -> Path:
     removed and a :class:`UserError` says so); their path."""
     spec = _published_spec(name)
     return published.verify(spec.name, spec.published, spec.create, load=True)
+
+
+# ----------------------------------------------------------------------------- depth and points
+
+
+@dataclass
+class MetricDepth:
+    """A disparity map in metres: ``depth [H, W]`` float64 (0 where dropped), ``keep [H, W]``
+    bool (the pixels kept) and ``points [N, 3]`` float64, the kept pixels' 3D points (x right,
+    y down, z forward; metres, row-major order of ``keep``)."""
+
+    depth: torch.Tensor
+    keep: torch.Tensor
+    points: torch.Tensor
+
+
+def metric_depth(disparity: torch.Tensor, valid: torch.Tensor, calibration: StereoCalibration,
+                 *, max_depth: float | None, edge_ratio: float) -> MetricDepth:
+    """Depth and points of a left-view ``disparity [H, W]`` (px) with the calibration of its
+    pair, keeping pixels that are ``valid [H, W]``, at a positive depth, not beyond
+    ``max_depth`` metres (``None``: any) and, with ``edge_ratio`` > 0, not at a depth edge
+    (:func:`crossview.geometry.depth.depth_edge_mask`: flying pixels)."""
+    cal = calibration
+    depth = disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
+    keep = valid & (depth > 0)
+    if max_depth is not None:
+        keep &= depth <= max_depth
+    if edge_ratio > 0:
+        keep &= ~depth_edge_mask(depth, edge_ratio)
+    depth = torch.where(keep, depth, 0.0)
+    cx, cy = cal.principal_point(*depth.shape)
+    return MetricDepth(depth, keep, depth_to_points(depth, cal.focal, cx, cy)[keep])
 
 
 # ----------------------------------------------------------------------------- semantic matching

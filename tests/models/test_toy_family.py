@@ -75,8 +75,7 @@ def toystereo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     spec = ModelSpec("toystereo", configured(ToyConfig(), ToyStereo), "stereo",
                      weights=str(weights), description="a toy stereo network",
                      predictor=dense_predictor)
-    registry.list_models()  # the families of the package first: then this one on top
-    monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
+    monkeypatch.setitem(registry.MODELS.entries, spec.name, spec)
     return spec.name
 
 

@@ -92,8 +92,6 @@ def data(
         "bench-results/data.json"),
 ) -> None:
     """Synthetic data throughput (samples/s on one thread): stereo, flow, warps, multi-view."""
-    # imported when run: the synthetic data engine would slow every `crossview --help`
-
     check_output_file(json_path, "--json")
     chosen = case or list(data_bench.CASES)
     unknown = [c for c in chosen if c not in data_bench.CASES]
@@ -314,9 +312,6 @@ def train(
         "bench-results/train.json"),
 ) -> None:
     """Training steps/s and samples/s, fused versus reference MatchAttention, in one run."""
-    # imported when run: the trainer and the synthetic data engine would slow every
-    # `crossview --help`
-
     check_output_file(json_path, "--json")
     models = model or ["matchstereo-mini", "matchstereo-t"]
     backends = backend or list(train_bench.BACKENDS)

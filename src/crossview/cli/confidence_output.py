@@ -17,7 +17,7 @@ from crossview.output import check_finite
 if TYPE_CHECKING:
     import torch
 
-io = lazy_import("crossview.data.io")
+api = lazy_import("crossview.api")
 np = lazy_import("numpy")
 
 SaveConfidence = Annotated[bool, typer.Option(
@@ -54,6 +54,6 @@ class ConfidenceOutput:
             values = confidence[0].cpu().numpy().astype(np.float32)
             check_finite(values, f"{self.source} gave a non-finite confidence")
             picture = confidence_picture(values)
-            writers += [lambda path, v=values: io.write_npy(path, v),
-                        lambda path, p=picture: io.write_image(path, p)]
+            writers += [lambda path, v=values: api.write_npy(path, v),
+                        lambda path, p=picture: api.write_image(path, p)]
         return writers

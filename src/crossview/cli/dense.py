@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     import torch
 
 api = lazy_import("crossview.api")
-io = lazy_import("crossview.data.io")
-video = lazy_import("crossview.data.video")
+viz = lazy_import("crossview.viz")  # matplotlib: loaded when a pair is drawn
 np = lazy_import("numpy")
 
 # one view of a result: raw [B, ...] (disparity [B, H, W] or flow [B, H, W, 2]), valid
@@ -164,7 +163,7 @@ def _name_order(path: Path) -> tuple[list[str | int], str]:
 
 
 def _images_in(folder: Path) -> list[Path]:
-    images = sorted((p for p in folder.iterdir() if p.suffix.lower() in io.IMAGE_SUFFIXES),
+    images = sorted((p for p in folder.iterdir() if p.suffix.lower() in api.IMAGE_SUFFIXES),
                     key=_name_order)
     if not images:
         raise UserError(f"{folder}: no images in this directory")
@@ -181,7 +180,7 @@ def _expand(pattern: str) -> list[Path]:
 
 def read_pair(a: Path, b: Path) -> Pair:
     """Both images decoded completely, and of one size."""
-    first, second = io.read_image(a), io.read_image(b)
+    first, second = api.read_image(a), api.read_image(b)
     (ha, wa), (hb, wb) = first.shape[:2], second.shape[:2]
     if (ha, wa) != (hb, wb):
         raise UserError(f"{a} is {wa}x{ha} but {b} is {wb}x{hb} (W x H); a pair needs one size")
@@ -204,17 +203,17 @@ def find_jobs(task: str, first: str, second: str | None, frames: FrameRange | No
     frames, its consecutive frames within ``frames`` (a video's pairs are named
     ``STEM_000000`` for frames 0 and 1, ... by the first frame's index; ``count`` 0 when the
     container does not say). ``single``: exactly two image files."""
-    sequence = second is None and task == "flow" and (video.is_video(first)
+    sequence = second is None and task == "flow" and (api.is_video(first)
                                                       or Path(first).is_dir())
-    if not sequence and (second is None or video.is_video(first)):
+    if not sequence and (second is None or api.is_video(first)):
         raise UserError("give two images, directories or patterns (flow also takes one video "
                         f"file or one folder of frames), got {first!r}"
                         + (f" and {second!r}" if second else " alone"))
     if not sequence and frames is not None:
         raise UserError(f"{frames} needs one video file or one folder of frames, not two inputs")
     frames = frames or FrameRange()
-    if sequence and video.is_video(first):
-        info = video.open_video(first, min_frames=2, purpose="flow pairs consecutive frames")
+    if sequence and api.is_video(first):
+        info = api.open_video(first, min_frames=2, purpose="flow pairs consecutive frames")
         pairs = _video_pairs(info.path, frames)
         # the first pair is decoded before the model loads: a range past the video's end fails
         # first, and the run goes on from there
@@ -246,7 +245,7 @@ def _video_pairs(path: Path, frames: FrameRange) -> Iterator[PairJob]:
     """Consecutive frames of a video within ``frames`` as pairs, decoded as the run goes; a
     :class:`UserError` when the video ends before the range's second frame."""
     previous, total = None, 0
-    for index, frame in enumerate(video.frames(path)):
+    for index, frame in enumerate(api.video_frames(path)):
         total = index + 1
         if frames.stop is not None and index >= frames.stop:
             return
@@ -334,24 +333,24 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
 def raw_writer(array: np.ndarray, fmt: str, kind: str) -> tuple[str, Callable[[Path], None]]:
     """``(suffix, writer)`` of a disparity ``[H, W]`` or flow ``[H, W, 2]`` in format ``fmt``."""
     if fmt == "npy":
-        return ".npy", lambda path: io.write_npy(path, array)
+        return ".npy", lambda path: api.write_npy(path, array)
     if fmt == "pfm":
         values = array if kind == "disparity" else np.dstack([array, np.zeros(array.shape[:2])])
-        return ".pfm", lambda path: io.write_pfm(path, values)
+        return ".pfm", lambda path: api.write_pfm(path, values)
     if fmt == "png16" and kind == "disparity":
         clipped = np.clip(array, 0, 65535 / 256)
-        return ".png", lambda path: io.write_kitti_disparity(path, clipped, clipped > 0)
+        return ".png", lambda path: api.write_kitti_disparity(path, clipped, clipped > 0)
     if fmt == "png16":
         clipped = np.clip(array, -512, 511.98)
-        return ".png", lambda path: io.write_kitti_flow(path, clipped)
+        return ".png", lambda path: api.write_kitti_flow(path, clipped)
     if fmt == "flo" and kind == "flow":
-        return ".flo", lambda path: io.write_flo(path, array)
+        return ".flo", lambda path: api.write_flo(path, array)
     allowed = "pfm, png16, npy" + (", flo" if kind == "flow" else "")
     raise UserError(f"--format {fmt!r} cannot hold {kind}; choose one of {allowed}")
 
 
 def picture_writer(picture: np.ndarray) -> Callable[[Path], None]:
-    return lambda path: io.write_image(path, picture)
+    return lambda path: api.write_image(path, picture)
 
 
 def pair_file_names(name: str, views: tuple[str, str], kind: str, options: DenseOptions
@@ -371,19 +370,16 @@ def pair_writers(images: Pair, views: list[ViewTensors], kind: str,
     [B, ...], valid [B, H, W], self_rpos [B, H, W, 2])`` of the first and the second view;
     batch row 0 is written. A raw result that is not finite where it is valid is a
     :class:`UserError` naming :meth:`DenseOptions.model_inputs`."""
-    # imported when a pair is written: matplotlib (~0.13 s) would slow every `crossview --help`
-    from crossview.viz import disparity_to_colour, flow_to_colour, mask_to_image, self_rpos_picture
-
     writers = []
     for tensors, image in zip(views[: 2 if options.save_right else 1], images, strict=False):
         raw, valid, rpos = (t[0].cpu().numpy() for t in tensors)
         check_finite(raw, f"{options.model_inputs()} gave non-finite {kind} at valid pixels",
                      valid if raw.ndim == 2 else valid[..., None])
-        colour = disparity_to_colour(raw) if kind == "disparity" else flow_to_colour(raw)
+        colour = viz.disparity_to_colour(raw) if kind == "disparity" else viz.flow_to_colour(raw)
         writers += [raw_writer(raw, options.fmt, kind)[1], picture_writer(colour),
-                    picture_writer(mask_to_image(valid))]
+                    picture_writer(viz.mask_to_image(valid))]
         if options.save_rpos:
-            writers.append(picture_writer(self_rpos_picture(rpos, image)))
+            writers.append(picture_writer(viz.self_rpos_picture(rpos, image)))
     return writers
 
 

@@ -17,10 +17,8 @@ import typer
 from crossview.console import stdout
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
-from crossview.output import check_output_files
 
 api = lazy_import("crossview.api")
-distributed = lazy_import("crossview.distributed")
 
 
 def train_command(
@@ -56,39 +54,18 @@ def train_command(
         "model without training further (e.g. a run stopped early).")] = False,
 ) -> None:
     """Train a model; checkpoints, log.jsonl and best.pt go to train.out_dir."""
-    cfg = api.load_training_config(config)
-    if out_dir is not None:
-        cfg.train.out_dir = str(out_dir)
-    if steps is not None:
-        cfg.train.steps = steps
     if export_only and (not resume or export is None):
         raise UserError("--export-only needs --resume and --export")
     if grow and init_weights is None:
         raise UserError("--grow needs --init-weights")
-    recipe = api.training_recipe(cfg)
-    # the rank that writes checks what it writes before any training
-    if distributed.dist_info_from_env().is_main:
-        if export is not None:
-            recipe.check_export(export)
-        check_output_files(api.training_files(cfg))
-    trainer = api.trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
-
-    def write_export() -> list[Path]:
-        return recipe.export(trainer.model, export, name=export.stem, description=description,
-                             cfg=cfg, step=trainer.step)
-
+    run = api.train(config, resume=resume, init_weights=init_weights, grow=grow,
+                    out_dir=out_dir, steps=steps, export=export, description=description,
+                    export_only=export_only)
+    for written in run.exported:
+        stdout.print(f"wrote {written}" + (f" (step {run.step})" if export_only else ""))
     if export_only:
-        try:
-            for written in write_export():
-                stdout.print(f"wrote {written} (step {trainer.step})")
-        finally:
-            trainer.close()
         return
-    summary = trainer.run()
-    finished = summary["step"] >= cfg.train.steps
-    if summary["is_main"] and export is not None and finished:
-        for written in write_export():
-            stdout.print(f"wrote {written}")
+    cfg, summary, finished = run.cfg, run.summary, run.finished
 
     def again(step_count: object) -> str:
         """The command that resumes this run (with ``--steps step_count`` unless None)."""

@@ -23,7 +23,6 @@ from crossview.data.real_stereo import MixedStream, RealStereoTraining, RealSter
 from crossview.errors import UserError
 from crossview.train.config import Config
 
-DATASETS = ("synthetic-stereo", "synthetic-flow", "real-scenes")
 VALIDATION_SEED_OFFSET = 1000
 
 
@@ -86,7 +85,7 @@ def _synthetic(name: str, length: int, seed: int, size: tuple[int, int],
         config = FlowConfig(size=size, street_probability=street)
         return TrainingView(SyntheticFlow(length, seed=seed, config=config,
                                           transform=transform), flow_training_sample)
-    raise UserError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
+    raise ValueError(f"no synthetic dataset {name!r}: the recipe's check lets none other pass")
 
 
 def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
@@ -147,8 +146,11 @@ def build_model(cfg: Config) -> torch.nn.Module:
                         f"task is {cfg.task!r}")
     try:
         return spec.build(**cfg.model.overrides)
-    except settings.SettingError as error:  # "overrides.heads must be ...", as registered
-        raise UserError(f"config: model.{error}") from None
+    except settings.SettingError as error:
+        # registry.configured names the fields "overrides.KEY": in the config they are
+        # "model.overrides.KEY"
+        message = str(error).replace("overrides", "model.overrides", 1)
+        raise UserError(f"config: {message}") from None
 
 
 def check_crop(model: torch.nn.Module, cfg: Config) -> None:

@@ -5,11 +5,8 @@ Built in: ``matchstereo-t``, ``matchstereo-s``, ``matchstereo-b`` (stereo) and `
 are fetched by name from where the authors publish them (:data:`PUBLISHED_AT`, see
 :mod:`crossview.models.published`), or passed with ``weights=``. Bundled models are data
 only: a ``NAME.safetensors`` and a ``NAME.json`` next to it in ``crossview/models/weights/``
-(shipped as package data). The JSON holds ``{"name": ..., "task": "stereo" | "flow",
-"config": {MatchStereoConfig fields}, "description": ...}`` and optionally ``"weights"`` (a
-file name in that folder; default ``NAME.safetensors``), ``"refine": true`` (photometric
-refinement by default) and ``"lri": true`` (low-resolution initialisation by default);
-``crossview train`` writes both files.
+(shipped as package data), as :mod:`crossview.models.matchstereo.bundle` writes them
+(``crossview train --export``); the JSON's ``"weights"`` defaults to ``NAME.safetensors``.
 """
 
 from __future__ import annotations
