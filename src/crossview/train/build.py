@@ -20,8 +20,13 @@ from crossview import settings
 from crossview.data.augment import Augmentor, flow_augmentor, stereo_augmentor
 from crossview.data.camera_effects import CameraEffects
 from crossview.data.real_stereo import MixedStream, RealStereoTraining, RealStereoValidation
+from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
+from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
 from crossview.errors import UserError
+from crossview.models.registry import get_spec
+from crossview.models.weights import load_weights, read_state_dict
 from crossview.train.config import Config
+from crossview.train.grow import grow_into
 
 VALIDATION_SEED_OFFSET = 1000
 
@@ -76,12 +81,10 @@ def _augmentor(task: str, augment: str, crop: tuple[int, int]) -> Augmentor | No
 def _synthetic(name: str, length: int, seed: int, size: tuple[int, int],
                transform: Augmentor | None = None, street: float = 0.0) -> TrainingView:
     if name == "synthetic-stereo":
-        from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
         config = StereoConfig(size=size, street_probability=street)
         return TrainingView(SyntheticStereo(length, seed=seed, config=config,
                                             transform=transform), stereo_training_sample)
     if name == "synthetic-flow":
-        from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
         config = FlowConfig(size=size, street_probability=street)
         return TrainingView(SyntheticFlow(length, seed=seed, config=config,
                                           transform=transform), flow_training_sample)
@@ -139,7 +142,6 @@ def build_model(cfg: Config) -> torch.nn.Module:
     """The registry model ``cfg.model.name`` (randomly initialised), its configuration
     fields replaced by ``cfg.model.overrides``, each checked like the configuration's own
     fields (``config: model.overrides.heads must be >= 1, got 0``)."""
-    from crossview.models.registry import get_spec
     spec = get_spec(cfg.model.name)
     if spec.task != cfg.task:
         raise UserError(f"model {cfg.model.name!r} is a {spec.task} model but the config's "
@@ -172,9 +174,7 @@ def load_init_weights(model: torch.nn.Module, path: str | Path, *, grow: bool = 
     """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``
     (strictly, with the model engineer's loader); with ``grow``, the weights of a network with
     fewer decoder layers or encoder blocks, the extra ones starting as the identity."""
-    from crossview.models.weights import load_weights, read_state_dict
     if grow:
-        from crossview.train.grow import grow_into
         grow_into(model, read_state_dict(path, task=getattr(model, "task", None)),
                   source=str(path))
     else:

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from crossview.errors import UserError
+from crossview.models.weights import load_tensors_only
 from crossview.output import (
     atomic_output,
     check_output_file,
@@ -82,8 +83,6 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` (never unpickles arbitrary objects).
 
     A missing, truncated, corrupt or foreign file is one :class:`UserError` line naming it."""
-    from crossview.models.weights import load_tensors_only
-
     path = Path(path)
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
