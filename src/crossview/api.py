@@ -54,14 +54,10 @@ from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
 from crossview.distributed import dist_info_from_env
 from crossview.errors import UserError
-from crossview.eval import EvalResult as EvalResult
-from crossview.eval import evaluate as evaluate
 from crossview.geometry.confidence import field_confidence
 from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
 from crossview.geometry.disparity import field_to_disparity
 from crossview.lazy import lazy_import
-from crossview.metrics import get_metrics as get_metrics
-from crossview.metrics import list_metrics as list_metrics
 from crossview.models import published, registry
 from crossview.models.dense.inference import (
     CONSISTENCY_THRESHOLD,
@@ -77,6 +73,7 @@ from crossview.output import check_output_files
 from crossview.train.logplot import plot_log as plot_log
 
 if TYPE_CHECKING:
+    from crossview.eval import EvalResult as EvalResult
     from crossview.train.config import Config
 
 # training reads YAML (PyYAML, the optional [train] extra): its modules load when a run starts
@@ -85,7 +82,10 @@ _recipes = lazy_import("crossview.train.recipes")
 _trainer = lazy_import("crossview.train.trainer")
 _checkpoint = lazy_import("crossview.train.checkpoint")
 _runlog = lazy_import("crossview.train.runlog")
-# the benchmark readers (SciPy) and the classical baselines (OpenCV) load when first used
+# evaluation: the loop, the metrics (SciPy), the benchmark readers (SciPy) and the classical
+# baselines (OpenCV) load when first used (a single pair needs none of them)
+evaluation = lazy_import("crossview.eval")
+metrics = lazy_import("crossview.metrics")
 datasets = lazy_import("crossview.data.datasets")
 baselines = lazy_import("crossview.baselines")
 

@@ -48,7 +48,7 @@ def _print_datasets() -> None:
     print_table("dataset kinds (--dataset KIND[,OPTION=VALUE...]:PATH)",
                 ["kind", "task", "metrics", "reduction", "description"], rows)
     for task in sorted({kind.task for kind in list_datasets()}):
-        typer.echo(f"{task} metrics (--metrics): {', '.join(api.list_metrics(task))}")
+        typer.echo(f"{task} metrics (--metrics): {', '.join(api.metrics.list_metrics(task))}")
 
 
 def _print_result(result: EvalResult, per_sample: bool, note: str) -> None:
@@ -144,7 +144,7 @@ def eval_command(
     known = model.lower() in api.list_models()
     data, kind = api.datasets.open_dataset(dataset, task=api.model_task(model) if known else None)
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
-    specs = api.get_metrics(kind.task, names)
+    specs = api.metrics.get_metrics(kind.task, names)
     if info.enabled and device.startswith("cuda"):
         device = f"cuda:{info.local_rank}"
     predictor = api.benchmark_predictor(model, kind.task, weights, device=device,
@@ -162,7 +162,7 @@ def eval_command(
             label = f"eval {kind.name}" + (f" (rank 0 of {info.world_size})" if info.enabled
                                            else "")
             task = progress.add_task(label, total=len(distributed.shard_strided(total, info)))
-            result = api.evaluate(data, predictor, specs, reduction=kind.reduction,
+            result = api.evaluation.evaluate(data, predictor, specs, reduction=kind.reduction,
                               dataset_name=kind.name, limit=limit,
                               on_sample=lambda *_: progress.advance(task), dist_info=info)
             baselines = None
