@@ -71,7 +71,7 @@ def _images(folder: Path) -> Path:
     ("crossview.api estimate_flow 2", "flow {in} {in} --model matchflow-mini -o {out}",
      ["a_flow.flo", "a_flow_color.png", "a_flow_noc.png"]),
     ("crossview.api match_keypoints 1", "match {in}/a.png {in}/b.png -o {out}", []),
-    ("crossview.cli.eval evaluate 1", "eval --model matchstereo-mini --dataset "
+    ("crossview.eval evaluate 1", "eval --model matchstereo-mini --dataset "
                                       "synthetic-stereo,length=1,size=64x96 --json {out}/e.json",
      []),
 ])
