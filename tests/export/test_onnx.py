@@ -120,13 +120,14 @@ def test_the_command_reports_its_difference_from_pytorch(
     model, path = stereo
     weights, _ = write_bundle(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
                                 task="stereo")
-    from crossview.cli import export as export_cli
+    from crossview.export import onnx as onnx_export
 
     def copy(network: torch.nn.Module, out: Path, size: tuple, dynamic: bool) -> tuple:
         shutil.copyfile(path, out)
         return ("field", "disparity", "valid")
 
-    monkeypatch.setattr(export_cli, "export_onnx", lambda n, o, s, dynamic: copy(n, o, s, dynamic))
+    monkeypatch.setattr(onnx_export, "export_onnx",
+                        lambda n, o, s, dynamic: copy(n, o, s, dynamic))
     code, out, err = _run(["export", "onnx", "--model", "onnx-test-stereo", "--weights",
                            str(weights), "--size", "192x192", "-o", str(tmp_path / "m.onnx")],
                           capsys)
