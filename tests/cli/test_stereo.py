@@ -481,8 +481,8 @@ def test_each_image_is_read_once_and_the_model_looked_up_once(
 
     reads: list[str] = []
     lookups: list[str] = []
-    read_image, get_spec = io.read_image, registry.get_spec
-    monkeypatch.setattr(io, "read_image", lambda path: reads.append(Path(path).name)
+    read_image, get_spec = api.read_image, registry.get_spec
+    monkeypatch.setattr(api, "read_image", lambda path: reads.append(Path(path).name)
                         or read_image(path))
     monkeypatch.setattr(registry, "get_spec", lambda name: lookups.append(name)
                         or get_spec(name))
