@@ -13,8 +13,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from crossview.models import weights
 from crossview.models.matchstereo.model import MatchStereo
-from crossview.models.weights import write_safetensors
 from crossview.output import check_output_files, staged_files
 
 
@@ -33,7 +33,7 @@ def write_bundle(model: MatchStereo, path: str | Path, *, name: str, task: str,
     meta = {"name": name, "task": task, "config": config, "weights": path.name,
             "description": description}
     with staged_files([path, meta_path]) as (weights_file, meta_file):
-        write_safetensors(weights_file, model.state_dict(), task,
+        weights.write_safetensors(weights_file, model.state_dict(), task,
                           {"name": name, "config": json.dumps(config)})
         meta_file.write_text(json.dumps(meta, indent=2) + "\n")
     return path, meta_path
