@@ -16,7 +16,8 @@ import crossview
 from crossview import api
 from crossview.errors import UserError
 from crossview.geometry.consistency import consistency_error, noc_mask
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig, inference
+from crossview.models.dense import inference
+from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)

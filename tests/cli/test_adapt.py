@@ -4,7 +4,6 @@ model's, announced by a note; a bad step count is one error line with exit code 
 from __future__ import annotations
 
 import json
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +16,14 @@ from crossview import api
 from crossview.cli.app import main
 from crossview.data import io
 from crossview.errors import UserError
+from crossview.models.dense.inference import dense_predictor
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
-from crossview.models.matchstereo.inference import dense_predictor
 from crossview.models.registry import ModelSpec, register_model
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(ModelSpec("adapt-test-stereo", lambda: MatchStereo(SMALL), "stereo",
-                         predictor=partial(dense_predictor, task="stereo")), replace=True)
+                         predictor=dense_predictor), replace=True)
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
 
 

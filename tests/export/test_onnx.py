@@ -27,9 +27,9 @@ from crossview.export.onnx import (
     run_onnx,
 )
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
 from crossview.models.transformatcher import TransforMatcher
-from crossview.train.checkpoint import export_weights
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -66,7 +66,7 @@ def stereo(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, P
     folder = tmp_path_factory.mktemp("onnx-stereo")
     torch.manual_seed(0)
     model = MatchStereo(SMALL).eval()
-    weights, _ = export_weights(model, folder / "w.safetensors", name="onnx-test-stereo",
+    weights, _ = write_bundle(model, folder / "w.safetensors", name="onnx-test-stereo",
                                 task="stereo")
     with pytest.raises(SystemExit) as done:
         main(["export", "onnx", "--model", "onnx-test-stereo", "--weights", str(weights),
@@ -118,15 +118,16 @@ def test_the_command_reports_its_difference_from_pytorch(
     """The printed differences are those of the file on a pair it was not traced on (the
     export itself is replaced by a copy of the module's file)."""
     model, path = stereo
-    weights, _ = export_weights(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
+    weights, _ = write_bundle(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
                                 task="stereo")
-    from crossview.cli import export as export_cli
+    from crossview.export import onnx as onnx_export
 
     def copy(network: torch.nn.Module, out: Path, size: tuple, dynamic: bool) -> tuple:
         shutil.copyfile(path, out)
         return ("field", "disparity", "valid")
 
-    monkeypatch.setattr(export_cli, "export_onnx", lambda n, o, s, dynamic: copy(n, o, s, dynamic))
+    monkeypatch.setattr(onnx_export, "export_onnx",
+                        lambda n, o, s, dynamic: copy(n, o, s, dynamic))
     code, out, err = _run(["export", "onnx", "--model", "onnx-test-stereo", "--weights",
                            str(weights), "--size", "192x192", "-o", str(tmp_path / "m.onnx")],
                           capsys)
@@ -174,7 +175,7 @@ def test_bench_export_rows(stereo: tuple[torch.nn.Module, Path],
     monkeypatch.setattr(bench, "export_onnx",
                         lambda network, out, size: shutil.copyfile(path, out) and (
                             "field", "disparity", "valid"))
-    weights, _ = export_weights(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
+    weights, _ = write_bundle(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
                                 task="stereo")
     threads = torch.get_num_threads()
     code, out, err = _run(["bench", "export", "--model", "onnx-test-stereo", "--weights",

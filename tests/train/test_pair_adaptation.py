@@ -13,8 +13,8 @@ import torch.nn.functional as F
 
 import crossview
 from crossview.errors import UserError
+from crossview.models.dense.inference import run_padded
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
-from crossview.models.matchstereo.inference import run_padded
 from crossview.train.pair_adaptation import AdaptationSettings, adapt_to_pair
 from crossview.train.photometric import photometric_loss
 

@@ -8,21 +8,14 @@ from typing import Annotated
 
 import typer
 
-from crossview import api
 from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
-from crossview.export.onnx import (
-    check_size,
-    example_inputs,
-    export_module,
-    export_onnx,
-    max_differences,
-    onnx_session,
-    require,
-    run_onnx,
-)
+from crossview.lazy import lazy_import
 from crossview.output import check_output_file
+
+api = lazy_import("crossview.api")
+onnx = lazy_import("crossview.export.onnx")
 
 app = App(help="Export models to other runtimes.", no_args_is_help=True)
 
@@ -48,21 +41,21 @@ def onnx_command(
     check_output_file(out, "-o")
     shape = parse_size(size)
     for module in ("onnx", "onnxscript", *(["onnxruntime"] if check else [])):
-        require(module)
+        onnx.require(module)
     network = api.load_model(model, weights)
-    export_module(network)  # a model or size that cannot be exported fails before the trace
-    check_size(network, shape)
+    onnx.export_module(network)  # a model or size that cannot be exported fails before the trace
+    onnx.check_size(network, shape)
     # the trace and the comparison run the network at --size (the export has no refinement)
     api.check_memory(network, *shape, task=network.task, refine=False,
-                     advice="give a smaller --size")
+                     advice=api.MemoryAdvice("give a smaller --size"))
     with stderr.status(f"exporting {model} at {shape[0]}x{shape[1]} (takes minutes)"):
-        names = export_onnx(network, out, shape, dynamic=not static)
+        names = onnx.export_onnx(network, out, shape, dynamic=not static)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",
                  markup=False, soft_wrap=True)
     if check:
-        pair = example_inputs(shape, seed=1)
-        differences = max_differences(export_module(network)(*pair),
-                                      run_onnx(onnx_session(out), *pair), names)
+        pair = onnx.example_inputs(shape, seed=1)
+        differences = onnx.max_differences(onnx.export_module(network)(*pair),
+                                      onnx.run_onnx(onnx.onnx_session(out), *pair), names)
         stdout.print("max |onnxruntime - pytorch|: " + ", ".join(
             f"{name} {value:.3g}" for name, value in differences.items()), markup=False,
             soft_wrap=True)

@@ -16,14 +16,17 @@ before stop; each pair is one of them and the next). Many pairs are written pair
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crossview.api import DEFAULT_FLOW_MODEL, FlowResult
 from crossview.cli import options
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, FrameRange, ViewTensors, run_dense
+from crossview.defaults import DEFAULT_FLOW_MODEL
+
+if TYPE_CHECKING:
+    from crossview.api import FlowResult
 
 
 def _views(result: FlowResult) -> list[ViewTensors]:

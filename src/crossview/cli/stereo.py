@@ -13,15 +13,18 @@ positions as ``NAME_disp_rpos.png``, with ``--save-confidence`` the confidence
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crossview.api import DEFAULT_STEREO_MODEL, StereoResult
 from crossview.cli import depth_output as depth
 from crossview.cli import options
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
+from crossview.defaults import DEFAULT_STEREO_MODEL
+
+if TYPE_CHECKING:
+    from crossview.api import StereoResult
 
 
 def _views(result: StereoResult) -> list[ViewTensors]:

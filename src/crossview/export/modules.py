@@ -2,8 +2,8 @@
 (a tuple of tensors, as exporters want), instead of the dict of intermediate fields the models
 return.
 
-- :class:`DenseOutputs` (MatchStereo / MatchFlow): ``field``, then ``disparity`` or ``flow``,
-  then ``valid``;
+- :class:`DenseOutputs` (any dense network, :mod:`crossview.models.dense.contract`):
+  ``field``, then ``disparity`` or ``flow``, then ``valid``;
 - :class:`MatcherOutputs` (TransforMatcher): ``coords``.
 """
 
@@ -14,13 +14,14 @@ from torch import nn
 
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
-from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD
+from crossview.models.dense.inference import CONSISTENCY_THRESHOLD
 
 INPUT_NAMES = ("image0", "image1")
 
 
 class DenseOutputs(nn.Module):
-    """MatchStereo (stereo) or MatchFlow (flow) with its final outputs only.
+    """A dense network (stereo or flow, :class:`crossview.models.dense.contract.DenseNetwork`)
+    with its final outputs only.
 
     ``forward(image0, image1)``, images ``[B, 3, H, W]`` float 0..255, H and W multiples of 32
     (no padding inside: pad or resize before), returns

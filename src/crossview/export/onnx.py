@@ -27,6 +27,7 @@ from torch import nn
 from crossview.attention import using_backend
 from crossview.errors import UserError
 from crossview.export.modules import INPUT_NAMES, DenseOutputs, MatcherOutputs
+from crossview.models.dense.contract import is_dense
 from crossview.output import atomic_output
 
 STRIDE = 32  # MatchStereo / MatchFlow sides are multiples of this (the 1/32 scale)
@@ -47,12 +48,12 @@ def export_module(model: nn.Module) -> DenseOutputs | MatcherOutputs:
     cannot be exported."""
     task = getattr(model, "task", None)
     name = getattr(model, "model_name", type(model).__name__)
-    if task in ("stereo", "flow") and hasattr(model, "forward_fields"):
+    if task in ("stereo", "flow") and is_dense(model):
         return DenseOutputs(model).eval()
     if task == "semantic" and hasattr(model, "image_size"):
         return MatcherOutputs(model).eval()
-    raise UserError(f"model {name!r} ({task}) cannot be exported to ONNX; export a MatchStereo, "
-                    "MatchFlow or TransforMatcher model")
+    raise UserError(f"model {name!r} ({task}) cannot be exported to ONNX; export a dense "
+                    "(stereo, flow) or a TransforMatcher model")
 
 
 def check_size(model: nn.Module, size: tuple[int, int]) -> None:
@@ -69,7 +70,7 @@ def check_size(model: nn.Module, size: tuple[int, int]) -> None:
     if h % STRIDE or w % STRIDE:
         raise UserError(f"--size {h}x{w}: {name} needs sides that are multiples of {STRIDE} "
                         f"(the export runs without padding), e.g. {_round_up(h)}x{_round_up(w)}")
-    least_h, least_w = model.config.min_shape(model.task)
+    least_h, least_w = model.min_shape(model.task)
     if h < least_h or w < least_w:
         raise UserError(f"--size {h}x{w}: {name} needs at least {least_h}x{least_w} for "
                         f"{model.task}")
@@ -93,7 +94,7 @@ def _dynamic_shapes(module: nn.Module) -> dict[str, dict[int, object]] | None:
     MatchFlow; ``None`` (static) for TransforMatcher."""
     if not isinstance(module, DenseOutputs):
         return None
-    least_h, least_w = module.model.config.min_shape(module.task)
+    least_h, least_w = module.model.min_shape(module.task)
     rows = torch.export.Dim("rows32", min=least_h // STRIDE)
     cols = torch.export.Dim("cols32", min=least_w // STRIDE)
     axes = {2: STRIDE * rows, 3: STRIDE * cols}

@@ -28,7 +28,7 @@ from crossview import memory
 from crossview.data.image_batch import ImageLike, as_image_batch
 from crossview.device import resolve_device
 from crossview.errors import UserError
-from crossview.models.matchstereo.inference import initialises_low, run_padded
+from crossview.models.dense.inference import initialises_low, run_padded
 from crossview.train.photometric import photometric_loss
 
 # Peak memory of one adaptation step of a pair (the forward pass keeping its activations, the
@@ -68,7 +68,7 @@ def adapt_to_pair(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str,
             (``[B, 3, H, W]`` batches adapt to all their pairs at once).
         task: ``"stereo"`` or ``"flow"``.
         settings: the budget.
-        lri: the pass to adapt (as :func:`crossview.models.matchstereo.inference.predict_fields`;
+        lri: the pass to adapt (as :func:`crossview.models.dense.inference.predict_fields`;
             ``None``: the model's default).
         on_step: called after each step with ``(step, loss)`` (1-based), for progress.
 
