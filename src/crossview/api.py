@@ -163,15 +163,29 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     return model.eval()
 
 
-def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32") -> Predictor:
+def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
+              variant: str | None = None) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
-    :attr:`crossview.models.registry.ModelSpec.predictor`)."""
+    :attr:`crossview.models.registry.ModelSpec.predictor`); ``variant``: one of
+    :func:`predictor_variants` instead of the whole model."""
     spec = registry.get_spec(model.model_name)
     if spec.predictor is None:
         raise UserError(f"model {spec.name!r} has no benchmark predictor: no benchmark scores "
                         f"{spec.task} models")
-    return spec.predictor(model, device, precision)
+    if variant is None:
+        return spec.predictor(model, device, precision)
+    if variant not in spec.variants:
+        raise UserError(f"model {spec.name!r} has no predictor variant {variant!r}; variants: "
+                        f"{', '.join(spec.variants) or 'none'}")
+    return spec.predictor(model, device, precision, variant)
+
+
+def predictor_variants(name: str) -> dict[str, str]:
+    """``{variant: caption}`` of the registered model ``name``: the predictors of the same
+    network without a part of it that benchmarks score beside it (raw correlation for
+    TransforMatcher), see :func:`predictor`."""
+    return dict(registry.get_spec(name).variants)
 
 
 @dataclass

@@ -45,14 +45,17 @@ if TYPE_CHECKING:
 def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
                     precision: str, warn: bool = True, download: bool = False,
                     sample_size: tuple[int, int] | None = None,
-                    refine: bool | None = None, lri: bool | None = None) -> Predictor:
+                    refine: bool | None = None, lri: bool | None = None
+                    ) -> tuple[Predictor, dict[str, Predictor]]:
     """A predictor running the registered model ``name`` on a ``task`` benchmark
     (:func:`crossview.api.predictor`; ``warn``: print loading warnings, such as random weights,
-    on stderr). With ``sample_size`` (``(H, W)`` every sample has), a model that would need
-    more memory than this machine has is refused now (:func:`crossview.api.check_memory`),
-    before any sample is read or generated. ``refine``: photometric refinement on or off
-    (``None``: the model's default, ``model.refine_by_default``); ``lri``: low-resolution
-    initialisation on or off (``None``: ``model.lri_by_default``)."""
+    on stderr), and ``{caption: predictor}`` of its variants on the same loaded network
+    (:func:`crossview.api.predictor_variants`). With ``sample_size`` (``(H, W)`` every sample
+    has), a model that would need more memory than this machine has is refused now
+    (:func:`crossview.api.check_memory`), before any sample is read or generated. ``refine``:
+    photometric refinement on or off (``None``: the model's default,
+    ``model.refine_by_default``); ``lri``: low-resolution initialisation on or off (``None``:
+    ``model.lri_by_default``)."""
     model_task = api.model_task(name)
     if model_task != task:
         raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
@@ -69,7 +72,10 @@ def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
     if sample_size is not None:
         api.check_memory(model, *sample_size, task=task, device=device,
                          advice="evaluate at a smaller size (the dataset's size=HxW option)")
-    return api.predictor(model, device=device, precision=precision)
+    variants = {caption: api.predictor(model, device=device, precision=precision,
+                                       variant=variant)
+                for variant, caption in api.predictor_variants(name).items()}
+    return api.predictor(model, device=device, precision=precision), variants
 
 
 def _declared_size(data: object) -> tuple[int, int] | None:
@@ -141,6 +147,26 @@ def _print_with_baseline(result: EvalResult, runs: list[BaselineRun], model: str
                 caption="; ".join(run.baseline.caption for run in runs))
 
 
+def _print_by_category(result: EvalResult, runs: list[BaselineRun], model: str,
+                       per_sample: bool) -> None:
+    """The model's per-sample table (``per_sample``), then one table of the means of each
+    category and of all samples, with a row for the model and for each baseline (runs that
+    need no OpenCV, so each has a result)."""
+    if per_sample:
+        print_table(f"{result.dataset}: per sample", ["sample", *result.metrics],
+                    [(name, *(values[m] for m in result.metrics)) for name, values in result.rows])
+    scored = [(model, result), *((run.baseline.name, run.result) for run in runs)]
+    rows = []
+    for category in [*result.categories, None]:
+        for name, scores in scored:
+            means = scores.mean() if category is None else scores.category_mean(category)
+            rows.append((category or "mean", name, *(means[m] for m in result.metrics)))
+    label = "each pair weighs the same" if result.reduction == "image_mean" else "per keypoint"
+    print_table(f"{result.dataset}: {len(result.rows)} pairs, per category and mean ({label})",
+                ["category", "method", *result.metrics], rows,
+                caption="; ".join(run.baseline.caption for run in runs))
+
+
 def eval_command(
     model: Annotated[str | None, typer.Option(
         "--model", help="Model name (see `crossview models`).")] = None,
@@ -189,9 +215,9 @@ def eval_command(
     specs = get_metrics(kind.task, names)
     if info.enabled and device.startswith("cuda"):
         device = f"cuda:{info.local_rank}"
-    predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
-                                warn=info.is_main, download=download,
-                                sample_size=_declared_size(data), refine=refine, lri=lri)
+    predictor, variants = model_predictor(
+        model, weights, kind.task, device=device, precision=precision, warn=info.is_main,
+        download=download, sample_size=_declared_size(data), refine=refine, lri=lri)
     total = len(data) if limit is None else min(limit, len(data))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())
@@ -209,10 +235,12 @@ def eval_command(
             baselines = None
             if kind.baseline:
                 # imported here: only these kinds need OpenCV, whose import is slow
-                from crossview.baselines import BASELINES, evaluate_baseline
+                from crossview.baselines import BASELINES, Baseline, evaluate_baseline
 
                 baselines = []
-                for method in BASELINES[kind.task]:
+                methods = [Baseline(caption.split(":")[0], caption, variant, opencv=False)
+                           for caption, variant in variants.items()]
+                for method in [*methods, *BASELINES[kind.task]]:
                     task = progress.add_task(f"{method.name} baseline",
                                              total=len(shard_strided(total, info)))
                     baselines.append(evaluate_baseline(
@@ -238,6 +266,8 @@ def _report(result: EvalResult, per_sample: bool, json_path: Path | None,
     baselines', a list under ``"baselines"``) to ``json_path`` (rank 0)."""
     if baselines is None:
         _print_result(result, per_sample, run["note"])
+    elif result.categories:
+        _print_by_category(result, baselines, run["model"], per_sample)
     else:
         _print_with_baseline(result, baselines, run["model"], per_sample)
     if json_path is not None:

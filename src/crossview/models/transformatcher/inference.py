@@ -19,7 +19,12 @@ from torch import Tensor
 
 from crossview.data.image_batch import sample_image
 from crossview.errors import UserError
-from crossview.models.transformatcher.model import TASK, TransforMatcher, uses_placement
+from crossview.models.transformatcher.model import (
+    TASK,
+    TransforMatcher,
+    raw_argmax_coords,
+    uses_placement,
+)
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
     normalised_to_pixels,
@@ -29,6 +34,10 @@ from crossview.models.weights import read_state_dict
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "transformatcher_lite0.safetensors"
 EVAL_TAU = 0.05
+METHODS = ("refined", "raw")
+# what `crossview eval` scores beside the model: {variant: caption}
+VARIANTS = {"raw": "raw correlation: hard arg-max of the channel-mean correlation of the same "
+                   "backbone features, no refinement"}
 
 
 def load_transformatcher(weights: str | os.PathLike | None = None, **options: Any
@@ -83,42 +92,69 @@ def _dense_flow(coords: Tensor, src_size: tuple[int, int], tgt_size: tuple[int, 
     return (target - pixels).permute(2, 0, 1)
 
 
+def _square(model: TransforMatcher, image: Tensor) -> Tensor:
+    """``image [1, 3, H, W]`` resized to the model's square input ``[1, 3, S, S]``."""
+    return F.interpolate(image, size=(model.image_size, model.image_size), mode="bilinear",
+                         align_corners=False, antialias=True)
+
+
 def match_pair(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
                ) -> tuple[Tensor, Tensor, Tensor]:
     """Images ``[1, 3, Hs, Ws]``, ``[1, 3, Ht, Wt]`` (0..255), source pixel ``points [N, 2]``
     -> ``(transferred [N, 2] target px, flow [2, Hs, Ws], flow_backward [2, Ht, Wt])``."""
-    size = (model.image_size, model.image_size)
     (hs, ws), (ht, wt) = src.shape[-2:], tgt.shape[-2:]
-
-    def resize(x: Tensor) -> Tensor:
-        return F.interpolate(x, size=size, mode="bilinear", align_corners=False, antialias=True)
-
-    corr = model.correlation(resize(src), resize(tgt))
+    corr = model.correlation(_square(model, src), _square(model, tgt))
     # target -> source is the same correlation with the two images' axes swapped; both
     # directions are refined as one batch of two.
     forward, backward = model.refine(torch.cat((corr, corr.permute(0, 1, 4, 5, 2, 3))))[
         "coords"].chunk(2)
-    kp = pixels_to_normalised(points, ws, hs)[None]
-    transferred = normalised_to_pixels(model.transfer(forward, kp, EVAL_TAU)[0], wt, ht)
     shift = model.frame_shift
-    return (transferred, _dense_flow(forward, (hs, ws), (ht, wt), shift),
+    return (_transfer(model, forward, points, (hs, ws), (ht, wt)),
+            _dense_flow(forward, (hs, ws), (ht, wt), shift),
             _dense_flow(backward, (ht, wt), (hs, ws), shift))
 
 
-def keypoint_predictor(model: TransforMatcher, device: str = "cpu", precision: str = "fp32"
-                       ) -> Callable[[Mapping[str, Any]], np.ndarray]:
+def _transfer(model: TransforMatcher, coords: Tensor, points: Tensor,
+              src_size: tuple[int, int], tgt_size: tuple[int, int]) -> Tensor:
+    """Source pixel ``points [N, 2]`` through ``coords [1, G, G, 2]`` -> target pixels
+    ``[N, 2]`` (soft sampler at the evaluation temperature)."""
+    kp = pixels_to_normalised(points, src_size[1], src_size[0])[None]
+    return normalised_to_pixels(model.transfer(coords, kp, EVAL_TAU)[0], tgt_size[1],
+                                tgt_size[0])
+
+
+def transfer_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
+                       method: str = "refined") -> Tensor:
+    """Source pixel ``points [N, 2]`` of ``src [1, 3, Hs, Ws]`` -> their target pixels
+    ``[N, 2]`` in ``tgt [1, 3, Ht, Wt]`` (0..255), one direction only (no dense flows: what a
+    benchmark needs). ``method``: ``"refined"`` (the model) or ``"raw"`` (hard arg-max of the
+    channel-mean correlation of the same features, :func:`~.model.raw_argmax_coords`: the
+    no-refinement baseline)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    corr = model.correlation(_square(model, src), _square(model, tgt))
+    coords = (model.refine(corr)["coords"] if method == "refined"
+              else raw_argmax_coords(corr, model.upsample))
+    return _transfer(model, coords, points, src.shape[-2:], tgt.shape[-2:])
+
+
+def keypoint_predictor(model: TransforMatcher, device: str = "cpu", precision: str = "fp32",
+                       variant: str | None = None) -> Callable[[Mapping[str, Any]], np.ndarray]:
     """A ``crossview.eval`` predictor for semantic samples: transfers ``keypoints0`` of
     ``image0`` into ``image1`` on ``device``; returns ``[N, 2]`` target pixels (invalid rows are
-    ignored by the PCK metrics). TransforMatcher runs in ``precision="fp32"`` only."""
+    ignored by the PCK metrics). TransforMatcher runs in ``precision="fp32"`` only.
+    ``variant``: ``None`` (the model) or ``"raw"`` (see :func:`transfer_keypoints`)."""
     if precision != "fp32":
         raise UserError(f"TransforMatcher runs in fp32 only, not precision {precision!r}")
+    method = "refined" if variant is None else variant
+    if method not in METHODS:
+        raise ValueError(f"variant must be None or one of {METHODS[1:]}, got {variant!r}")
     model.eval()
 
     def predict(sample: Mapping[str, Any]) -> np.ndarray:
         src, tgt = (sample_image(sample[k]).to(device) for k in ("image0", "image1"))
         points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32)).to(device)
         with torch.inference_mode():
-            transferred, _, _ = match_pair(model, src, tgt, points)
-        return transferred.cpu().numpy()
+            return transfer_keypoints(model, src, tgt, points, method).cpu().numpy()
 
     return predict

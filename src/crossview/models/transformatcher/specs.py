@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from crossview.models.registry import ModelSpec, register_model
 from crossview.models.transformatcher.inference import (
+    VARIANTS,
     WEIGHTS,
     keypoint_predictor,
     load_transformatcher,
@@ -14,4 +15,4 @@ from crossview.models.transformatcher.model import TASK, TransforMatcher
 register_model(ModelSpec(
     "transformatcher", TransforMatcher, TASK, weights=str(WEIGHTS),
     description="TransforMatcher, EfficientNet-Lite0 features (semantic keypoint transfer)",
-    predictor=keypoint_predictor, load=load_transformatcher))
+    predictor=keypoint_predictor, variants=VARIANTS, load=load_transformatcher))
