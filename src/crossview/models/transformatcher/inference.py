@@ -138,6 +138,18 @@ def transfer_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points:
     return _transfer(model, coords, points, src.shape[-2:], tgt.shape[-2:])
 
 
+def flip_tta_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
+                       method: str = "refined") -> Tensor:
+    """Flip-consistency at test time: the mean of :func:`transfer_keypoints` on the pair and
+    on the pair mirrored left-right (its answer mirrored back); arguments and result as
+    :func:`transfer_keypoints` (twice its cost)."""
+    mirrored = points.clone()
+    mirrored[:, 0] = src.shape[-1] - 1 - points[:, 0]
+    back = transfer_keypoints(model, src.flip(-1), tgt.flip(-1), mirrored, method)
+    back[:, 0] = tgt.shape[-1] - 1 - back[:, 0]
+    return (transfer_keypoints(model, src, tgt, points, method) + back) / 2
+
+
 def keypoint_predictor(model: TransforMatcher, device: str = "cpu", precision: str = "fp32",
                        variant: str | None = None) -> Callable[[Mapping[str, Any]], np.ndarray]:
     """A ``crossview.eval`` predictor for semantic samples: transfers ``keypoints0`` of

@@ -34,7 +34,8 @@ from crossview.models.transformatcher.softargmax import (
     soft_sample,
 )
 
-BACKBONE_LAYERS = {"efficientnet-lite0": 11, "resnet101": 26}
+BACKBONE_LAYERS = {"efficientnet-lite0": 11, "efficientnet-lite1": 14, "efficientnet-lite2": 14,
+                   "resnet101": 26}
 TASK = "semantic"  # the task recorded in exported weights (see crossview.models.weights)
 INIT_BETA = 20.0  # initial soft-argmax inverse temperature (the correlation lies in [0, 1])
 
