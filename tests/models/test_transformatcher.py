@@ -16,7 +16,11 @@ from crossview.models.transformatcher.correlation import (
 )
 from crossview.models.transformatcher.layers import MatchToMatchAttention
 from crossview.models.transformatcher.loss import keypoint_loss
-from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
+from crossview.models.transformatcher.model import (
+    MatchRefiner,
+    TransforMatcher,
+    raw_argmax_coords,
+)
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
     hard_argmax,
@@ -271,3 +275,21 @@ def test_head_state_dict_round_trip(small_model: TransforMatcher) -> None:
         torch.testing.assert_close(value, state[key])
     with pytest.raises(ValueError, match="missing"):
         other.load_trained_state_dict(dict(itertools.islice(state.items(), 3)))
+
+
+def test_the_kept_rotation_is_the_grids_and_serves_training_after_inference() -> None:
+    torch.manual_seed(0)
+    refiner = MatchRefiner(5, depth=1)
+    torch.nn.init.normal_(refiner.head.weight)  # non-zero: the scores depend on the layers
+    for grid in ((2, 3, 3, 2), (3, 2, 2, 2)):
+        rotation = refiner._rotation(grid, torch.device("cpu"))
+        expected = rope4d_rotation(rope4d_angles(match_positions(*grid), refiner.inner,
+                                                 refiner.rope_base))
+        torch.testing.assert_close(rotation, expected)
+    corr = torch.rand(1, 5, 2, 3, 3, 2)
+    with torch.inference_mode():
+        before = refiner(corr)  # fills the cache inside inference mode
+    score = refiner(corr.requires_grad_())
+    score.sum().backward()  # the kept rotation can be saved for backward
+    torch.testing.assert_close(score.detach(), before)
+    assert corr.grad is not None and corr.grad.abs().sum() > 0

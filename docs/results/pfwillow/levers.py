@@ -47,6 +47,35 @@ def _with_blocks(blocks: tuple[int, ...] | None, grid: int = 15,
     return model
 
 
+def _depth_resample(corr: torch.Tensor, stages: tuple[int, ...], to: tuple[int, ...]
+                    ) -> torch.Tensor:
+    """Channels ``[B, sum(stages), ...]`` of a correlation, stage by stage, linearly resampled
+    along depth to ``to`` channels per stage (``[B, sum(to), ...]``)."""
+    out, start = [], 0
+    for n_in, n_out in zip(stages, to, strict=True):
+        block = corr[:, start:start + n_in]
+        start += n_in
+        for i in range(n_out):
+            t = i * (n_in - 1) / max(n_out - 1, 1)
+            low = int(t)
+            high = min(low + 1, n_in - 1)
+            out.append(block[:, low] * (1 - (t - low)) + block[:, high] * (t - low))
+    return torch.stack(out, dim=1)
+
+
+class Lite2IntoLite0Head(TransforMatcher):
+    """The bundled Lite0 refinement fed with Lite2 correlations: Lite2's 4 + 4 + 5 + 1 feature
+    layers per stage resampled along depth to Lite0's 3 + 3 + 4 + 1 (no training)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.load_trained_state_dict(load_transformatcher().head_state_dict())
+        self.lite2 = TransforMatcher(backbone="efficientnet-lite2").eval()
+
+    def correlation(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        return _depth_resample(self.lite2.correlation(src, tgt), (4, 4, 5, 1), (3, 3, 4, 1))
+
+
 def levers() -> dict[str, Callable[[], Method]]:
     """Lever name -> a maker of its method (models are built only for the levers run)."""
 
@@ -69,6 +98,8 @@ def levers() -> dict[str, Callable[[], Method]]:
         "refined-flip-tta": lambda: flip_tta("refined"),
         "raw-flip-tta": lambda: flip_tta("raw"),
         "refined-320": lambda: refined(20),
+        "refined-lite2-into-lite0-head": lambda: (lambda m: lambda s, t, p: transfer_keypoints(
+            m, s, t, p))(Lite2IntoLite0Head().eval()),
         "raw-320": lambda: raw(grid=20),
         "raw-blocks-3-15": lambda: raw(tuple(range(3, 16))),
         "raw-blocks-8-15": lambda: raw(tuple(range(8, 16))),
@@ -79,12 +110,13 @@ def levers() -> dict[str, Callable[[], Method]]:
     }
 
 
-def score_pfwillow(method: Method, root: str, limit: int | None) -> dict[str, float]:
+def score_pfwillow(method: Method, root: str, every: int) -> dict[str, float]:
+    """Mean PCK over PF-WILLOW pairs ``0, every, 2 * every, ...`` (each sub-class's 90 pairs are
+    consecutive, so every sub-class keeps its share)."""
     data = PFWillow(root)
-    count = len(data) if limit is None else min(limit, len(data))
     names = [f"pck@{a:g}_{k}" for k in ("bbox-kp", "bbox") for a in (0.05, 0.1, 0.15)]
     values: dict[str, list[float]] = {name: [] for name in names}
-    for i in track(range(count), description="PF-WILLOW", transient=True):
+    for i in track(range(0, len(data), every), description="PF-WILLOW", transient=True):
         sample = data[i]
         src, tgt = (sample_image(sample[k]) for k in ("image0", "image1"))
         with torch.inference_mode():
@@ -114,7 +146,7 @@ def main() -> None:
     parser.add_argument("--pfwillow", required=True)
     parser.add_argument("--levers", nargs="+", default=["refined", "raw"])
     parser.add_argument("--pairs", type=int, default=48, help="synthetic held-out pairs")
-    parser.add_argument("--limit", type=int, default=None, help="PF-WILLOW pairs (all: none)")
+    parser.add_argument("--every", type=int, default=1, help="score every N-th PF-WILLOW pair")
     parser.add_argument("--skip-pfwillow", action="store_true")
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args()
@@ -122,11 +154,12 @@ def main() -> None:
     results = json.loads(args.json.read_text()) if args.json.exists() else {}
     for name in args.levers:
         method = makers[name]()
+        name = name if args.every == 1 else f"{name} (every {args.every}th PF-WILLOW pair)"
         start = time.perf_counter()
         entry = {"synthetic": score_synthetic(method, args.pairs)}
         if not args.skip_pfwillow:
-            entry["pfwillow"] = score_pfwillow(method, args.pfwillow, args.limit)
-            entry["pfwillow_pairs"] = args.limit or 900
+            entry["pfwillow"] = score_pfwillow(method, args.pfwillow, args.every)
+            entry["pfwillow_pairs"] = len(range(0, 900, args.every))
         entry["synthetic_pairs"] = args.pairs
         entry["seconds"] = round(time.perf_counter() - start, 1)
         results[name] = entry
