@@ -26,6 +26,8 @@ from rich.progress import track
 from crossview.data.datasets.pfwillow import PFWillow
 from crossview.data.image_batch import sample_image
 from crossview.metrics.keypoints import pck, sample_pck
+from crossview.models.transformatcher.backbone import LAYER_STAGES
+from crossview.models.transformatcher.correlation import multilayer_correlation, resample_layers
 from crossview.models.transformatcher.inference import (
     flip_tta_keypoints,
     load_transformatcher,
@@ -47,33 +49,20 @@ def _with_blocks(blocks: tuple[int, ...] | None, grid: int = 15,
     return model
 
 
-def _depth_resample(corr: torch.Tensor, stages: tuple[int, ...], to: tuple[int, ...]
-                    ) -> torch.Tensor:
-    """Channels ``[B, sum(stages), ...]`` of a correlation, stage by stage, linearly resampled
-    along depth to ``to`` channels per stage (``[B, sum(to), ...]``)."""
-    out, start = [], 0
-    for n_in, n_out in zip(stages, to, strict=True):
-        block = corr[:, start:start + n_in]
-        start += n_in
-        for i in range(n_out):
-            t = i * (n_in - 1) / max(n_out - 1, 1)
-            low = int(t)
-            high = min(low + 1, n_in - 1)
-            out.append(block[:, low] * (1 - (t - low)) + block[:, high] * (t - low))
-    return torch.stack(out, dim=1)
-
-
 class Lite2IntoLite0Head(TransforMatcher):
-    """The bundled Lite0 refinement fed with Lite2 correlations: Lite2's 4 + 4 + 5 + 1 feature
-    layers per stage resampled along depth to Lite0's 3 + 3 + 4 + 1 (no training)."""
+    """The bundled Lite0 refinement fed with the Lite2 correlation alone, resampled along depth
+    to Lite0's layers (no training); ``transformatcher-lite0-lite2`` feeds it the mean of both."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(extra_backbone="efficientnet-lite2")
         self.load_trained_state_dict(load_transformatcher().head_state_dict())
-        self.lite2 = TransforMatcher(backbone="efficientnet-lite2").eval()
 
     def correlation(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        return _depth_resample(self.lite2.correlation(src, tgt), (4, 4, 5, 1), (3, 3, 4, 1))
+        feats = self.extra_backbone.features(torch.cat((src, tgt)))
+        corr = multilayer_correlation([f[:1] for f in feats], [f[1:] for f in feats],
+                                      (self.grid, self.grid))
+        return resample_layers(corr, LAYER_STAGES["efficientnet-lite2"],
+                               LAYER_STAGES["efficientnet-lite0"])
 
 
 def levers() -> dict[str, Callable[[], Method]]:
@@ -100,6 +89,9 @@ def levers() -> dict[str, Callable[[], Method]]:
         "refined-320": lambda: refined(20),
         "refined-lite2-into-lite0-head": lambda: (lambda m: lambda s, t, p: transfer_keypoints(
             m, s, t, p))(Lite2IntoLite0Head().eval()),
+        "refined-lite0+lite2-into-lite0-head": lambda: (
+            lambda m: lambda s, t, p: transfer_keypoints(m, s, t, p))(
+            load_transformatcher(extra_backbone="efficientnet-lite2")),
         "raw-320": lambda: raw(grid=20),
         "raw-blocks-3-15": lambda: raw(tuple(range(3, 16))),
         "raw-blocks-8-15": lambda: raw(tuple(range(8, 16))),

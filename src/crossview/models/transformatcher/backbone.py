@@ -125,6 +125,9 @@ class ResNet101(nn.Module):
 
 
 LITE_BACKBONES = {f"efficientnet-lite{v}": v for v in LITE_STAGES}
+# feature layers per stage (stride 16, 16, 32, 32 for EfficientNet-Lite; 16, 32 for ResNet-101)
+LAYER_STAGES = {"efficientnet-lite0": (3, 3, 4, 1), "efficientnet-lite1": (4, 4, 5, 1),
+                "efficientnet-lite2": (4, 4, 5, 1), "resnet101": (23, 3)}
 
 
 def build_backbone(name: str = "efficientnet-lite0", weights: str | Path | None = None,

@@ -7,6 +7,12 @@ RoPE (Eq. 5-7) -> one score per match, added to the mean input correlation -> 4D
 upsampling -> kernel soft-argmax (Eq. 10) -> dense map of target positions; keypoints are
 transferred with the soft sampler (Eq. 11).
 
+With ``extra_backbone`` (another ImageNet CNN of the same stage structure, e.g. EfficientNet-Lite2
+beside Lite0) the correlation is the mean of the backbone's and the extra backbone's, the latter
+resampled along depth to the backbone's layers (:func:`~.correlation.resample_layers`), so that a
+refinement trained on the backbone alone reads it; the extra backbone stays frozen and is never
+saved.
+
 By default only the refinement (``head_state_dict``) is trained and shipped and the backbone
 keeps its ImageNet weights. :meth:`TransforMatcher.tune_backbone` makes the backbone layers that
 feed the correlation trainable (the paper fine-tunes them); a model whose backbone was tuned saves
@@ -21,9 +27,10 @@ import torch
 from torch import Tensor, nn
 
 from crossview.attention.rope4d import match_positions, rope4d_angles, rope4d_rotation
-from crossview.models.transformatcher.backbone import build_backbone
+from crossview.models.transformatcher.backbone import LAYER_STAGES, build_backbone
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
+    resample_layers,
     upsample_correlation,
 )
 from crossview.models.transformatcher.layers import MatchToMatchLayer
@@ -34,8 +41,7 @@ from crossview.models.transformatcher.softargmax import (
     soft_sample,
 )
 
-BACKBONE_LAYERS = {"efficientnet-lite0": 11, "efficientnet-lite1": 14, "efficientnet-lite2": 14,
-                   "resnet101": 26}
+BACKBONE_LAYERS = {name: sum(stages) for name, stages in LAYER_STAGES.items()}
 TASK = "semantic"  # the task recorded in exported weights (see crossview.models.weights)
 INIT_BETA = 20.0  # initial soft-argmax inverse temperature (the correlation lies in [0, 1])
 
@@ -107,13 +113,21 @@ class TransforMatcher(nn.Module):
     def __init__(self, backbone: str = "efficientnet-lite0", backbone_weights: str | None = None,
                  grid: int = 15, upsample: int = 2, sigma: float = 10.0,
                  attention: str = "additive", depth: int = 6, dim: int = 16,
-                 placement: bool = False) -> None:
+                 placement: bool = False, extra_backbone: str | None = None) -> None:
         super().__init__()
         self.grid, self.upsample, self.sigma = grid, upsample, sigma
         self.image_size = 16 * grid
         self.backbone_name = backbone
         self.backbone = build_backbone(backbone, backbone_weights)
         self.backbone.requires_grad_(False)
+        self.extra_backbone_name = extra_backbone
+        self.extra_backbone: nn.Module | None = None
+        if extra_backbone is not None:
+            if len(LAYER_STAGES.get(extra_backbone, ())) != len(LAYER_STAGES[backbone]):
+                raise ValueError(f"extra_backbone must have the stages of {backbone} "
+                                 f"(one of {sorted(LAYER_STAGES)} with "
+                                 f"{len(LAYER_STAGES[backbone])} stages), got {extra_backbone!r}")
+            self.extra_backbone = build_backbone(extra_backbone).requires_grad_(False)
         # True once the backbone's feature layers hold other weights than the ones it was built
         # with (tuned here, or loaded from a tuned file): they are then saved with the head.
         self.backbone_tuned = False
@@ -128,6 +142,8 @@ class TransforMatcher(nn.Module):
         for batch statistics)."""
         super().train(mode)
         self.backbone.eval()
+        if self.extra_backbone is not None:
+            self.extra_backbone.eval()
         return self
 
     def _feeds_correlation(self, name: str) -> bool:
@@ -155,9 +171,15 @@ class TransforMatcher(nn.Module):
         trains = any(p.requires_grad for p in self.backbone.parameters())
         with torch.set_grad_enabled(torch.is_grad_enabled() and trains):
             feats = self.backbone.features(torch.cat((src, tgt)))
-        b = src.shape[0]
-        return multilayer_correlation([f[:b] for f in feats], [f[b:] for f in feats],
-                                      (self.grid, self.grid))
+        b, size = src.shape[0], (self.grid, self.grid)
+        corr = multilayer_correlation([f[:b] for f in feats], [f[b:] for f in feats], size)
+        if self.extra_backbone is None:
+            return corr
+        with torch.no_grad():
+            feats = self.extra_backbone.features(torch.cat((src, tgt)))
+        extra = multilayer_correlation([f[:b] for f in feats], [f[b:] for f in feats], size)
+        return (corr + resample_layers(extra, LAYER_STAGES[self.extra_backbone_name],
+                                       LAYER_STAGES[self.backbone_name])) / 2
 
     def refine(self, corr: Tensor) -> dict[str, Tensor]:
         """Refine ``corr [B, L, g, g, g, g]``; returns ``refined`` (upsampled
@@ -196,9 +218,9 @@ class TransforMatcher(nn.Module):
         return (soft_sample(coords, keypoints + shift, tau) - shift).clamp(-1.0, 1.0)
 
     def head_state_dict(self) -> dict[str, Tensor]:
-        """The refinement's parameters (everything but the backbone)."""
+        """The refinement's parameters (everything but the backbones)."""
         return {k: v.detach().clone() for k, v in self.state_dict().items()
-                if not k.startswith("backbone.")}
+                if not k.startswith(("backbone.", "extra_backbone."))}
 
     def backbone_state_dict(self) -> dict[str, Tensor]:
         """The backbone tensors that feed the correlation (parameters and BatchNorm buffers of
