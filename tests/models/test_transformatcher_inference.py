@@ -10,6 +10,7 @@ from crossview.eval import evaluate
 from crossview.metrics import get_metrics
 from crossview.metrics.keypoints import THRESHOLD_KINDS
 from crossview.models.transformatcher.inference import (
+    ImageFeatures,
     _dense_flow,
     keypoint_predictor,
     load_transformatcher,
@@ -82,6 +83,27 @@ def test_transfer_keypoints_is_match_pairs_forward_direction(model: TransforMatc
         transfer_keypoints(model, src, tgt, points, "soft")
     with pytest.raises(ValueError, match="variant must be None or one of"):
         keypoint_predictor(model, variant="refined-twice")
+
+
+def test_image_features_run_the_backbones_once_per_distinct_image(
+        model: TransforMatcher, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    features = model.features
+    monkeypatch.setattr(model, "features", lambda x: calls.append(1) or features(x))
+    kept = ImageFeatures(model, capacity=2)
+    gen = torch.Generator().manual_seed(5)
+    a, b, c = (torch.rand(1, 3, 30, 40, generator=gen) * 255 for _ in range(3))
+    points = torch.tensor([[3.0, 4.0], [20.0, 11.5]])
+    with torch.no_grad():
+        for src, tgt in ((a, b), (b, a), (a.clone(), b)):
+            torch.testing.assert_close(transfer_keypoints(model, src, tgt, points, features=kept),
+                                       transfer_keypoints(model, src, tgt, points),
+                                       atol=1e-5, rtol=0)
+        assert len(calls) == 2 + 3  # a and b once; the three uncached runs once each
+        # kept [a, b] -> c pushes a out, a then pushes b out: two runs; b again: one more
+        transfer_keypoints(model, c, a, points, features=kept)
+        transfer_keypoints(model, b, a, points, features=kept)
+    assert len(calls) == 5 + 3
 
 
 def test_keypoint_predictor_runs_inside_crossview_eval(model: TransforMatcher) -> None:

@@ -7,7 +7,9 @@ pixel frame exactly.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from crossview.models.weights import read_state_dict
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "transformatcher_lite0.safetensors"
 EVAL_TAU = 0.05
 METHODS = ("refined", "raw")
+FeatureFn = Callable[[Tensor], list[list[Tensor]]]
 # what `crossview eval` scores beside the model: {variant: caption}
 VARIANTS = {"raw": "raw correlation: hard arg-max of the channel-mean correlation of the same "
                    "backbone features, no refinement"}
@@ -124,18 +127,43 @@ def _transfer(model: TransforMatcher, coords: Tensor, points: Tensor,
 
 
 def transfer_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
-                       method: str = "refined") -> Tensor:
+                       method: str = "refined", features: FeatureFn | None = None) -> Tensor:
     """Source pixel ``points [N, 2]`` of ``src [1, 3, Hs, Ws]`` -> their target pixels
     ``[N, 2]`` in ``tgt [1, 3, Ht, Wt]`` (0..255), one direction only (no dense flows: what a
     benchmark needs). ``method``: ``"refined"`` (the model) or ``"raw"`` (hard arg-max of the
     channel-mean correlation of the same features, :func:`~.model.raw_argmax_coords`: the
-    no-refinement baseline)."""
+    no-refinement baseline). ``features``: ``image -> model.features(square image)``, e.g. an
+    :class:`ImageFeatures` cache (default: computed here)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    corr = model.correlation(_square(model, src), _square(model, tgt))
+    if features is None:
+        corr = model.correlation(_square(model, src), _square(model, tgt))
+    else:
+        corr = model.correlate(features(src), features(tgt))
     coords = (model.refine(corr)["coords"] if method == "refined"
               else raw_argmax_coords(corr, model.upsample))
     return _transfer(model, coords, points, src.shape[-2:], tgt.shape[-2:])
+
+
+class ImageFeatures:
+    """``image [1, 3, H, W] -> model.features(image resized to the model's input)``, kept for
+    the last ``capacity`` distinct images (by content). Benchmark pairs reuse their images
+    (each PF-WILLOW image is in 18 of its 900 pairs), so the backbones run once per image."""
+
+    def __init__(self, model: TransforMatcher, capacity: int = 128) -> None:
+        self.model, self.capacity = model, capacity
+        self._kept: OrderedDict[tuple, list[list[Tensor]]] = OrderedDict()
+
+    def __call__(self, image: Tensor) -> list[list[Tensor]]:
+        key = (tuple(image.shape), str(image.device), image.dtype,
+               hashlib.sha1(image.detach().cpu().numpy().tobytes()).digest())
+        if key in self._kept:
+            self._kept.move_to_end(key)
+        else:
+            self._kept[key] = self.model.features(_square(self.model, image))
+            if len(self._kept) > self.capacity:
+                self._kept.popitem(last=False)
+        return self._kept[key]
 
 
 def flip_tta_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
@@ -155,18 +183,20 @@ def keypoint_predictor(model: TransforMatcher, device: str = "cpu", precision: s
     """A ``crossview.eval`` predictor for semantic samples: transfers ``keypoints0`` of
     ``image0`` into ``image1`` on ``device``; returns ``[N, 2]`` target pixels (invalid rows are
     ignored by the PCK metrics). TransforMatcher runs in ``precision="fp32"`` only.
-    ``variant``: ``None`` (the model) or ``"raw"`` (see :func:`transfer_keypoints`)."""
+    ``variant``: ``None`` (the model) or ``"raw"`` (see :func:`transfer_keypoints`). The
+    backbone features of the images it has seen are kept (:class:`ImageFeatures`)."""
     if precision != "fp32":
         raise UserError(f"TransforMatcher runs in fp32 only, not precision {precision!r}")
     method = "refined" if variant is None else variant
     if method not in METHODS:
         raise ValueError(f"variant must be None or one of {METHODS[1:]}, got {variant!r}")
     model.eval()
+    features = ImageFeatures(model)
 
     def predict(sample: Mapping[str, Any]) -> np.ndarray:
         src, tgt = (sample_image(sample[k]).to(device) for k in ("image0", "image1"))
         points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32)).to(device)
         with torch.inference_mode():
-            return transfer_keypoints(model, src, tgt, points, method).cpu().numpy()
+            return transfer_keypoints(model, src, tgt, points, method, features).cpu().numpy()
 
     return predict

@@ -162,24 +162,42 @@ class TransforMatcher(nn.Module):
         self.backbone_tuned = True
         return params
 
-    def correlation(self, src: Tensor, tgt: Tensor) -> Tensor:
-        """Raw multi-channel correlation ``[B, L, g, g, g, g]`` of images ``[B, 3, S, S]``."""
-        for name, image in (("src", src), ("tgt", tgt)):
-            if image.ndim != 4 or image.shape[1:] != (3, self.image_size, self.image_size):
-                raise ValueError(f"{name} must be [B, 3, {self.image_size}, {self.image_size}], "
-                                 f"got {image.shape=}")
+    def features(self, images: Tensor) -> list[list[Tensor]]:
+        """The feature maps ``[B, C_l, H_l, W_l]`` of images ``[B, 3, S, S]`` (0..255): one list
+        per backbone (the backbone's, then the extra backbone's, if any)."""
+        if images.ndim != 4 or images.shape[1:] != (3, self.image_size, self.image_size):
+            raise ValueError(f"images must be [B, 3, {self.image_size}, {self.image_size}], "
+                             f"got {images.shape=}")
         trains = any(p.requires_grad for p in self.backbone.parameters())
         with torch.set_grad_enabled(torch.is_grad_enabled() and trains):
-            feats = self.backbone.features(torch.cat((src, tgt)))
-        b, size = src.shape[0], (self.grid, self.grid)
-        corr = multilayer_correlation([f[:b] for f in feats], [f[b:] for f in feats], size)
+            feats = [self.backbone.features(images)]
+        if self.extra_backbone is not None:
+            with torch.no_grad():
+                feats.append(self.extra_backbone.features(images))
+        return feats
+
+    def correlate(self, src: list[list[Tensor]], tgt: list[list[Tensor]]) -> Tensor:
+        """Raw multi-channel correlation ``[B, L, g, g, g, g]`` of the :meth:`features` of two
+        batches of images; with an extra backbone, the mean of the backbone's and the extra
+        one's (resampled to the backbone's layers)."""
+        size = (self.grid, self.grid)
+        corr = multilayer_correlation(src[0], tgt[0], size)
         if self.extra_backbone is None:
             return corr
-        with torch.no_grad():
-            feats = self.extra_backbone.features(torch.cat((src, tgt)))
-        extra = multilayer_correlation([f[:b] for f in feats], [f[b:] for f in feats], size)
+        extra = multilayer_correlation(src[1], tgt[1], size)
         return (corr + resample_layers(extra, LAYER_STAGES[self.extra_backbone_name],
                                        LAYER_STAGES[self.backbone_name])) / 2
+
+    def correlation(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Raw multi-channel correlation ``[B, L, g, g, g, g]`` of images ``[B, 3, S, S]``
+        (both batches through each backbone at once)."""
+        if src.shape != tgt.shape:
+            raise ValueError(f"src and tgt must be equal [B, 3, {self.image_size}, "
+                             f"{self.image_size}], got {src.shape=} {tgt.shape=}")
+        b = src.shape[0]
+        feats = self.features(torch.cat((src, tgt)))
+        return self.correlate([[f[:b] for f in fs] for fs in feats],
+                              [[f[b:] for f in fs] for fs in feats])
 
     def refine(self, corr: Tensor) -> dict[str, Tensor]:
         """Refine ``corr [B, L, g, g, g, g]``; returns ``refined`` (upsampled
