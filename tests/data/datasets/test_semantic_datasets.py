@@ -144,6 +144,12 @@ def test_pfwillow_reads_test_pairs(tmp_path: Path, write_image) -> None:
     (root / "test_pairs.csv").write_text("imageA,imageB\n")
     with pytest.raises(UserError, match="42 columns"):
         PFWillow(root)
+    (root / "test_pairs.csv").write_text(",".join(header) + "\n" + ",".join(row[:30]) + "\n")
+    with pytest.raises(UserError, match=r"test_pairs\.csv:2: expected 40 numbers"):
+        PFWillow(root)
+    (root / "test_pairs.csv").write_bytes(b"imageA,\xff\n")
+    with pytest.raises(UserError, match=r"test_pairs\.csv:1: not UTF-8 text"):
+        PFWillow(root)
 
 
 def test_pfwillow_reads_the_rebuilt_folder(tmp_path: Path) -> None:
@@ -198,6 +204,9 @@ def test_pfwillow_folder_bad_layouts_are_user_errors(tmp_path: Path) -> None:
     pairs.write_text("\n".join(text) + "\n")
     _edit_csv(pairs, 2, "src_kps", keypoint_text(points["images/car_G/car_1.png"] + 0.01))
     with pytest.raises(UserError, match=r"pairs\.csv:2: src_kps differ from the keypoints"):
+        PFWillow(tmp_path)
+    pairs.write_bytes(pairs.read_bytes().replace(b"car_2.png,car", b"car_\xff.png,car", 1))
+    with pytest.raises(UserError, match=r"pairs\.csv:\d+: not UTF-8 text"):
         PFWillow(tmp_path)
     pairs.write_text("a,b\n")
     with pytest.raises(UserError, match=r"pairs\.csv: expected a header with the columns"):

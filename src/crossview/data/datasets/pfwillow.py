@@ -54,19 +54,24 @@ FOLDER_IMAGES = ("image", "category", "subclass", "width", "height", "kps")
 
 def _csv_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
     """``(line number, row)`` of the CSV file ``path`` whose header must hold ``columns``; a
-    row with another number of fields is a :class:`UserError` naming the file and line."""
-    with path.open(newline="") as file:
+    row with another number of fields, or text that is not UTF-8, is a :class:`UserError`
+    naming the file and line."""
+    with path.open(newline="", encoding="utf-8") as file:
         reader = csv.reader(file)
-        header = next(reader, None)
-        if header is None or not set(columns) <= set(header):
-            raise UserError(f"{path}: expected a header with the columns {','.join(columns)}")
-        for line, fields in enumerate(reader, start=2):
-            if not fields:
-                continue
-            if len(fields) != len(header):
-                raise UserError(f"{path}:{line}: {len(fields)} fields, the header has "
-                                f"{len(header)}")
-            yield line, dict(zip(header, fields, strict=True))
+        try:
+            header = next(reader, None)
+            if header is None or not set(columns) <= set(header):
+                raise UserError(f"{path}: expected a header with the columns "
+                                f"{','.join(columns)}")
+            for fields in reader:
+                if not fields:
+                    continue
+                if len(fields) != len(header):
+                    raise UserError(f"{path}:{reader.line_num}: {len(fields)} fields, the "
+                                    f"header has {len(header)}")
+                yield reader.line_num, dict(zip(header, fields, strict=True))
+        except UnicodeDecodeError:
+            raise UserError(f"{path}:{reader.line_num + 1}: not UTF-8 text") from None
 
 
 def _keypoints(text: str, where: str) -> np.ndarray:
@@ -120,22 +125,26 @@ class PFWillow(SemanticDataset):
 
     def _release_entries(self, listing: Path) -> list[tuple]:
         entries = []
-        with listing.open(newline="") as file:
+        with listing.open(newline="", encoding="utf-8") as file:
             reader = csv.reader(file)
-            header = next(reader, None)
-            if header is None or len(header) != 2 + 4 * KEYPOINTS:
-                raise UserError(f"{listing}: expected a header of 42 columns "
-                                "(imageA, imageB, XA1..XA10, YA1..YA10, XB1..XB10, YB1..YB10)")
-            for line, row in enumerate(reader, start=2):
-                try:
-                    coords = np.asarray(row[2:], np.float64).reshape(4, KEYPOINTS)
-                except ValueError:
-                    raise UserError(f"{listing}:{line}: expected 40 numbers after the two "
-                                    "image names") from None
-                xa, ya, xb, yb = coords - MATLAB_ORIGIN
-                src, tgt = (self.root / name.removeprefix(RELEASE_PREFIX) for name in row[:2])
-                entries.append((src, tgt, src.parent.name,
-                                np.stack((np.stack((xa, ya), 1), np.stack((xb, yb), 1))), None))
+            try:
+                header = next(reader, None)
+                rows = list(reader)
+            except UnicodeDecodeError:
+                raise UserError(f"{listing}:{reader.line_num + 1}: not UTF-8 text") from None
+        if header is None or len(header) != 2 + 4 * KEYPOINTS:
+            raise UserError(f"{listing}: expected a header of 42 columns "
+                            "(imageA, imageB, XA1..XA10, YA1..YA10, XB1..XB10, YB1..YB10)")
+        for line, row in enumerate(rows, start=2):
+            try:
+                coords = np.asarray(row[2:], np.float64).reshape(4, KEYPOINTS)
+            except ValueError:
+                raise UserError(f"{listing}:{line}: expected 40 numbers after the two "
+                                "image names") from None
+            xa, ya, xb, yb = coords - MATLAB_ORIGIN
+            src, tgt = (self.root / name.removeprefix(RELEASE_PREFIX) for name in row[:2])
+            entries.append((src, tgt, src.parent.name,
+                            np.stack((np.stack((xa, ya), 1), np.stack((xb, yb), 1))), None))
         return entries
 
     def _folder_entries(self, listing: Path, images: Path) -> list[tuple]:
