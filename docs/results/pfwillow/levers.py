@@ -89,6 +89,8 @@ def levers() -> dict[str, Callable[[], Method]]:
         "refined-320": lambda: refined(20),
         "refined-lite2-into-lite0-head": lambda: (lambda m: lambda s, t, p: transfer_keypoints(
             m, s, t, p))(Lite2IntoLite0Head().eval()),
+        "raw-lite0+lite2": lambda: (lambda m: lambda s, t, p: transfer_keypoints(
+            m, s, t, p, "raw"))(load_transformatcher(extra_backbone="efficientnet-lite2")),
         "refined-lite0+lite2-into-lite0-head": lambda: (
             lambda m: lambda s, t, p: transfer_keypoints(m, s, t, p))(
             load_transformatcher(extra_backbone="efficientnet-lite2")),
@@ -140,6 +142,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=48, help="synthetic held-out pairs")
     parser.add_argument("--every", type=int, default=1, help="score every N-th PF-WILLOW pair")
     parser.add_argument("--skip-pfwillow", action="store_true")
+    parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args()
     makers = levers()
@@ -148,11 +151,13 @@ def main() -> None:
         method = makers[name]()
         name = name if args.every == 1 else f"{name} (every {args.every}th PF-WILLOW pair)"
         start = time.perf_counter()
-        entry = {"synthetic": score_synthetic(method, args.pairs)}
+        entry = dict(results.get(name, {}))
+        if not args.skip_synthetic:
+            entry["synthetic"] = score_synthetic(method, args.pairs)
+            entry["synthetic_pairs"] = args.pairs
         if not args.skip_pfwillow:
             entry["pfwillow"] = score_pfwillow(method, args.pfwillow, args.every)
             entry["pfwillow_pairs"] = len(range(0, 900, args.every))
-        entry["synthetic_pairs"] = args.pairs
         entry["seconds"] = round(time.perf_counter() - start, 1)
         results[name] = entry
         print(name, json.dumps(entry), flush=True)
