@@ -76,14 +76,18 @@ class MatchRefiner(nn.Module):
         """The 4D rotary rotation ``[T, inner / 2]`` of the matches of a ``grid = (hs, ws, ht,
         wt)`` correlation; kept for the last grid and device (it depends on nothing else, and
         recomputing it costs ~5 % of a 15 x 15 refinement on a CPU)."""
+        def make() -> Tensor:
+            return rope4d_rotation(rope4d_angles(match_positions(*grid, device=device),
+                                                 self.inner, self.rope_base))
+
+        if torch.compiler.is_compiling():
+            return make()  # an export traces it: a kept tensor would become a graph constant
         key = (grid, device)
         if self._rotation_cache is None or self._rotation_cache[0] != key:
             # a normal tensor even when made under inference_mode, so that a later training
             # step can save it for backward
             with torch.inference_mode(False), torch.no_grad():
-                angles = rope4d_angles(match_positions(*grid, device=device), self.inner,
-                                       self.rope_base)
-                self._rotation_cache = (key, rope4d_rotation(angles))
+                self._rotation_cache = (key, make())
         return self._rotation_cache[1]
 
     def forward(self, corr: Tensor) -> Tensor:
