@@ -23,7 +23,8 @@ METRICS = ("epe", "bad1", "d1_all")
 
 
 def toy_stereo(count: int) -> list[dict]:
-    """Samples of different sizes (pooled != image mean); sample 2 has no valid pixel."""
+    """Samples of different sizes (pooled != image mean); sample 2 has no valid pixel; samples
+    1 and 4 are of category "b", the others of "a" (gathered across ranks with the scores)."""
     rng = np.random.default_rng(0)
     samples = []
     for i in range(count):
@@ -31,7 +32,8 @@ def toy_stereo(count: int) -> list[dict]:
         valid = rng.random(size) < 0.8
         if i == 2:
             valid[:] = False
-        samples.append({"name": f"s{i}", "disparity": rng.uniform(1, 60, size), "valid": valid})
+        samples.append({"name": f"s{i}", "disparity": rng.uniform(1, 60, size), "valid": valid,
+                        "category": "ab"[i % 3 == 1]})
     return samples
 
 

@@ -18,6 +18,7 @@ from crossview.errors import UserError
 from crossview.geometry.consistency import consistency_error, noc_mask
 from crossview.models.dense import inference
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.transformatcher.inference import transfer_keypoints
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -302,3 +303,24 @@ def test_without_attention_weights_the_confidence_is_the_consistency_alone() -> 
     result = api.estimate_disparity(left, right, model=plain)
     expected = torch.exp(-consistency_error(fields.field)[0])
     torch.testing.assert_close(result.confidence, expected[:1])
+
+
+def test_predictor_variants_run_the_same_network_without_its_refinement() -> None:
+    assert list(api.predictor_variants("transformatcher")) == ["raw"]
+    assert api.predictor_variants("matchstereo-mini") == {}
+    torch.manual_seed(0)
+    model = api.build_model("transformatcher", grid=4)
+    rng = np.random.default_rng(0)
+    sample = {"image0": rng.integers(0, 256, (30, 40, 3), dtype=np.uint8),
+              "image1": rng.integers(0, 256, (36, 30, 3), dtype=np.uint8),
+              "keypoints0": rng.uniform(0, 29, (5, 2)).astype(np.float32)}
+    raw = api.predictor(model, variant="raw")(sample)
+    src, tgt = (torch.from_numpy(sample[k]).permute(2, 0, 1)[None].float()
+                for k in ("image0", "image1"))
+    with torch.no_grad():
+        expected = transfer_keypoints(model, src, tgt, torch.from_numpy(sample["keypoints0"]),
+                                      "raw")
+    np.testing.assert_allclose(raw, expected.numpy(), atol=1e-5)
+    with pytest.raises(UserError, match="model 'transformatcher' has no predictor variant "
+                                        "'refined'; variants: raw"):
+        api.predictor(model, variant="refined")

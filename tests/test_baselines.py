@@ -181,3 +181,19 @@ def test_filled_baseline_scores_the_filled_cached_output(two_stereo_scenes: Path
     assert raw.result.mean()["bad1_holes"] == pytest.approx(12.5)
     assert filled.result.mean() == pytest.approx({"bad1_holes": 0.0, "bad2_holes": 0.0,
                                                   "bad3_holes": 0.0, "epe_holes": 0.0})
+
+
+def test_the_semantic_identity_copies_the_keypoints_on_any_dataset() -> None:
+    rng = np.random.default_rng(0)
+    keypoints = rng.uniform(0, 40, (6, 2)).astype(np.float32)
+    # the target keypoints are the source ones moved by 0, 3 and 30 px along x
+    samples = [{"name": f"p{i}", "category": "c", "image1": np.zeros((50, 50, 3), np.uint8),
+                "keypoints0": keypoints, "keypoints1": keypoints + np.float32([shift, 0]),
+                "valid_keypoints": np.ones(6, bool)} for i, shift in enumerate((0, 3, 30))]
+    run = baselines.evaluate_baseline(samples, get_metrics("semantic", ["pck@0.05_img"]),
+                                      baseline=baselines.BASELINES["semantic"][0])
+    assert run.baseline.name == "identity" and run.missing == []
+    # the threshold is 0.05 * 50 = 2.5 px: only the unmoved pair is right
+    assert [values["pck@0.05_img"] for _, values in run.result.rows] == [100.0, 0.0, 0.0]
+    assert run.to_dict()["categories"]["c"]["pck@0.05_img"]["image_mean"] == pytest.approx(
+        100 / 3)

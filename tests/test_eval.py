@@ -98,3 +98,27 @@ def test_bad_arguments() -> None:
         evaluate([], lambda s: 0, [], reduction="median")
     with pytest.raises(ValueError, match=r"prediction\.shape"):
         evaluate(_stereo_dataset(1), lambda s: s["disparity"][:2], get_metrics("stereo", ["epe"]))
+
+
+def test_categories_are_summarised_in_order_of_appearance() -> None:
+    dataset = _stereo_dataset(5)
+    for i, (sample, category) in enumerate(zip(dataset, "babab", strict=True)):
+        sample["category"], sample["offset"] = category, float(i + 1)
+    metrics = get_metrics("stereo", ["epe"])
+    # every valid pixel of sample i is off by i + 1 px
+    result = evaluate(dataset, lambda s: s["disparity"] + s["offset"], metrics,
+                      reduction="image_mean")
+    assert list(result.categories) == ["b", "a"]
+    for category, members in (("b", (0, 2, 4)), ("a", (1, 3))):
+        pixels = [int(dataset[i]["valid"].sum()) for i in members]
+        pooled = sum((i + 1) * n for i, n in zip(members, pixels, strict=True)) / sum(pixels)
+        assert result.categories[category]["epe"] == {
+            "pooled": pytest.approx(pooled),
+            "image_mean": pytest.approx(np.mean([i + 1 for i in members]))}
+        assert result.category_mean(category) == {"epe": pytest.approx(
+            np.mean([i + 1 for i in members]))}
+    assert json.loads(json.dumps(result.to_dict()))["categories"]["b"]["epe"]["image_mean"] == (
+        pytest.approx(3.0))
+    # a sample without a category: no category summaries at all
+    del dataset[0]["category"]
+    assert evaluate(dataset, lambda s: s["disparity"], metrics).categories == {}

@@ -61,6 +61,9 @@ def test_two_ranks_score_strided_shares_and_get_the_one_process_result(tmp_path:
     expected = json.loads(json.dumps(reference.to_dict()))  # NaN -> null, as the ranks wrote
     assert expected["per_sample"][2]["epe"] is None  # the sample without valid pixels
     assert expected["summary"]["epe"]["pooled"] != expected["summary"]["epe"]["image_mean"]
+    # category "b" (samples 1 and 4) has one sample on each rank
+    b = [row["epe"] for row in expected["per_sample"] if row["name"] in ("s1", "s4")]
+    assert expected["categories"]["b"]["epe"]["image_mean"] == pytest.approx(sum(b) / 2)
     assert ranks[0]["result"] == expected and ranks[1]["result"] == expected
 
 

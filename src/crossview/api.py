@@ -255,18 +255,24 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
 
 def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
               refine: bool | None = None, lri: bool | None = None,
-              adapt: int = 0) -> Predictor:
+              adapt: int = 0, variant: str | None = None) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
     :attr:`crossview.models.registry.ModelSpec.predictor`). ``refine`` / ``lri``: dense
     models' photometric refinement and low-resolution initialisation on or off (``None``:
     the model's defaults); a :class:`UserError` for a model without them. ``adapt``: each
     sample runs a copy of the model adapted to its pair with that many steps
-    (:func:`adapt_to_pair`; dense models only; 0: off)."""
+    (:func:`adapt_to_pair`; dense models only; 0: off). ``variant``: one of
+    :func:`predictor_variants` instead of the whole model."""
     spec = registry.get_spec(model.model_name)
     if spec.predictor is None:
         raise UserError(f"model {spec.name!r} has no benchmark predictor: no benchmark scores "
                         f"{spec.task} models")
+    if variant is not None:
+        if variant not in spec.variants:
+            raise UserError(f"model {spec.name!r} has no predictor variant {variant!r}; "
+                            f"variants: {', '.join(spec.variants) or 'none'}")
+        return spec.predictor(model, device, precision, variant)
     options = {key: value for key, value in (("refine", refine), ("lri", lri))
                if value is not None}
     if options and spec.task not in ESTIMATORS:
@@ -292,11 +298,12 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
                         device: str = "cpu", precision: str = "fp32", quiet: bool = False,
                         download: bool = False, sample_size: tuple[int, int] | None = None,
                         refine: bool | None = None, lri: bool | None = None,
-                        adapt: int = 0) -> Predictor:
-    """The predictor of the registered model ``name`` on a ``task`` benchmark: loaded by
-    :func:`load_task_model` (``quiet``: no random-weights warning, as on all ranks but the
-    first), then :func:`predictor`. With ``sample_size`` (``(H, W)`` every sample has), a
-    model that would need more memory than this machine has is refused now
+                        adapt: int = 0) -> tuple[Predictor, dict[str, Predictor]]:
+    """The predictor of the registered model ``name`` on a ``task`` benchmark, and
+    ``{caption: predictor}`` of its variants (:func:`predictor_variants`) on the same loaded
+    network: loaded by :func:`load_task_model` (``quiet``: no random-weights warning, as on all
+    ranks but the first), then :func:`predictor`. With ``sample_size`` (``(H, W)`` every
+    sample has), a model that would need more memory than this machine has is refused now
     (:func:`check_memory`), before any sample is read or generated."""
     models = ", ".join(list_models(task)) or "none"
     model = load_task_model(name, task, weights, purpose=f"a {task} benchmark (its models: "
@@ -307,7 +314,16 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
         check_memory(model, *sample_size, task=task, device=device, lri=lri, refine=refine,
                      advice=MemoryAdvice("evaluate at a smaller size (the dataset's size=HxW "
                                          "option)", "--no-refine"))
-    return predict
+    variants = {caption: predictor(model, device=device, precision=precision, variant=variant)
+                for variant, caption in predictor_variants(name).items()}
+    return predict, variants
+
+
+def predictor_variants(name: str) -> dict[str, str]:
+    """``{variant: caption}`` of the registered model ``name``: the predictors of the same
+    network without a part of it that benchmarks score beside it (raw correlation for
+    TransforMatcher), see :func:`predictor`."""
+    return dict(registry.get_spec(name).variants)
 
 
 @dataclass

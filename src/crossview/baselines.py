@@ -6,6 +6,10 @@
   truth (an oracle, which favours SGBM). Pixels SGBM leaves without a disparity are holes.
 - flow: ``cv2.DISOpticalFlow`` with ``DISOPTICAL_FLOW_PRESET_MEDIUM`` on the grey frames
   (``cv2.cvtColor(..., COLOR_RGB2GRAY)``).
+- semantic: the identity, the source keypoints copied into the target (same pixel
+  coordinates): what a method must beat to have matched anything. The model's own
+  no-refinement variant (raw correlation) is scored beside it by ``crossview eval``
+  (:attr:`crossview.models.registry.ModelSpec.variants`).
 
 A scene folder's cached output (``sgbm.npy`` / ``dis_medium.npy``, read into
 ``sample["baseline"]`` by :class:`~crossview.data.datasets.scenes.SceneFolders`) is used as it
@@ -28,7 +32,7 @@ holds both to stated tolerances.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +93,10 @@ def _dis(sample: Mapping[str, Any]) -> np.ndarray:
     return dis_flow(sample["image0"], sample["image1"])
 
 
+def _identity(sample: Mapping[str, Any]) -> np.ndarray:
+    return np.asarray(sample["keypoints0"], np.float32)
+
+
 def fill_holes(disparity: np.ndarray) -> np.ndarray:
     """Middlebury's filling of a sparse disparity map ``[H, W]`` (NaN = hole): along each row a
     hole takes the smaller (farther) of the nearest valid disparities to its left and right, or
@@ -117,12 +125,14 @@ def fill_holes(disparity: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Baseline:
     """A task's baseline: its name, what it is (a caption for tables), ``compute(sample)`` and
-    ``finish`` (applied to the raw output, computed or cached; None: used as it is)."""
+    ``finish`` (applied to the raw output, computed or cached; None: used as it is);
+    ``opencv=False``: computed on every sample of any dataset, without OpenCV or a cache."""
 
     name: str
     caption: str
     compute: Callable[[Mapping[str, Any]], np.ndarray]
     finish: Callable[[np.ndarray], np.ndarray] | None = None
+    opencv: bool = True  # computed with OpenCV, or read from a scene folder's cache
 
 
 _SGBM_CAPTION = ("SGBM: OpenCV StereoSGBM 3-way, block 5, P1 8*3*25, P2 32*3*25, uniqueness 10, "
@@ -138,6 +148,8 @@ BASELINES = {
     ),
     "flow": (Baseline("DIS", "DIS: OpenCV DIS optical flow, medium preset, on the grey frames",
                       _dis),),
+    "semantic": (Baseline("identity", "identity: the source keypoints copied into the target "
+                          "at the same pixel coordinates", _identity, opencv=False),),
 }
 
 
@@ -160,16 +172,21 @@ class BaselineRun:
                 **({} if self.result is None else self.result.to_dict())}
 
 
-def evaluate_baseline(dataset: SceneFolders, metrics: list[MetricSpec], *,
-                      baseline: Baseline | None = None,
+def evaluate_baseline(dataset: SceneFolders | Sequence[Mapping[str, Any]],
+                      metrics: list[MetricSpec], *, baseline: Baseline | None = None,
                       reduction: Reduction = "image_mean", limit: int | None = None,
                       on_sample: SampleCallback | None = None,
                       dist_info: DistInfo | None = None) -> BaselineRun:
     """Score ``baseline`` (default: the first of ``dataset.task``'s) on (the first ``limit``)
-    scenes of ``dataset`` with ``metrics``: the cached output where a scene has one, else
-    OpenCV's, else (no OpenCV) the scene is listed in ``missing``. Arguments as
+    samples of ``dataset`` with ``metrics``. An OpenCV baseline runs on scene folders: the
+    cached output where a scene has one, else OpenCV's, else (no OpenCV) the scene is listed
+    in ``missing``; any other is computed on every sample. Arguments as
     :func:`crossview.eval.evaluate`."""
     baseline = baseline or BASELINES[dataset.task][0]
+    if not baseline.opencv:
+        return BaselineRun(baseline, evaluate(
+            dataset, baseline.compute, metrics, reduction=reduction, dataset_name=baseline.name,
+            limit=limit, on_sample=on_sample, dist_info=dist_info))
     count = len(dataset) if limit is None else min(limit, len(dataset))
     names = dataset.names()[:count]
     sources, missing, indices = {}, [], []

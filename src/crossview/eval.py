@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,7 +66,9 @@ class EvalResult:
     """Per-sample metric values and their reductions over the dataset.
 
     ``rows`` is ``[(sample name, {metric: value})]``; ``summary`` is ``{metric: {"pooled": ...,
-    "image_mean": ...}}``; ``reduction`` is the one the benchmark reports.
+    "image_mean": ...}}``; ``reduction`` is the one the benchmark reports. ``categories`` holds
+    the same summary over the samples of each category (samples with a ``"category"`` key,
+    semantic benchmarks), in the order the categories first appear; empty otherwise.
     """
 
     dataset: str
@@ -75,10 +77,16 @@ class EvalResult:
     reduction: Reduction
     rows: list[tuple[str, dict[str, float]]]
     summary: dict[str, dict[str, float]]
+    categories: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def mean(self) -> dict[str, float]:
         """``{metric: value}`` under the benchmark's own reduction."""
         return {name: self.summary[name][self.reduction] for name in self.metrics}
+
+    def category_mean(self, category: str) -> dict[str, float]:
+        """``{metric: value}`` over the samples of ``category``, under the benchmark's
+        reduction."""
+        return {name: self.categories[category][name][self.reduction] for name in self.metrics}
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (NaN becomes ``None``)."""
@@ -92,6 +100,9 @@ class EvalResult:
             "mean": {name: clean(value) for name, value in self.mean().items()},
             "summary": {name: {key: clean(v) for key, v in values.items()}
                         for name, values in self.summary.items()},
+            "categories": {category: {name: {key: clean(v) for key, v in values.items()}
+                                      for name, values in summary.items()}
+                           for category, summary in self.categories.items()},
             "per_sample": [{"name": name, **{k: clean(v) for k, v in values.items()}}
                            for name, values in self.rows],
         }
@@ -105,21 +116,33 @@ class _RankFailure:
     message: str
 
 
-# (dataset index, sample name, {metric: Score}) for each sample a rank scored
-_Scored = list[tuple[int, str, dict[str, Score]]]
+# (dataset index, sample name, {metric: Score}, category or None) for each sample a rank scored
+_Scored = list[tuple[int, str, dict[str, Score], str | None]]
 
 
 def _merge(parts: list[_Scored | _RankFailure], metrics: Sequence[MetricSpec]
-           ) -> MetricAccumulator:
-    """One accumulator holding every rank's per-sample scores in dataset order."""
+           ) -> tuple[MetricAccumulator, list[str | None]]:
+    """One accumulator holding every rank's per-sample scores in dataset order, and the
+    samples' categories in that order."""
     failures = [part for part in parts if isinstance(part, _RankFailure)]
     if failures:
         raise UserError(f"evaluation failed on rank {failures[0].rank}: {failures[0].message}")
-    merged = MetricAccumulator(metrics)
-    for _, name, scores in sorted((item for part in parts for item in part),
-                                  key=lambda item: item[0]):
+    merged, categories = MetricAccumulator(metrics), []
+    for _, name, scores, category in sorted((item for part in parts for item in part),
+                                            key=lambda item: item[0]):
         merged.add(scores, name)
-    return merged
+        categories.append(category)
+    return merged, categories
+
+
+def _category_summaries(accumulator: MetricAccumulator, categories: list[str | None]
+                        ) -> dict[str, dict[str, dict[str, float]]]:
+    """The accumulator's summary over the samples of each category (none without any)."""
+    if any(category is None for category in categories):
+        return {}
+    return {category: accumulator.summary(
+        [i for i, other in enumerate(categories) if other == category])
+        for category in dict.fromkeys(categories)}
 
 
 def evaluate(dataset: Sequence[Mapping[str, Any]], predictor: Predictor,
@@ -150,21 +173,24 @@ def evaluate(dataset: Sequence[Mapping[str, Any]], predictor: Predictor,
         raise ValueError(f"limit must be non-negative, got {limit=}")
     info = dist_info if dist_info is not None else DistInfo()
     count = len(dataset) if limit is None else min(limit, len(dataset))
-    accumulator = MetricAccumulator(metrics)
+    accumulator, categories = MetricAccumulator(metrics), []
     indices = shard_strided(count, info)
     try:
         for index in indices:
             sample = numpy_sample(dataset[index])
             name = str(sample.get("name", index))
             values = accumulator.update(_as_numpy(predictor(sample)), sample, name)
+            categories.append(sample.get("category"))
             if on_sample is not None:
                 on_sample(index, name, values)
     except Exception as error:
         all_gather_objects(_RankFailure(info.rank, f"{type(error).__name__}: {error}"), info)
         raise
     if info.enabled:
-        scored = [(index, name, scores) for index, (name, _), scores
-                  in zip(indices, accumulator.rows, accumulator.sample_scores(), strict=True)]
-        accumulator = _merge(all_gather_objects(scored, info), metrics)
+        scored = [(index, name, scores, category) for index, (name, _), scores, category
+                  in zip(indices, accumulator.rows, accumulator.sample_scores(), categories,
+                         strict=True)]
+        accumulator, categories = _merge(all_gather_objects(scored, info), metrics)
     return EvalResult(dataset_name, tasks.pop() if tasks else "", [m.name for m in metrics],
-                      reduction, accumulator.rows, accumulator.summary())
+                      reduction, accumulator.rows, accumulator.summary(),
+                      _category_summaries(accumulator, categories))

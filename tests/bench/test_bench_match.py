@@ -4,10 +4,12 @@ import torch
 
 from crossview.bench.match import (
     bench_layers,
+    bench_model,
     peak_rss_above_baseline,
     standard_attention_bytes,
     standard_attention_flops,
 )
+from crossview.models.transformatcher.model import TransforMatcher
 
 
 def test_standard_attention_estimate_and_skip_before_allocating() -> None:
@@ -35,3 +37,14 @@ def test_peak_rss_sees_a_large_temporary_even_after_an_earlier_one() -> None:
     _allocate()  # freed memory must not hide the next allocation
     assert peak_rss_above_baseline(_allocate) >= 60 * 2**20
     assert peak_rss_above_baseline(lambda: None) < 8 * 2**20
+
+
+def test_bench_model_has_a_row_per_case_with_time_and_memory() -> None:
+    torch.manual_seed(0)
+    rows = bench_model(TransforMatcher(grid=3).eval(), repeats=1)
+    assert [row["case"] for row in rows] == [
+        "model forward (one direction)", "transfer_keypoints (one direction, keypoints only)",
+        "match_pair (both directions + keypoints)"]
+    for row in rows:
+        assert row["size"] == "48x48" and row["peak_mib"] >= 0
+        assert 0 < row["min_s"] <= row["median_s"] and row["cpu_s"] > 0

@@ -132,3 +132,12 @@ def test_the_model_table_piped_is_not_cut(tmp_path: Path, capsys: pytest.Capture
     header = next(line for line in out.splitlines() if "peak RSS MiB" in line)
     assert "fused speed-up" in header and "vs fp32" in header and "status" in header
     assert any(status in line and "384x1248" in line for line in out.splitlines()), out
+
+
+def test_bench_match_times_semantic_models_only(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    err = _fails_with_one_line(["bench", "match", "--model-only", "--model", "matchstereo-mini",
+                                "--json", str(tmp_path / "m.json")], capsys)
+    assert err == ("error: --model 'matchstereo-mini' estimates stereo; bench match times a "
+                   "semantic model: transformatcher, transformatcher-lite0-lite2")
+    assert not (tmp_path / "m.json").exists()

@@ -65,6 +65,10 @@ def test_match_writes_json_csv_and_pictures(files, capsys) -> None:
     (["--points", "1e999,2"], "point (inf, 2) is not finite"),
     (["--device", "meta"], "--device 'meta': device type 'meta' holds no data"),
     (["--device", "foo"], "--device 'foo' is not a device name"),
+    (["--model", "matchstereo-mini"], "--model 'matchstereo-mini' estimates stereo; crossview "
+                                      "match needs a semantic model: transformatcher, "
+                                      "transformatcher-lite0-lite2"),
+    (["--model", "sift"], "unknown model 'sift'"),
 ])
 def test_bad_input_is_one_line_exit_2_and_no_output(files, capsys, extra, message) -> None:
     (files["root"] / "binary.txt").write_bytes(bytes(range(256)))

@@ -7,16 +7,24 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crossview.attention.rope4d import match_positions, rope4d_angles, rope4d_rotation
+from crossview.models.transformatcher import backbone as backbone_module
 from crossview.models.transformatcher.backbone import EfficientNetLite0, ResNet101
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
+    resample_layers,
     upsample_correlation,
 )
 from crossview.models.transformatcher.layers import MatchToMatchAttention
 from crossview.models.transformatcher.loss import keypoint_loss
-from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
+from crossview.models.transformatcher.model import (
+    MatchRefiner,
+    TransforMatcher,
+    raw_argmax_coords,
+)
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
     hard_argmax,
@@ -271,3 +279,71 @@ def test_head_state_dict_round_trip(small_model: TransforMatcher) -> None:
         torch.testing.assert_close(value, state[key])
     with pytest.raises(ValueError, match="missing"):
         other.load_trained_state_dict(dict(itertools.islice(state.items(), 3)))
+
+
+def test_the_kept_rotation_is_the_grids_and_serves_training_after_inference() -> None:
+    torch.manual_seed(0)
+    refiner = MatchRefiner(5, depth=1)
+    torch.nn.init.normal_(refiner.head.weight)  # non-zero: the scores depend on the layers
+    for grid in ((2, 3, 3, 2), (3, 2, 2, 2)):
+        rotation = refiner._rotation(grid, torch.device("cpu"))
+        expected = rope4d_rotation(rope4d_angles(match_positions(*grid), refiner.inner,
+                                                 refiner.rope_base))
+        torch.testing.assert_close(rotation, expected)
+    corr = torch.rand(1, 5, 2, 3, 3, 2)
+    with torch.inference_mode():
+        before = refiner(corr)  # fills the cache inside inference mode
+    score = refiner(corr.requires_grad_())
+    score.sum().backward()  # the kept rotation can be saved for backward
+    torch.testing.assert_close(score.detach(), before)
+    assert corr.grad is not None and corr.grad.abs().sum() > 0
+
+
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=4))
+@settings(max_examples=30, deadline=None)
+def test_resampling_layers_keeps_stage_ends_and_is_the_identity_on_equal_stages(
+        stages: list[int]) -> None:
+    gen = torch.Generator().manual_seed(len(stages))
+    corr = torch.rand(2, sum(stages), 3, 3, generator=gen)
+    torch.testing.assert_close(resample_layers(corr, tuple(stages), tuple(stages)), corr)
+    to = tuple(n + 1 for n in stages)
+    out = resample_layers(corr, tuple(stages), to)
+    assert out.shape == (2, sum(to), 3, 3)
+    start_in = start_out = 0
+    for n_in, n_out in zip(stages, to, strict=True):
+        torch.testing.assert_close(out[:, start_out], corr[:, start_in])  # first layer
+        torch.testing.assert_close(out[:, start_out + n_out - 1],
+                                   corr[:, start_in + n_in - 1] if n_in > 1 else corr[:, start_in])
+        start_in, start_out = start_in + n_in, start_out + n_out
+
+
+def test_resampling_four_layers_to_three_interpolates_at_thirds() -> None:
+    corr = torch.arange(4.0).view(1, 4, 1)  # layer i holds the value i
+    out = resample_layers(corr, (4,), (3,))
+    torch.testing.assert_close(out.flatten(), torch.tensor([0.0, 1.5, 3.0]))
+    with pytest.raises(ValueError, match="sum\\(stages\\) = 5 channels"):
+        resample_layers(corr, (2, 3), (3, 3))
+
+
+def test_an_extra_backbone_is_averaged_in_and_never_saved(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    # random Lite2 weights: the package with the published ones is optional
+    monkeypatch.setattr(backbone_module.EfficientNetLite, "pretrained",
+                        classmethod(lambda cls, variant=0: cls(variant).eval()))
+    torch.manual_seed(0)
+    model = TransforMatcher(grid=3, extra_backbone="efficientnet-lite2").eval()
+    alone = TransforMatcher(grid=3).eval()
+    alone.backbone.load_state_dict(model.backbone.state_dict())
+    src, tgt = torch.rand(1, 3, 48, 48) * 255, torch.rand(1, 3, 48, 48) * 255
+    with torch.no_grad():
+        lite2 = model.extra_backbone.features(torch.cat((src, tgt)))
+        extra = multilayer_correlation([f[:1] for f in lite2], [f[1:] for f in lite2], (3, 3))
+        expected = (alone.correlation(src, tgt)
+                    + resample_layers(extra, (4, 4, 5, 1), (3, 3, 4, 1))) / 2
+        torch.testing.assert_close(model.correlation(src, tgt), expected)
+    assert set(model.head_state_dict()) == set(alone.head_state_dict())
+    model.train()
+    assert not model.extra_backbone.training and not any(
+        p.requires_grad for p in model.extra_backbone.parameters())
+    with pytest.raises(ValueError, match="extra_backbone must have the stages"):
+        TransforMatcher(grid=3, extra_backbone="resnet101")

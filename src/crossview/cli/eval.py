@@ -101,6 +101,26 @@ def _print_with_baseline(result: EvalResult, runs: list[api.baselines.BaselineRu
                 caption="; ".join(run.baseline.caption for run in runs))
 
 
+def _print_by_category(result: EvalResult, runs: list[api.baselines.BaselineRun], model: str,
+                       per_sample: bool) -> None:
+    """The model's per-sample table (``per_sample``), then one table of the means of each
+    category and of all samples, with a row for the model and for each baseline (runs that
+    need no OpenCV, so each has a result)."""
+    if per_sample:
+        print_table(f"{result.dataset}: per sample", ["sample", *result.metrics],
+                    [(name, *(values[m] for m in result.metrics)) for name, values in result.rows])
+    scored = [(model, result), *((run.baseline.name, run.result) for run in runs)]
+    rows = []
+    for category in [*result.categories, None]:
+        for name, scores in scored:
+            means = scores.mean() if category is None else scores.category_mean(category)
+            rows.append((category or "mean", name, *(means[m] for m in result.metrics)))
+    label = "each pair weighs the same" if result.reduction == "image_mean" else "per keypoint"
+    print_table(f"{result.dataset}: {len(result.rows)} pairs, per category and mean ({label})",
+                ["category", "method", *result.metrics], rows,
+                caption="; ".join(run.baseline.caption for run in runs))
+
+
 def eval_command(
     model: Annotated[str | None, typer.Option(
         "--model", help="Model name (see `crossview models`).")] = None,
@@ -148,7 +168,7 @@ def eval_command(
     specs = api.metrics.get_metrics(kind.task, names)
     if info.enabled and device.startswith("cuda"):
         device = f"cuda:{info.local_rank}"
-    predictor = api.benchmark_predictor(model, kind.task, weights, device=device,
+    predictor, variants = api.benchmark_predictor(model, kind.task, weights, device=device,
                                         precision=precision, quiet=not info.is_main,
                                         download=download, sample_size=_declared_size(data),
                                         refine=refine, lri=lri, adapt=adapt)
@@ -169,7 +189,10 @@ def eval_command(
             baselines = None
             if kind.baseline:
                 baselines = []
-                for method in api.baselines.BASELINES[kind.task]:
+                methods = [api.baselines.Baseline(caption.split(":")[0], caption, variant,
+                                                  opencv=False)
+                           for caption, variant in variants.items()]
+                for method in [*methods, *api.baselines.BASELINES[kind.task]]:
                     task = progress.add_task(f"{method.name} baseline",
                                              total=len(distributed.shard_strided(total, info)))
                     baselines.append(api.baselines.evaluate_baseline(
@@ -196,6 +219,8 @@ def _report(result: EvalResult, per_sample: bool, json_path: Path | None,
     baselines', a list under ``"baselines"``) to ``json_path`` (rank 0)."""
     if baselines is None:
         _print_result(result, per_sample, run["note"])
+    elif result.categories:
+        _print_by_category(result, baselines, run["model"], per_sample)
     else:
         _print_with_baseline(result, baselines, run["model"], per_sample)
     if json_path is not None:

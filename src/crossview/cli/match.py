@@ -66,6 +66,9 @@ def match_command(
         "--points-file", help="File with one x,y per line (# comments).")] = None,
     out_dir: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")] = Path(
         "match-out"),
+    model: Annotated[str, typer.Option(
+        "--model", help="Semantic model (see `crossview models`), e.g. "
+                        "transformatcher-lite0-lite2.")] = "transformatcher",
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="TransforMatcher weights (.safetensors); default: bundled.")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
@@ -74,6 +77,9 @@ def match_command(
     if points is not None and points_file is not None:
         raise UserError("give either --points or --points-file, not both")
     api.resolve_device(device, "--device")
+    if api.model_task(model) != "semantic":
+        raise UserError(f"--model {model!r} estimates {api.model_task(model)}; crossview match "
+                        f"needs a semantic model: {', '.join(api.list_models('semantic'))}")
     if points_file is not None:
         if not points_file.is_file():
             raise UserError(f"{points_file}: no such points file")
@@ -90,7 +96,8 @@ def match_command(
     src_image, tgt_image = api.read_image(src), api.read_image(tgt)
     outputs = [out_dir / name for name in OUTPUT_NAMES]
     check_output_files(outputs)
-    result = api.match_keypoints(src_image, tgt_image, pts, weights=weights, device=device)
+    result = api.match_keypoints(src_image, tgt_image, pts, device=device,
+                                 model=api.load_model(model, weights, device=device))
     points_px, transferred = result.points.numpy(), result.transferred.numpy()
     picture = viz.match_lines(src_image, tgt_image, points_px, transferred)
     warped = viz.warp_source_to_target(src_image, result.flow_backward)

@@ -133,12 +133,14 @@ class MetricAccumulator:
         """The pooled :class:`Score` of each metric (sum these across processes to reduce)."""
         return {name: sum(scores, Score(0.0, 0)) for name, scores in self._scores.items()}
 
-    def summary(self) -> dict[str, dict[str, float]]:
-        """``{metric: {"pooled": ..., "image_mean": ...}}`` over the samples seen so far (NaN
-        for a metric that has seen none)."""
+    def summary(self, samples: Sequence[int] | None = None) -> dict[str, dict[str, float]]:
+        """``{metric: {"pooled": ..., "image_mean": ...}}`` over the samples seen so far, or over
+        the recorded samples of index ``samples`` (NaN for a metric that has seen none)."""
         out = {}
         for name in dict.fromkeys([*(metric.name for metric in self.metrics), *self._scores]):
             scores = self._scores.get(name, [])
+            if samples is not None:
+                scores = [scores[i] for i in samples]
             per_image = [score.value for score in scores if score.count]
             out[name] = {
                 "pooled": sum(scores, Score(0.0, 0)).value,

@@ -43,7 +43,7 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 # ``sample -> prediction`` as crossview.eval runs it (disparity [H, W], flow [H, W, 2],
 # keypoints [N, 2]), built by ``predictor(model, device, precision)``
 Predictor = Callable[[Mapping[str, Any]], Any]
-PredictorBuilder = Callable[[nn.Module, str, str], Predictor]
+PredictorBuilder = Callable[..., Predictor]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,11 @@ class ModelSpec:
         description: one line for listings.
         predictor: ``predictor(model, device, precision)`` -> a ``sample -> prediction``
             callable for :func:`crossview.eval.evaluate`; ``None`` for models no benchmark
-            runs.
+            runs. With ``variants``, ``predictor(model, device, precision, variant)`` gives
+            the predictor of one of them.
+        variants: ``{variant: caption}``: predictors of the same network without a part of it
+            (the refinement), which ``crossview eval`` scores beside the model on benchmarks
+            that show baselines; the caption's text before its first colon labels the row.
         load: ``load(path, **overrides)`` builds the network from a weights file, for families
             whose architecture depends on the file; default: ``build(**overrides)`` and load
             ``path`` strictly (:func:`crossview.models.weights.load_weights`).
@@ -80,6 +84,7 @@ class ModelSpec:
     weights: str | None = None
     description: str = ""
     predictor: PredictorBuilder | None = None
+    variants: Mapping[str, str] = dataclasses.field(default_factory=dict)
     load: Callable[..., nn.Module] | None = None
     published: PublishedWeights | None = None
     refine: bool = False

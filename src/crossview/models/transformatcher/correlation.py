@@ -1,4 +1,5 @@
-"""Multi-channel correlation (TransforMatcher Eq. 4) and its 4D bilinear upsampling.
+"""Multi-channel correlation (TransforMatcher Eq. 4), its 4D bilinear upsampling, and the
+resampling of its channels along depth from one backbone's layers to another's.
 
 For each backbone layer ``l`` the features of both images are resized to the correlation grid,
 and ``C_l(i, j) = ReLU(cos(F_src^l(i), F_tgt^l(j)))``; the layers are stacked as channels.
@@ -74,3 +75,24 @@ def upsample_correlation(corr: Tensor, factor: int = 2) -> Tensor:
     x = x.reshape(b, ht, wt, hs2 * ws2).permute(0, 3, 1, 2).reshape(b * hs2 * ws2, 1, ht, wt)
     x = F.interpolate(x, scale_factor=factor, mode="bilinear", align_corners=False)
     return x.reshape(b, hs2, ws2, *x.shape[-2:])
+
+
+def resample_layers(corr: Tensor, stages: tuple[int, ...], to: tuple[int, ...]) -> Tensor:
+    """Channels of ``corr [B, sum(stages), ...]`` (``stages``: the layers of each backbone stage,
+    in order) linearly resampled along depth, stage by stage, to ``to`` layers per stage ->
+    ``[B, sum(to), ...]``. Layer ``i`` of a stage of ``n`` layers becomes depth ``i / (n - 1)``
+    (0 for a one-layer stage) and takes the linear interpolation of the source layers there, so
+    a refinement trained on one backbone's correlation reads another's (the stage structure of
+    EfficientNet-Lite0 and -Lite2 is the same, deeper in Lite2)."""
+    if len(stages) != len(to) or corr.shape[1] != sum(stages) or min(*stages, *to) < 1:
+        raise ValueError(f"corr must have sum(stages) = {sum(stages)} channels and stages, to "
+                         f"equally many positive counts, got {corr.shape=}, {stages=}, {to=}")
+    layers, start = [], 0
+    for n_in, n_out in zip(stages, to, strict=True):
+        for i in range(n_out):
+            depth = i * (n_in - 1) / max(n_out - 1, 1)
+            low = min(int(depth), n_in - 1)
+            high, frac = min(low + 1, n_in - 1), depth - low
+            layers.append(corr[:, start + low] * (1 - frac) + corr[:, start + high] * frac)
+        start += n_in
+    return torch.stack(layers, dim=1)

@@ -7,7 +7,9 @@ pixel frame exactly.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,12 @@ from torch import Tensor
 
 from crossview.data.image_batch import sample_image
 from crossview.errors import UserError
-from crossview.models.transformatcher.model import TASK, TransforMatcher, uses_placement
+from crossview.models.transformatcher.model import (
+    TASK,
+    TransforMatcher,
+    raw_argmax_coords,
+    uses_placement,
+)
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
     normalised_to_pixels,
@@ -29,6 +36,11 @@ from crossview.models.weights import read_state_dict
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "transformatcher_lite0.safetensors"
 EVAL_TAU = 0.05
+METHODS = ("refined", "raw")
+FeatureFn = Callable[[Tensor], list[list[Tensor]]]
+# what `crossview eval` scores beside the model: {variant: caption}
+VARIANTS = {"raw": "raw correlation: hard arg-max of the channel-mean correlation of the same "
+                   "backbone features, no refinement"}
 
 
 def load_transformatcher(weights: str | os.PathLike | None = None, **options: Any
@@ -83,42 +95,108 @@ def _dense_flow(coords: Tensor, src_size: tuple[int, int], tgt_size: tuple[int, 
     return (target - pixels).permute(2, 0, 1)
 
 
+def _square(model: TransforMatcher, image: Tensor) -> Tensor:
+    """``image [1, 3, H, W]`` resized to the model's square input ``[1, 3, S, S]``."""
+    return F.interpolate(image, size=(model.image_size, model.image_size), mode="bilinear",
+                         align_corners=False, antialias=True)
+
+
 def match_pair(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
                ) -> tuple[Tensor, Tensor, Tensor]:
     """Images ``[1, 3, Hs, Ws]``, ``[1, 3, Ht, Wt]`` (0..255), source pixel ``points [N, 2]``
     -> ``(transferred [N, 2] target px, flow [2, Hs, Ws], flow_backward [2, Ht, Wt])``."""
-    size = (model.image_size, model.image_size)
     (hs, ws), (ht, wt) = src.shape[-2:], tgt.shape[-2:]
-
-    def resize(x: Tensor) -> Tensor:
-        return F.interpolate(x, size=size, mode="bilinear", align_corners=False, antialias=True)
-
-    corr = model.correlation(resize(src), resize(tgt))
+    corr = model.correlation(_square(model, src), _square(model, tgt))
     # target -> source is the same correlation with the two images' axes swapped; both
     # directions are refined as one batch of two.
     forward, backward = model.refine(torch.cat((corr, corr.permute(0, 1, 4, 5, 2, 3))))[
         "coords"].chunk(2)
-    kp = pixels_to_normalised(points, ws, hs)[None]
-    transferred = normalised_to_pixels(model.transfer(forward, kp, EVAL_TAU)[0], wt, ht)
     shift = model.frame_shift
-    return (transferred, _dense_flow(forward, (hs, ws), (ht, wt), shift),
+    return (_transfer(model, forward, points, (hs, ws), (ht, wt)),
+            _dense_flow(forward, (hs, ws), (ht, wt), shift),
             _dense_flow(backward, (ht, wt), (hs, ws), shift))
 
 
-def keypoint_predictor(model: TransforMatcher, device: str = "cpu", precision: str = "fp32"
-                       ) -> Callable[[Mapping[str, Any]], np.ndarray]:
+def _transfer(model: TransforMatcher, coords: Tensor, points: Tensor,
+              src_size: tuple[int, int], tgt_size: tuple[int, int]) -> Tensor:
+    """Source pixel ``points [N, 2]`` through ``coords [1, G, G, 2]`` -> target pixels
+    ``[N, 2]`` (soft sampler at the evaluation temperature)."""
+    kp = pixels_to_normalised(points, src_size[1], src_size[0])[None]
+    return normalised_to_pixels(model.transfer(coords, kp, EVAL_TAU)[0], tgt_size[1],
+                                tgt_size[0])
+
+
+def transfer_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
+                       method: str = "refined", features: FeatureFn | None = None) -> Tensor:
+    """Source pixel ``points [N, 2]`` of ``src [1, 3, Hs, Ws]`` -> their target pixels
+    ``[N, 2]`` in ``tgt [1, 3, Ht, Wt]`` (0..255), one direction only (no dense flows: what a
+    benchmark needs). ``method``: ``"refined"`` (the model) or ``"raw"`` (hard arg-max of the
+    channel-mean correlation of the same features, :func:`~.model.raw_argmax_coords`: the
+    no-refinement baseline). ``features``: ``image -> model.features(square image)``, e.g. an
+    :class:`ImageFeatures` cache (default: computed here)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if features is None:
+        corr = model.correlation(_square(model, src), _square(model, tgt))
+    else:
+        corr = model.correlate(features(src), features(tgt))
+    coords = (model.refine(corr)["coords"] if method == "refined"
+              else raw_argmax_coords(corr, model.upsample))
+    return _transfer(model, coords, points, src.shape[-2:], tgt.shape[-2:])
+
+
+class ImageFeatures:
+    """``image [1, 3, H, W] -> model.features(image resized to the model's input)``, kept for
+    the last ``capacity`` distinct images (by content). Benchmark pairs reuse their images
+    (each PF-WILLOW image is in 18 of its 900 pairs), so the backbones run once per image."""
+
+    def __init__(self, model: TransforMatcher, capacity: int = 128) -> None:
+        self.model, self.capacity = model, capacity
+        self._kept: OrderedDict[tuple, list[list[Tensor]]] = OrderedDict()
+
+    def __call__(self, image: Tensor) -> list[list[Tensor]]:
+        key = (tuple(image.shape), str(image.device), image.dtype,
+               hashlib.sha1(image.detach().cpu().numpy().tobytes()).digest())
+        if key in self._kept:
+            self._kept.move_to_end(key)
+        else:
+            self._kept[key] = self.model.features(_square(self.model, image))
+            if len(self._kept) > self.capacity:
+                self._kept.popitem(last=False)
+        return self._kept[key]
+
+
+def flip_tta_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
+                       method: str = "refined") -> Tensor:
+    """Flip-consistency at test time: the mean of :func:`transfer_keypoints` on the pair and
+    on the pair mirrored left-right (its answer mirrored back); arguments and result as
+    :func:`transfer_keypoints` (twice its cost)."""
+    mirrored = points.clone()
+    mirrored[:, 0] = src.shape[-1] - 1 - points[:, 0]
+    back = transfer_keypoints(model, src.flip(-1), tgt.flip(-1), mirrored, method)
+    back[:, 0] = tgt.shape[-1] - 1 - back[:, 0]
+    return (transfer_keypoints(model, src, tgt, points, method) + back) / 2
+
+
+def keypoint_predictor(model: TransforMatcher, device: str = "cpu", precision: str = "fp32",
+                       variant: str | None = None) -> Callable[[Mapping[str, Any]], np.ndarray]:
     """A ``crossview.eval`` predictor for semantic samples: transfers ``keypoints0`` of
     ``image0`` into ``image1`` on ``device``; returns ``[N, 2]`` target pixels (invalid rows are
-    ignored by the PCK metrics). TransforMatcher runs in ``precision="fp32"`` only."""
+    ignored by the PCK metrics). TransforMatcher runs in ``precision="fp32"`` only.
+    ``variant``: ``None`` (the model) or ``"raw"`` (see :func:`transfer_keypoints`). The
+    backbone features of the images it has seen are kept (:class:`ImageFeatures`)."""
     if precision != "fp32":
         raise UserError(f"TransforMatcher runs in fp32 only, not precision {precision!r}")
+    method = "refined" if variant is None else variant
+    if method not in METHODS:
+        raise ValueError(f"variant must be None or one of {METHODS[1:]}, got {variant!r}")
     model.eval()
+    features = ImageFeatures(model)
 
     def predict(sample: Mapping[str, Any]) -> np.ndarray:
         src, tgt = (sample_image(sample[k]).to(device) for k in ("image0", "image1"))
         points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32)).to(device)
         with torch.inference_mode():
-            transferred, _, _ = match_pair(model, src, tgt, points)
-        return transferred.cpu().numpy()
+            return transfer_keypoints(model, src, tgt, points, method, features).cpu().numpy()
 
     return predict

@@ -7,6 +7,12 @@ RoPE (Eq. 5-7) -> one score per match, added to the mean input correlation -> 4D
 upsampling -> kernel soft-argmax (Eq. 10) -> dense map of target positions; keypoints are
 transferred with the soft sampler (Eq. 11).
 
+With ``extra_backbone`` (another ImageNet CNN of the same stage structure, e.g. EfficientNet-Lite2
+beside Lite0) the correlation is the mean of the backbone's and the extra backbone's, the latter
+resampled along depth to the backbone's layers (:func:`~.correlation.resample_layers`), so that a
+refinement trained on the backbone alone reads it; the extra backbone stays frozen and is never
+saved.
+
 By default only the refinement (``head_state_dict``) is trained and shipped and the backbone
 keeps its ImageNet weights. :meth:`TransforMatcher.tune_backbone` makes the backbone layers that
 feed the correlation trainable (the paper fine-tunes them); a model whose backbone was tuned saves
@@ -21,9 +27,10 @@ import torch
 from torch import Tensor, nn
 
 from crossview.attention.rope4d import match_positions, rope4d_angles, rope4d_rotation
-from crossview.models.transformatcher.backbone import build_backbone
+from crossview.models.transformatcher.backbone import LAYER_STAGES, build_backbone
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
+    resample_layers,
     upsample_correlation,
 )
 from crossview.models.transformatcher.layers import MatchToMatchLayer
@@ -34,7 +41,7 @@ from crossview.models.transformatcher.softargmax import (
     soft_sample,
 )
 
-BACKBONE_LAYERS = {"efficientnet-lite0": 11, "resnet101": 26}
+BACKBONE_LAYERS = {name: sum(stages) for name, stages in LAYER_STAGES.items()}
 TASK = "semantic"  # the task recorded in exported weights (see crossview.models.weights)
 INIT_BETA = 20.0  # initial soft-argmax inverse temperature (the correlation lies in [0, 1])
 
@@ -51,6 +58,7 @@ class MatchRefiner(nn.Module):
                  rope_base: float = 100.0, placement: bool = False) -> None:
         super().__init__()
         self.rope_base, self.inner = rope_base, heads * head_dim
+        self._rotation_cache: tuple[tuple, Tensor] | None = None
         self.embed = nn.Linear(channels, dim)
         self.place = nn.Linear(FEATURES, dim) if placement else None
         if self.place is not None:
@@ -64,13 +72,29 @@ class MatchRefiner(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
+    def _rotation(self, grid: tuple[int, int, int, int], device: torch.device) -> Tensor:
+        """The 4D rotary rotation ``[T, inner / 2]`` of the matches of a ``grid = (hs, ws, ht,
+        wt)`` correlation; kept for the last grid and device (it depends on nothing else, and
+        recomputing it costs ~5 % of a 15 x 15 refinement on a CPU)."""
+        def make() -> Tensor:
+            return rope4d_rotation(rope4d_angles(match_positions(*grid, device=device),
+                                                 self.inner, self.rope_base))
+
+        if torch.compiler.is_compiling():
+            return make()  # an export traces it: a kept tensor would become a graph constant
+        key = (grid, device)
+        if self._rotation_cache is None or self._rotation_cache[0] != key:
+            # a normal tensor even when made under inference_mode, so that a later training
+            # step can save it for backward
+            with torch.inference_mode(False), torch.no_grad():
+                self._rotation_cache = (key, make())
+        return self._rotation_cache[1]
+
     def forward(self, corr: Tensor) -> Tensor:
         if corr.ndim != 6:
             raise ValueError(f"corr must be [B, L, hs, ws, ht, wt], got {corr.shape=}")
         b, _, hs, ws, ht, wt = corr.shape
-        positions = match_positions(hs, ws, ht, wt, device=corr.device)
-        angles = rope4d_angles(positions, self.inner, self.rope_base)
-        rotation = rope4d_rotation(angles)
+        rotation = self._rotation((hs, ws, ht, wt), corr.device)
         x = self.embed(corr.flatten(2).transpose(1, 2))  # [B, T, dim]
         if self.place is not None:
             x = x + self.place(placement_features(hs, ws, ht, wt, corr.device).to(x.dtype))
@@ -93,13 +117,21 @@ class TransforMatcher(nn.Module):
     def __init__(self, backbone: str = "efficientnet-lite0", backbone_weights: str | None = None,
                  grid: int = 15, upsample: int = 2, sigma: float = 10.0,
                  attention: str = "additive", depth: int = 6, dim: int = 16,
-                 placement: bool = False) -> None:
+                 placement: bool = False, extra_backbone: str | None = None) -> None:
         super().__init__()
         self.grid, self.upsample, self.sigma = grid, upsample, sigma
         self.image_size = 16 * grid
         self.backbone_name = backbone
         self.backbone = build_backbone(backbone, backbone_weights)
         self.backbone.requires_grad_(False)
+        self.extra_backbone_name = extra_backbone
+        self.extra_backbone: nn.Module | None = None
+        if extra_backbone is not None:
+            if len(LAYER_STAGES.get(extra_backbone, ())) != len(LAYER_STAGES[backbone]):
+                raise ValueError(f"extra_backbone must have the stages of {backbone} "
+                                 f"(one of {sorted(LAYER_STAGES)} with "
+                                 f"{len(LAYER_STAGES[backbone])} stages), got {extra_backbone!r}")
+            self.extra_backbone = build_backbone(extra_backbone).requires_grad_(False)
         # True once the backbone's feature layers hold other weights than the ones it was built
         # with (tuned here, or loaded from a tuned file): they are then saved with the head.
         self.backbone_tuned = False
@@ -114,6 +146,8 @@ class TransforMatcher(nn.Module):
         for batch statistics)."""
         super().train(mode)
         self.backbone.eval()
+        if self.extra_backbone is not None:
+            self.extra_backbone.eval()
         return self
 
     def _feeds_correlation(self, name: str) -> bool:
@@ -132,18 +166,42 @@ class TransforMatcher(nn.Module):
         self.backbone_tuned = True
         return params
 
-    def correlation(self, src: Tensor, tgt: Tensor) -> Tensor:
-        """Raw multi-channel correlation ``[B, L, g, g, g, g]`` of images ``[B, 3, S, S]``."""
-        for name, image in (("src", src), ("tgt", tgt)):
-            if image.ndim != 4 or image.shape[1:] != (3, self.image_size, self.image_size):
-                raise ValueError(f"{name} must be [B, 3, {self.image_size}, {self.image_size}], "
-                                 f"got {image.shape=}")
+    def features(self, images: Tensor) -> list[list[Tensor]]:
+        """The feature maps ``[B, C_l, H_l, W_l]`` of images ``[B, 3, S, S]`` (0..255): one list
+        per backbone (the backbone's, then the extra backbone's, if any)."""
+        if images.ndim != 4 or images.shape[1:] != (3, self.image_size, self.image_size):
+            raise ValueError(f"images must be [B, 3, {self.image_size}, {self.image_size}], "
+                             f"got {images.shape=}")
         trains = any(p.requires_grad for p in self.backbone.parameters())
         with torch.set_grad_enabled(torch.is_grad_enabled() and trains):
-            feats = self.backbone.features(torch.cat((src, tgt)))
+            feats = [self.backbone.features(images)]
+        if self.extra_backbone is not None:
+            with torch.no_grad():
+                feats.append(self.extra_backbone.features(images))
+        return feats
+
+    def correlate(self, src: list[list[Tensor]], tgt: list[list[Tensor]]) -> Tensor:
+        """Raw multi-channel correlation ``[B, L, g, g, g, g]`` of the :meth:`features` of two
+        batches of images; with an extra backbone, the mean of the backbone's and the extra
+        one's (resampled to the backbone's layers)."""
+        size = (self.grid, self.grid)
+        corr = multilayer_correlation(src[0], tgt[0], size)
+        if self.extra_backbone is None:
+            return corr
+        extra = multilayer_correlation(src[1], tgt[1], size)
+        return (corr + resample_layers(extra, LAYER_STAGES[self.extra_backbone_name],
+                                       LAYER_STAGES[self.backbone_name])) / 2
+
+    def correlation(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Raw multi-channel correlation ``[B, L, g, g, g, g]`` of images ``[B, 3, S, S]``
+        (both batches through each backbone at once)."""
+        if src.shape != tgt.shape:
+            raise ValueError(f"src and tgt must be equal [B, 3, {self.image_size}, "
+                             f"{self.image_size}], got {src.shape=} {tgt.shape=}")
         b = src.shape[0]
-        return multilayer_correlation([f[:b] for f in feats], [f[b:] for f in feats],
-                                      (self.grid, self.grid))
+        feats = self.features(torch.cat((src, tgt)))
+        return self.correlate([[f[:b] for f in fs] for fs in feats],
+                              [[f[b:] for f in fs] for fs in feats])
 
     def refine(self, corr: Tensor) -> dict[str, Tensor]:
         """Refine ``corr [B, L, g, g, g, g]``; returns ``refined`` (upsampled
@@ -182,9 +240,9 @@ class TransforMatcher(nn.Module):
         return (soft_sample(coords, keypoints + shift, tau) - shift).clamp(-1.0, 1.0)
 
     def head_state_dict(self) -> dict[str, Tensor]:
-        """The refinement's parameters (everything but the backbone)."""
+        """The refinement's parameters (everything but the backbones)."""
         return {k: v.detach().clone() for k, v in self.state_dict().items()
-                if not k.startswith("backbone.")}
+                if not k.startswith(("backbone.", "extra_backbone."))}
 
     def backbone_state_dict(self) -> dict[str, Tensor]:
         """The backbone tensors that feed the correlation (parameters and BatchNorm buffers of
