@@ -48,7 +48,10 @@ def test_steps_log_the_photometric_term(tmp_path: Path) -> None:
     assert len(train) == 3
     for r in train:
         assert {"photometric", "smooth", "consistent", "init", "self", "cross"} <= set(r)
-        assert 0 < r["photometric"] < 1 and np.isfinite(r["loss"])
+        # a random network may have no forward-backward consistent pixel (then the masked
+        # census term is 0): the term's range and its share of the loss are what is checked
+        assert 0 <= r["photometric"] < 1 and 0 <= r["consistent"] <= 1
+        assert np.isfinite(r["loss"])
         supervised = r["init"] + r["self"] + r["cross"]
         assert r["loss"] == pytest.approx(supervised + 50.0 * (r["photometric"]
                                                                + 0.5 * r["smooth"]), rel=1e-4)
