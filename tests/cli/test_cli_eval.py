@@ -110,6 +110,7 @@ def test_eval_kitti_table_and_json(fake_models, kitti, tmp_path: Path,
     assert payload["mean"]["epe"] == pytest.approx(expected, rel=1e-5)
     assert payload["per_sample"][1]["epe"] == pytest.approx(scores[1].value, rel=1e-5)
     assert "random weights" in printed.err
+    assert f"note: scanning {root} for kitti2015 samples" in printed.err.splitlines()
 
 
 def test_middeval3_mean_is_called_unweighted(fake_models, tmp_path: Path,

@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from crossview.errors import UserError
+from crossview.long_step import long_step
 from crossview.metrics.score import REDUCTIONS, Reduction
 
 
@@ -142,5 +143,7 @@ def open_dataset(spec: str, task: str | None = None
         raise UserError(f"dataset kind {name!r} needs a path: use --dataset {name}:PATH")
     if not kind.needs_path and path:
         raise UserError(f"dataset kind {name!r} takes no path; use --dataset {name}")
-    dataset = kind.factory(path, **options) if kind.needs_path else kind.factory(**options)
-    return dataset, kind
+    if not kind.needs_path:
+        return kind.factory(**options), kind
+    with long_step(f"scanning {path} for {name} samples"):  # a folder tree of a benchmark
+        return kind.factory(path, **options), kind
