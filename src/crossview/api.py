@@ -29,18 +29,23 @@ import numpy as np
 import torch
 from torch import nn
 
+from crossview.data import io
+from crossview.data.calibration import write_stereo_calibration
 from crossview.data.image_batch import ImageLike
 from crossview.data.image_batch import as_image_batch as as_image_batch
+from crossview.data.rig_calibration import RigCalibration, read_rig_calibration
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.geometry.confidence import field_confidence
 from crossview.geometry.disparity import field_to_disparity
+from crossview.geometry.rectification import RectifiedPair, rectify_pair
 from crossview.models import published, registry
 from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD, Fields, predict_fields
 from crossview.models.matchstereo.inference import check_memory as check_memory
 from crossview.models.registry import Predictor
 from crossview.models.transformatcher.inference import match_pair
+from crossview.output import staged_files
 
 ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
 
@@ -286,6 +291,51 @@ def _check_task(model: nn.Module, task: str) -> None:
         name = getattr(model, "model_name", type(model).__name__)
         raise UserError(f"model {name!r} estimates {model_task}; {ESTIMATORS[task]} needs a "
                         f"{task} model")
+
+
+# ------------------------------------------------------------------------------- rectification
+
+
+def rectify_stereo(left: str | os.PathLike | np.ndarray, right: str | os.PathLike | np.ndarray,
+                   calibration: str | os.PathLike | RigCalibration, *,
+                   alpha: float = 0.0) -> RectifiedPair:
+    """Rectify an unrectified stereo pair with OpenCV (``pip install 'crossview[baselines]'``)
+    so that :func:`estimate_disparity` and depth work on it.
+
+    Args:
+        left, right: image paths or ``[H, W, 3]`` uint8 arrays, of the calibration's size.
+        calibration: a rig calibration file (OpenCV / plain YAML or JSON with ``K1``, ``D1``,
+            ``K2``, ``D2``, ``R``, ``T`` in metres and ``image_size``, or a KITTI raw
+            ``calib_cam_to_cam.txt``; :mod:`crossview.data.rig_calibration`) or a
+            :class:`~crossview.data.rig_calibration.RigCalibration`.
+        alpha: 0 keeps only pixels seen in both images, 1 every source pixel
+            (:mod:`crossview.geometry.rectification`).
+
+    Returns:
+        :class:`~crossview.geometry.rectification.RectifiedPair`: both rectified images and
+        their :class:`~crossview.data.calibration.StereoCalibration` (focal, baseline, doffs,
+        principal point, size).
+    """
+    rig = calibration if isinstance(calibration, RigCalibration) else read_rig_calibration(
+        calibration)
+    images = [image if isinstance(image, np.ndarray) else io.read_image(image)
+              for image in (left, right)]
+    return rectify_pair(*images, rig, alpha=alpha)
+
+
+RECTIFIED_FILES = ("left.png", "right.png", "calib.txt")
+
+
+def write_rectified(pair: RectifiedPair, folder: str | os.PathLike) -> list[str]:
+    """Write ``pair`` into ``folder`` as ``left.png``, ``right.png`` and ``calib.txt`` (a
+    Middlebury calibration file, which ``crossview stereo --calib`` reads), all or nothing
+    (:func:`crossview.output.staged_files`). Returns the three paths."""
+    paths = [os.path.join(folder, name) for name in RECTIFIED_FILES]
+    with staged_files(paths) as (left, right, calib):
+        io.write_image(left, pair.left)
+        io.write_image(right, pair.right)
+        write_stereo_calibration(calib, pair.calibration)
+    return paths
 
 
 # ----------------------------------------------------------------------------- semantic matching

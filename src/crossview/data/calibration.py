@@ -185,3 +185,21 @@ def _calibration(path: Path, focal: float, baseline: float, doffs: float, cx: fl
                                  float(cy), size)
     except UserError as error:
         raise UserError(f"{path}: {error}") from None
+
+
+def write_stereo_calibration(path: str | Path, calibration: StereoCalibration) -> None:
+    """Write ``calibration`` (with its image size and principal point) at ``path`` as a
+    Middlebury ``calib.txt`` (baseline in millimetres), which :func:`read_stereo_calibration`
+    and ``crossview stereo --calib`` read back. Not atomic by itself: the caller stages it
+    (:func:`crossview.output.staged_files`)."""
+    cal = calibration
+    if cal.image_size is None or cal.cx is None or cal.cy is None:
+        raise ValueError("a calib.txt needs the image size and the principal point")
+    h, w = cal.image_size
+
+    def camera(cx: float) -> str:
+        return f"[{cal.focal!r} 0 {cx!r}; 0 {cal.focal!r} {cal.cy!r}; 0 0 1]"
+
+    Path(path).write_text(f"cam0={camera(cal.cx)}\ncam1={camera(cal.cx + cal.doffs)}\n"
+                          f"doffs={cal.doffs!r}\nbaseline={cal.baseline * 1000.0!r}\n"
+                          f"width={w}\nheight={h}\n")
