@@ -140,11 +140,31 @@ def test_flow_confidence(tmp_path: Path, pair: tuple[Path, Path],
     assert values.shape == (H, W) and (values >= 0).all() and (values <= 1).all()
 
 
+def test_a_calibration_of_twice_the_size_is_rescaled(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A calib.txt for 2W x 2H on W x H images (as samples/README.md scales the Motorcycle
+    calibration): depth uses the halved focal length and doffs, with a note saying so."""
+    calib = tmp_path / "calib.txt"
+    calib.write_text(CALIB.format(w=2 * W, h=2 * H))
+    out = tmp_path / "out"
+    code, _, err = run_cli(_stereo(pair, out, "--calib", str(calib), "--edge-ratio", "0",
+                                fast=True), capsys)
+    assert code == 0, err
+    assert (f"note: {calib} is for {2 * W}x{2 * H} px images; rescaled to the {W}x{H} images "
+            "(focal 150.25 px, doffs 1 px: focal, cx and doffs scale with the width, cy with "
+            "the height)") in err.splitlines()
+    disparity = io.read_npy(out / "scene_l_disp.npy").astype(np.float64)
+    depth = io.read_npy(out / "scene_l_depth.npy")
+    kept = depth > 0
+    assert kept.any()
+    np.testing.assert_allclose(depth[kept], 150.25 * 0.12 / (disparity[kept] + 1.0), rtol=1e-6)
+
+
 def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     good = tmp_path / "calib.txt"
     good.write_text(CALIB.format(w=W, h=H))
-    other_size = tmp_path / "calib_big.txt"
-    other_size.write_text(CALIB.format(w=2 * W, h=2 * H))
+    other_size = tmp_path / "calib_wide.txt"
+    other_size.write_text(CALIB.format(w=2 * W, h=H))
     fractional = tmp_path / "calib_fraction.txt"
     fractional.write_text(CALIB.format(w=W + 0.5, h=H))
     malformed = tmp_path / "bad.txt"
@@ -159,7 +179,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "image as calib": (["--calib", str(image)], "image.png: not a text file"),
         "missing calib": (["--calib", str(tmp_path / "nope.txt")], "nope.txt: no such file"),
         "calib for another size": (["--calib", str(other_size)],
-                                   "is for 400x384 px images but the images are 200x192"),
+                                   "is for 400x192 px images but the images are 200x192 (W x "
+                                   "H), not a scaled copy"),
         "calib of a fractional width": (["--calib", str(fractional)],
                                         "calib_fraction.txt: width and height must be whole "
                                         "positive numbers of pixels, got 200.5 and 192"),

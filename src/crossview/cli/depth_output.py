@@ -2,7 +2,9 @@
 
 The calibration is a file (``--calib``: Middlebury/ETH3D ``calib.txt`` or KITTI
 ``calib_cam_to_cam.txt``, :mod:`crossview.data.calibration`) or numbers (``--focal`` px,
-``--baseline`` metres, optional ``--doffs``, ``--cx``, ``--cy`` px), never both. With it,
+``--baseline`` metres, optional ``--doffs``, ``--cx``, ``--cy`` px), never both. A file
+calibrated at another resolution is rescaled to a scaled copy of its images, with a ``note:``
+(:meth:`crossview.data.calibration.StereoCalibration.for_size`). With it,
 each pair NAME also gets ``NAME_depth.{npy,pfm,png}`` (metres; the 16-bit PNG holds
 millimetres, so depths beyond 65.535 m read as missing) and ``NAME_depth.ply`` (binary PLY,
 the left image's colours, camera frame in metres: x right, y down, z forward).
@@ -83,12 +85,28 @@ class DepthOutput:
     max_depth: float | None = None
     edge_ratio: float = EDGE_RATIO
     warned_far: bool = field(default=False, init=False)  # once per run, not once per pair
+    noted_sizes: set[tuple[int, int]] = field(default_factory=set, init=False)
 
     def check(self, images: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Refuse images of another size than the calibration's (before the model runs)."""
+        """Refuse images that are not a scaled copy of the calibrated ones (before the model
+        runs); say once per size when the calibration is rescaled to the images."""
         for first, _ in images:
-            self.calibration.check_image_size(*first.shape[:2],
-                                              str(self.calib_file or "the calibration"))
+            self.calibration_for(*first.shape[:2])
+
+    def calibration_for(self, height: int, width: int) -> StereoCalibration:
+        """The calibration rescaled to ``height x width`` images
+        (:meth:`StereoCalibration.for_size`), with a ``note:`` line the first time a size is
+        rescaled."""
+        source = str(self.calib_file or "the calibration")
+        scaled = self.calibration.for_size(height, width, source)
+        if scaled is not self.calibration and (height, width) not in self.noted_sizes:
+            self.noted_sizes.add((height, width))
+            h, w = self.calibration.image_size
+            stderr.print(f"note: {source} is for {w}x{h} px images; rescaled to the {width}x"
+                         f"{height} images (focal {scaled.focal:.6g} px, doffs "
+                         f"{scaled.doffs:.4g} px: focal, cx and doffs scale with the width, cy "
+                         "with the height)", markup=False, soft_wrap=True)
+        return scaled
 
     def file_names(self, name: str) -> list[str]:
         suffix = ".png" if self.fmt == "png16" else f".{self.fmt}"
@@ -99,7 +117,7 @@ class DepthOutput:
         """Writers of the depth map and the point cloud of batch row 0, in
         :meth:`file_names` order; a :class:`UserError` naming the calibration's numbers if the
         kept depths or points do not fit float32."""
-        cal = self.calibration
+        cal = self.calibration_for(*result.disparity.shape[-2:])
         depth, keep = self.filtered_depth(result.disparity[0].cpu(), result.valid[0].cpu())
         check_finite(depth.numpy(), f"{self._inputs('focal', 'baseline', 'doffs')} give depths "
                      "beyond the float32 range", keep.numpy())
@@ -116,7 +134,7 @@ class DepthOutput:
     def filtered_depth(self, disparity: torch.Tensor, valid: torch.Tensor
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """Depth ``[H, W]`` (metres, 0 where filtered out) and the kept pixels ``[H, W]``."""
-        cal = self.calibration
+        cal = self.calibration_for(*disparity.shape)
         depth = disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
         keep = valid & (depth > 0)
         if self.max_depth is not None:

@@ -26,7 +26,9 @@ import numpy as np
 
 from crossview.errors import UserError
 
-KITTI_CAMERAS = ("02", "03")  # the colour pair of the KITTI stereo benchmarks
+KITTI_CAMERAS = ("02", "03")
+# a calibration rescales to images whose width and height scale alike to within this
+ASPECT_TOLERANCE = 0.01  # the colour pair of the KITTI stereo benchmarks
 _MIDDLEBURY_MATRIX = re.compile(r"^\[(.*)\]$")
 
 
@@ -69,12 +71,30 @@ class StereoCalibration:
         cy = (height - 1) / 2 if self.cy is None else self.cy
         return cx, cy
 
-    def check_image_size(self, height: int, width: int, source: str) -> None:
-        """:class:`UserError` if the calibration is for another image size than ``H x W``."""
-        if self.image_size is not None and self.image_size != (height, width):
-            h, w = self.image_size
+    def for_size(self, height: int, width: int, source: str) -> StereoCalibration:
+        """This calibration for ``height x width`` images: itself when it is for that size (or
+        says no size), else rescaled to it as for a resized copy of the calibrated images:
+        the focal length, ``cx`` and ``doffs`` scale with the width, ``cy`` with the height
+        (pixel centres kept: ``c' = (c + 0.5) s - 0.5``), the baseline stays. A
+        :class:`UserError` naming ``source`` when the images are not a scaled copy (their
+        aspect ratio differs by more than :data:`ASPECT_TOLERANCE`).
+
+        >>> half = StereoCalibration(500.0, 0.1, 2.0, 99.5, 49.5, (100, 200)).for_size(50, 100, "c")
+        >>> half.focal, half.doffs, half.cx, half.cy
+        (250.0, 1.0, 49.5, 24.5)
+        """
+        if self.image_size is None or self.image_size == (height, width):
+            return self
+        h, w = self.image_size
+        sx, sy = width / w, height / h
+        if abs(sx / sy - 1) > ASPECT_TOLERANCE:
             raise UserError(f"{source} is for {w}x{h} px images but the images are {width}x"
-                            f"{height} (W x H); calibrate the resolution you run at")
+                            f"{height} (W x H), not a scaled copy (the aspect ratio differs); "
+                            "calibrate the resolution you run at")
+        cx, cy = ((None if c is None else (c + 0.5) * s - 0.5)
+                  for c, s in ((self.cx, sx), (self.cy, sy)))
+        return StereoCalibration(self.focal * sx, self.baseline, self.doffs * sx, cx, cy,
+                                 (height, width))
 
 
 def read_key_values(path: Path, separator: str = "=") -> dict[str, str]:
