@@ -220,7 +220,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        precision: str = "fp32", lri: bool | None = None,
                        size: tuple[int, int] | None = None,
                        threshold: float = CONSISTENCY_THRESHOLD,
-                       refine: bool | None = None) -> StereoResult:
+                       refine: bool | None = None, min_confidence: float = 0.0) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -237,15 +237,19 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             (:mod:`crossview.geometry.photometric_refinement`); ``None``: the model's default
             (``model.refine_by_default``: on for crossview's hybrid models, off for the
             published ones).
+        min_confidence: pixels whose confidence is below this (in [0, 1]) are not ``valid``
+            either (0: the consistency mask alone).
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
     """
+    check_min_confidence(min_confidence)
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
+    valid = valid & (confidence >= min_confidence)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
                         valid[:b], valid[b:], rpos[:b], rpos[b:], confidence[:b], confidence[b:])
 
@@ -255,19 +259,28 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                   precision: str = "fp32", lri: bool | None = None,
                   size: tuple[int, int] | None = None,
                   threshold: float = CONSISTENCY_THRESHOLD,
-                  refine: bool | None = None) -> FlowResult:
+                  refine: bool | None = None, min_confidence: float = 0.0) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
 
     Returns:
         :class:`FlowResult` (float32 tensors on ``device``).
     """
+    check_min_confidence(min_confidence)
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
+    valid = valid & (confidence >= min_confidence)
     return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:],
                       confidence[:b], confidence[b:])
+
+
+def check_min_confidence(min_confidence: float, name: str = "min_confidence") -> None:
+    """A :class:`UserError` naming ``name`` unless ``min_confidence`` lies in [0, 1]
+    (confidences do)."""
+    if not 0 <= min_confidence <= 1:
+        raise UserError(f"{name} must be in [0, 1] (a confidence), got {min_confidence:g}")
 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import plyfile
 import pytest
+import torch
 from PIL import Image
 
 from cli_runner import run_cli
@@ -16,6 +17,7 @@ from crossview import api
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
+from crossview.train.checkpoint import export_weights
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -127,6 +129,41 @@ def test_stereo_confidence_files_hold_the_api_confidence(
     assert np.median(left[:, 16:]) > 0.6 and np.median(left[:, :2]) < 0.2
 
 
+@pytest.mark.parametrize("command", ["stereo", "flow"])
+def test_min_confidence_takes_low_confidence_pixels_out(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        command: str) -> None:
+    """``--min-confidence C`` (C: the median confidence of a first run's consistent pixels,
+    same weights): no pixel of the _noc mask has a confidence below C, the mask is the first
+    run's less those pixels, and depth keeps only its pixels (stereo)."""
+    model = "cli-depth-stereo" if command == "stereo" else "cli-depth-flow"
+    view = "disp" if command == "stereo" else "flow"
+    calib = ["--focal", "300", "--baseline", "0.1", "--edge-ratio", "0"] * (command == "stereo")
+    torch.manual_seed(0)  # one network for both runs
+    weights, _ = export_weights(MatchStereo(SMALL, task=command), tmp_path / "w.safetensors",
+                                name=model, task=command)
+
+    def run(threshold: str) -> tuple[np.ndarray, np.ndarray]:
+        out = tmp_path / threshold
+        code, _, err = run_cli([command, str(pair[0]), str(pair[1]), "-o", str(out), "--model",
+                                model, "--weights", str(weights), "--save-confidence",
+                                "--min-confidence", threshold, *calib], capsys)
+        assert code == 0, err
+        return (np.asarray(Image.open(out / f"scene_l_{view}_noc.png")) == 255,
+                io.read_npy(out / f"scene_l_{view}_confidence.npy"))
+
+    first, confidence = run("0")
+    threshold = f"{np.median(confidence[first]):.4f}"
+    mask, confidence = run(threshold)
+    assert (confidence[mask] >= float(threshold)).all() and mask.any()
+    taken = first & (confidence < float(threshold))
+    assert taken.any()  # about half the consistent pixels
+    np.testing.assert_array_equal(mask, first & ~taken)
+    if command == "stereo":
+        depth = io.read_npy(tmp_path / threshold / "scene_l_depth.npy")
+        assert not (depth[~mask] > 0).any()
+
+
 def test_flow_confidence(tmp_path: Path, pair: tuple[Path, Path],
                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
@@ -201,6 +238,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                                  "--depth-format 'exr' is not one of npy, pfm, png16"),
         "negative max depth": (["--calib", str(good), "--max-depth", "-1"],
                                "--max-depth must be positive"),
+        "min confidence above 1": (["--min-confidence", "1.5"],
+                                   "--min-confidence must be in [0, 1] (a confidence), got 1.5"),
         "negative edge ratio": (["--calib", str(good), "--edge-ratio", "-0.1"],
                                 "--edge-ratio must be 0 (off) or positive"),
     }
@@ -213,7 +252,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                                   "calib and focal", "focal without baseline", "doffs alone",
                                   "depth format without calibration",
                                   "max depth without calibration", "unknown depth format",
-                                  "negative max depth", "negative edge ratio"])
+                                  "negative max depth", "negative edge ratio",
+                                  "min confidence above 1"])
 def test_bad_calibration_input_is_one_line_exit_2_no_output(
         tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
         case: str) -> None:

@@ -78,6 +78,7 @@ class DenseOptions:
     skip_existing: bool = False
     refine: bool | None = None
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
+    min_confidence: float = 0.0
 
     def model_inputs(self) -> str:
         """The inputs besides the images that make a result what it is, as the user gave them:
@@ -306,6 +307,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     """
     size = parse_size(options.size) if options.size else None
     resolve_device(options.device, "--device")
+    api.check_min_confidence(options.min_confidence, "--min-confidence")
     memory.memory_limit()  # a bad $CROSSVIEW_MAX_MEMORY_GB: refused once, not once per pair
     kind = "disparity" if task == "stereo" else "flow"
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
@@ -342,7 +344,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                 try:
                     result = estimate(*images, model=model, device=options.device,
                                       precision=options.precision, lri=options.lri, size=size,
-                                      refine=options.refine)
+                                      refine=options.refine,
+                                      min_confidence=options.min_confidence)
                 except NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None
