@@ -177,6 +177,22 @@ def test_flow_confidence(tmp_path: Path, pair: tuple[Path, Path],
     assert values.shape == (H, W) and (values >= 0).all() and (values <= 1).all()
 
 
+def test_a_coloured_depth_picture_with_a_colour_bar(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, _, err = run_cli(_stereo(pair, out, "--focal", "300", "--baseline", "0.1",
+                                fast=True), capsys)
+    assert code == 0, err
+    depth = io.read_npy(out / "scene_l_depth.npy")
+    picture = io.read_image(out / "scene_l_depth_color.png")
+    assert picture.shape[0] == H and picture.shape[1] > W  # the colour bar on the right
+    shown = picture[:, :W]
+    assert (shown[depth == 0] == 0).all() and (shown[depth > 0].max(-1) > 0).all()
+    near, far = np.unravel_index(np.argmin(np.where(depth > 0, depth, np.inf)), depth.shape), \
+        np.unravel_index(np.argmax(depth), depth.shape)
+    assert shown[near][0] > shown[near][2] and shown[far][2] > shown[far][0]  # red near, blue far
+
+
 def test_a_calibration_of_twice_the_size_is_rescaled(
         tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     """A calib.txt for 2W x 2H on W x H images (as samples/README.md scales the Motorcycle

@@ -6,7 +6,9 @@ The calibration is a file (``--calib``: Middlebury/ETH3D ``calib.txt`` or KITTI
 calibrated at another resolution is rescaled to a scaled copy of its images, with a ``note:``
 (:meth:`crossview.data.calibration.StereoCalibration.for_size`). With it,
 each pair NAME also gets ``NAME_depth.{npy,pfm,png}`` (metres; the 16-bit PNG holds
-millimetres, so depths beyond 65.535 m read as missing) and ``NAME_depth.ply`` (binary PLY,
+millimetres, so depths beyond 65.535 m read as missing), ``NAME_depth_color.png`` (the kept
+depths coloured, near red and far blue, holes black, with a colour bar in metres:
+:func:`crossview.viz.depth_to_colour`) and ``NAME_depth.ply`` (binary PLY,
 the left image's colours, camera frame in metres: x right, y down, z forward).
 
 A pixel keeps its depth (and becomes a point) only when it passes every filter: left-right
@@ -110,7 +112,7 @@ class DepthOutput:
 
     def file_names(self, name: str) -> list[str]:
         suffix = ".png" if self.fmt == "png16" else f".{self.fmt}"
-        return [f"{name}_depth{suffix}", f"{name}_depth.ply"]
+        return [f"{name}_depth{suffix}", f"{name}_depth_color.png", f"{name}_depth.ply"]
 
     def writers(self, images: tuple[np.ndarray, np.ndarray], result: StereoResult
                 ) -> list[Callable[[Path], None]]:
@@ -128,7 +130,12 @@ class DepthOutput:
             check_finite(points[:, axis], f"{self._inputs(centre, 'baseline')} put points "
                          "beyond the float32 range")
         colours = images[0][keep.numpy()]
+        # imported when a pair is written: matplotlib (~0.13 s) would slow every `--help`
+        from crossview.viz import depth_to_colour
+
+        picture = depth_to_colour(depth.numpy(), keep.numpy())
         return [self._depth_writer(depth.numpy().astype(np.float32)),
+                lambda path: io.write_image(path, picture),
                 lambda path: write_ply(path, points, colours)]
 
     def filtered_depth(self, disparity: torch.Tensor, valid: torch.Tensor
