@@ -115,6 +115,16 @@ def test_the_rectified_calibration_gives_depth(tmp_path: Path, capsys: pytest.Ca
     assert (tmp_path / "depth" / "left_depth.npy").is_file()
 
 
+def test_stereo_points_an_unrectified_calibration_to_rectify(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "rig.yaml").write_text(yaml.safe_dump(_unrectified_rig(tmp_path)))
+    code, _, err = run_cli(["stereo", str(tmp_path / "l.png"), str(tmp_path / "r.png"),
+                            "--calib", str(tmp_path / "rig.yaml"), "-o", str(tmp_path / "out")],
+                           capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "rectify the pair first with `crossview rectify LEFT RIGHT --calib FILE`" in err
+
+
 def _bad(rig: dict[str, object], key: str, value: object) -> dict[str, object]:
     return {**rig, key: value}
 

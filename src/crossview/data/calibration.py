@@ -127,9 +127,11 @@ def read_stereo_calibration(path: str | Path) -> StereoCalibration:
     kitti = read_key_values(path, ":")
     if f"P_rect_{KITTI_CAMERAS[0]}" in kitti:
         return _kitti(path, kitti)
+    rig = " (an unrectified rig's K1, D1, K2, D2, R, T: rectify the pair first with " \
+        "`crossview rectify LEFT RIGHT --calib FILE`)" if "R" in kitti and "T" in kitti else ""
     raise UserError(f"{path}: not a stereo calibration file: expected a Middlebury/ETH3D "
                     "calib.txt (cam0=, cam1=, baseline= lines) or a KITTI calib_cam_to_cam.txt "
-                    "(P_rect_02:, P_rect_03: lines)")
+                    f"(P_rect_02:, P_rect_03: lines){rig}")
 
 
 def _numbers(path: Path, key: str, text: str, count: int) -> np.ndarray:
