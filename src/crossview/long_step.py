@@ -17,7 +17,9 @@ Example (no terminal here: only the log record):
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import threading
 from collections.abc import Callable, Iterator
 
 from rich.progress import (
@@ -35,8 +37,8 @@ log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def long_step(message: str, *, total: float | None = None, logger: logging.Logger | None = None
-              ) -> Iterator[Callable[[float], None]]:
+def long_step(message: str, *, total: float | None = None, logger: logging.Logger | None = None,
+              after: float = 0.0) -> Iterator[Callable[[float], None]]:
     """Log ``message`` (INFO) and show a progress display while the ``with`` block runs.
 
     Args:
@@ -45,15 +47,27 @@ def long_step(message: str, *, total: float | None = None, logger: logging.Logge
             (``advance(amount)``), for a bar; ``None``: a spinner (``advance`` does nothing
             visible then).
         logger: the logger of the module doing the step (default: this module's).
+        after: log the note only once the step has run this many seconds (a step that is
+            usually quick, such as a scan of a small folder, then says nothing; 0: at once).
 
     Yields:
         ``advance(amount)``: the block reports ``amount`` more work done.
     """
-    (logger or log).info(message)
+    note = functools.partial((logger or log).info, message)
+    timer = threading.Timer(after, note) if after > 0 else None
+    if timer is None:
+        note()
+    else:
+        timer.daemon = True
+        timer.start()
     columns = [SpinnerColumn(), TextColumn(message, markup=False)]
     if total is not None:
         columns += [BarColumn(), MofNCompleteColumn()]
     with Progress(*columns, TimeElapsedColumn(), console=stderr, transient=True,
                   disable=not stderr.is_terminal) as progress:
         task = progress.add_task(message, total=total)
-        yield lambda amount: progress.advance(task, amount)
+        try:
+            yield lambda amount: progress.advance(task, amount)
+        finally:
+            if timer is not None:
+                timer.cancel()

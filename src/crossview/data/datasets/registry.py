@@ -47,6 +47,7 @@ class DatasetKind:
 
 
 _KINDS: dict[tuple[str, str], DatasetKind] = {}  # (name, task) -> kind
+SCAN_NOTE_AFTER = 3.0  # seconds: a scan still running then says what it does
 
 
 def register_dataset(kind: DatasetKind) -> DatasetKind:
@@ -145,5 +146,6 @@ def open_dataset(spec: str, task: str | None = None
         raise UserError(f"dataset kind {name!r} takes no path; use --dataset {name}")
     if not kind.needs_path:
         return kind.factory(**options), kind
-    with long_step(f"scanning {path} for {name} samples"):  # a folder tree of a benchmark
+    # a benchmark's folder tree: quick when small, minutes on a slow disk
+    with long_step(f"scanning {path} for {name} samples", after=SCAN_NOTE_AFTER):
         return kind.factory(path, **options), kind
