@@ -54,7 +54,7 @@ def test_download_then_list_verify_and_path(server: WeightsServer, cached: Path,
     assert (code, out) == (0, f"{TEST_MODEL}: {cached}\n"), err
     digest = hashlib.sha256(cached.read_bytes()).hexdigest()
     assert err.splitlines() == [  # said before the transfer starts, and when it is done
-        f"note: downloading {TEST_MODEL}'s published weights from {server.url(TEST_FILE)}",
+        f"note: downloading {server.url(TEST_FILE)} to {cached}",
         f"note: downloaded {server.url(TEST_FILE)} to {cached} (SHA-256 {digest})"]
     code, out, _ = _run(["weights", "download", TEST_MODEL], capsys)  # there already
     assert code == 0 and server.asked == [f"/{TEST_FILE}"]

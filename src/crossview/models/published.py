@@ -211,7 +211,6 @@ def download(name: str, published: PublishedWeights, check: LoadCheck, *,
                             f"(if the authors replaced the file, delete {digest_file(path)})")
         check(partial)
 
-    log.info(f"downloading {name}'s published weights from {published.url}")
     try:
         digest = fetch(published.url, path, head_ok=starts_like_torch_save,
                        what="a PyTorch checkpoint", check=accept, progress=progress)
