@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from crossview.data.calibration import read_key_values
 from crossview.errors import UserError
@@ -114,9 +113,18 @@ def read_rig_calibration(path: str | Path) -> RigCalibration:
 
 def _plain(path: Path, text: str) -> dict[str, object]:
     """The mapping of a plain YAML or JSON file."""
+    if path.suffix.lower() == ".json":
+        load, errors = json.loads, (ValueError,)
+    else:
+        try:
+            import yaml  # PyYAML, of the `train` extra: only a YAML rig file needs it
+        except ImportError:
+            raise UserError(f"{path}: reading a YAML calibration needs PyYAML: pip install "
+                            "'crossview[train]' (or give the calibration as JSON)") from None
+        load, errors = yaml.safe_load, (ValueError, yaml.YAMLError)
     try:
-        values = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as error:
+        values = load(text)
+    except errors as error:
         raise UserError(f"{path}: not readable as {'JSON' if path.suffix == '.json' else 'YAML'}"
                         f" ({str(error).splitlines()[0]})") from None
     if not isinstance(values, dict):
