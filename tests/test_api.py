@@ -16,7 +16,8 @@ import crossview
 from crossview import api
 from crossview.errors import UserError
 from crossview.geometry.consistency import consistency_error, noc_mask
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig, inference
+from crossview.models.dense import inference
+from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -108,7 +109,7 @@ def test_fixed_resolution_at_own_size_is_identity(model: MatchStereo) -> None:
 def test_fixed_resolution_rescales(flow_model: MatchStereo, monkeypatch) -> None:
     field = torch.ones(2, 192, 256, 2)
     peak = torch.full((2, 192, 256), 0.75)
-    monkeypatch.setattr(inference, "_run", lambda *args: (field, field, peak))
+    monkeypatch.setattr(inference, "run_padded", lambda *args: (field, field, peak))
     result = api.estimate_flow(*_pair(384, 384), model=flow_model, size=(192, 256))
     assert result.flow.shape == (1, 2, 384, 384)
     torch.testing.assert_close(result.flow[:, 0], torch.full((1, 384, 384), 1.5))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
+from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", ROOT / "samples" / "README.md",

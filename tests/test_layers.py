@@ -12,8 +12,8 @@ PACKAGE = Path(crossview.__file__).resolve().parent
 # The layer order of DESIGN.md, lowest first; a module may import its own layer or lower ones.
 # A top-level module is named by its file, a package by its folder.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "output", "console", "long_step", "report", "viz", "distributed",
-     "device", "memory", "settings", "pixel_grid"),
+    ("__init__", "defaults", "errors", "lazy", "output", "console", "long_step", "report", "viz",
+     "distributed", "device", "memory", "settings", "pixel_grid", "registry"),
     ("metrics",),
     ("data",),
     ("geometry",),
@@ -37,10 +37,15 @@ def _room(module: str) -> str:
 
 def _imports(path: Path) -> list[str]:
     """Every crossview module ``path`` imports (module level, in functions, under
-    TYPE_CHECKING); ``from crossview import api`` counts as ``crossview.api``."""
+    TYPE_CHECKING, or as ``lazy_import("crossview...")``); ``from crossview import api`` counts
+    as ``crossview.api``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_import"
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value.startswith("crossview")):
+            found.append(node.args[0].value)
+        elif isinstance(node, ast.Import):
             found += [alias.name for alias in node.names if alias.name.startswith("crossview")]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
             if node.module == "crossview":
@@ -76,6 +81,18 @@ def test_no_import_goes_up_the_layers() -> None:
 
 def test_an_upward_import_is_found(tmp_path: Path) -> None:
     module = tmp_path / "geometry.py"
-    module.write_text("from crossview.models import registry\nfrom crossview import api\n")
-    assert _imports(module) == ["crossview.models", "crossview.api"]
+    module.write_text("from crossview.models import registry\nfrom crossview import api\n"
+                      "train = lazy_import('crossview.train.trainer')\n")
+    assert sorted(_imports(module)) == ["crossview.api", "crossview.models",
+                                        "crossview.train.trainer"]
     assert all(LEVEL[_room(m)] > LEVEL["geometry"] for m in _imports(module))
+
+
+# The command line talks to the api (and runs benchmarks and experiments); it reaches nothing
+# below but the ground floor.
+CLI_REACHES = {"cli", "api", "export", "bench", "experiments", *LAYERS[0]}
+def test_the_command_line_imports_nothing_past_the_api() -> None:
+    past = {(path.relative_to(PACKAGE.parent).as_posix(), module)
+            for path in sorted((PACKAGE / "cli").rglob("*.py")) for module in _imports(path)
+            if _room(module) not in CLI_REACHES and module != "crossview.__version__"}
+    assert past == set()

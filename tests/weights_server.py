@@ -95,10 +95,9 @@ def publish_test_model(server: WeightsServer, monkeypatch: pytest.MonkeyPatch,
                        url: str | None = None) -> ModelSpec:
     """Register :data:`TEST_MODEL` (for the test's duration) with its published weights at
     ``url`` (default: :data:`TEST_FILE` on ``server``)."""
-    registry.list_models()  # the families register first
     spec = dataclasses.replace(matchstereo_spec(TEST_MODEL, SMALL, "stereo"), published=(
         PublishedWeights(TEST_FILE, url or server.url(TEST_FILE))))
-    monkeypatch.setitem(registry._REGISTRY, TEST_MODEL, spec)
+    monkeypatch.setitem(registry.MODELS.entries, TEST_MODEL, spec)
     return spec
 
 

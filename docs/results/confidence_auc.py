@@ -31,7 +31,7 @@ from crossview.data.synthetic.heldout import get_heldout
 from crossview.geometry.confidence import consistency_confidence, field_confidence
 from crossview.geometry.consistency import consistency_error
 from crossview.metrics.sparsification import sparsification
-from crossview.models.matchstereo.inference import predict_fields
+from crossview.models.dense.inference import predict_fields
 from crossview.report import print_table, write_json
 
 CUES = ("confidence", "consistency", "attention peak")

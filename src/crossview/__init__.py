@@ -7,9 +7,10 @@ Three published systems in one library:
 - TransforMatcher (match-to-match attention) for semantic correspondence.
 
 The user-facing functions (``load_model``, ``build_model``, ``list_models``,
-``estimate_disparity``, ``estimate_flow``, ``match_keypoints``) live in :mod:`crossview.api`,
-``disparity_to_depth`` and ``depth_to_points`` in :mod:`crossview.geometry.depth`; they are
-re-exported here lazily, so ``import crossview`` stays cheap, and ``dir(crossview)`` lists them.
+``estimate_disparity``, ``estimate_flow``, ``match_keypoints``, ``adapt_to_pair``) live in
+:mod:`crossview.api`, ``disparity_to_depth`` and ``depth_to_points`` in
+:mod:`crossview.geometry.depth`; they are re-exported here lazily, so ``import crossview``
+stays cheap, and ``dir(crossview)`` lists them.
 
 Messages that are not a command's own output (a removed stale file, a build waited for, a
 download) go to the standard ``logging`` logger ``crossview`` (and its children, one per
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _API_NAMES = ("load_model", "build_model", "list_models", "estimate_disparity", "estimate_flow",
-              "match_keypoints", "rectify_stereo")
+              "match_keypoints", "adapt_to_pair", "rectify_stereo")
 _GEOMETRY_NAMES = ("disparity_to_depth", "depth_to_points")
 
 

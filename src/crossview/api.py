@@ -3,7 +3,7 @@ transfer keypoints.
 
 Images may be paths, PIL images, ``[H, W, 3]`` uint8 numpy arrays or float tensors
 ``[B, 3, H, W]`` with values 0..255 (see ``docs/conventions.md``). Disparity and flow run
-MatchStereo / MatchFlow (:mod:`crossview.models.matchstereo.inference`: padding to a multiple
+MatchStereo / MatchFlow (:mod:`crossview.models.dense.inference`: padding to a multiple
 of 32, fixed-resolution and low-resolution-initialised inference), keypoint transfer
 TransforMatcher (:mod:`crossview.models.transformatcher.inference`).
 
@@ -19,39 +19,95 @@ Example (the bundled default stereo model on a random pair):
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from crossview.data import io
+from crossview import memory
+from crossview.attention.match import NonFiniteError as NonFiniteError
+from crossview.data.calibration import StereoCalibration as StereoCalibration
+from crossview.data.calibration import read_stereo_calibration as read_stereo_calibration
 from crossview.data.calibration import write_stereo_calibration
-from crossview.data.image_batch import ImageLike
+from crossview.data.image_batch import ImageLike, sample_image
 from crossview.data.image_batch import as_image_batch as as_image_batch
+from crossview.data.io import IMAGE_SUFFIXES as IMAGE_SUFFIXES
+from crossview.data.io import read_image as read_image
+from crossview.data.io import write_flo as write_flo
+from crossview.data.io import write_image as write_image
+from crossview.data.io import write_kitti_disparity as write_kitti_disparity
+from crossview.data.io import write_kitti_flow as write_kitti_flow
+from crossview.data.io import write_npy as write_npy
+from crossview.data.io import write_pfm as write_pfm
+from crossview.data.io import write_png16 as write_png16
+from crossview.data.ply import write_ply as write_ply
 from crossview.data.rig_calibration import RigCalibration, read_rig_calibration
+from crossview.data.video import frames
+from crossview.data.video import is_video as is_video
+from crossview.data.video import open_video as open_video
+from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
+from crossview.distributed import dist_info_from_env
 from crossview.errors import UserError
 from crossview.geometry.confidence import field_confidence
+from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.rectification import RectifiedPair, rectify_pair
+from crossview.lazy import lazy_import
 from crossview.models import published, registry
-from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
-from crossview.models.matchstereo.inference import CONSISTENCY_THRESHOLD, Fields, predict_fields
-from crossview.models.matchstereo.inference import check_memory as check_memory
+from crossview.models.dense.inference import (
+    CONSISTENCY_THRESHOLD,
+    LIBRARY_ADVICE,
+    Fields,
+    MemoryAdvice,
+    predict_fields,
+)
+from crossview.models.dense.inference import check_memory as check_memory
 from crossview.models.registry import Predictor
 from crossview.models.transformatcher.inference import match_pair
-from crossview.output import staged_files
+from crossview.output import check_output_files, staged_files
+from crossview.train.logplot import plot_log as plot_log
+from crossview.train.pair_adaptation import AdaptationSettings as AdaptationSettings
+from crossview.train.pair_adaptation import adapt_to_pair as adapt_to_pair
+
+if TYPE_CHECKING:
+    from crossview.eval import EvalResult as EvalResult
+    from crossview.train.config import Config
+
+# training reads YAML (PyYAML, the optional [train] extra): its modules load when a run starts
+_config = lazy_import("crossview.train.config")
+_recipes = lazy_import("crossview.train.recipes")
+_trainer = lazy_import("crossview.train.trainer")
+_checkpoint = lazy_import("crossview.train.checkpoint")
+_runlog = lazy_import("crossview.train.runlog")
+# evaluation: the loop, the metrics (SciPy), the benchmark readers (SciPy) and the classical
+# baselines (OpenCV) load when first used (a single pair needs none of them)
+evaluation = lazy_import("crossview.eval")
+metrics = lazy_import("crossview.metrics")
+datasets = lazy_import("crossview.data.datasets")
+baselines = lazy_import("crossview.baselines")
 
 ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
+video_frames = frames  # the frames [H, W, 3] uint8 of a video file, decoded one by one
+_log = logging.getLogger(__name__)
 
 
 class RandomWeightsWarning(UserWarning):
     """A model runs with random weights: its output is meaningless."""
+
+
+def check_run_settings(device: str, setting: str = "device") -> None:
+    """Refuse (:class:`UserError`, one line naming ``setting``) a device this machine lacks and
+    a bad ``$CROSSVIEW_MAX_MEMORY_GB``, once, before a run of many pairs starts."""
+    resolve_device(device, setting)
+    memory.memory_limit()
 
 
 def list_models(task: str | None = None) -> list[str]:
@@ -143,12 +199,44 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
     ``model.model_name`` is the registered name, ``model.task`` its task,
     ``model.refine_by_default`` whether its dense inference refines photometrically.
     """
-    spec = registry.get_spec(name)
+    return _load(registry.get_spec(name), weights, device=device, download=download,
+                 **overrides)
+
+
+def _load(spec: registry.ModelSpec, weights: str | os.PathLike | None, *,
+          device: str | torch.device, download: bool, **overrides: Any) -> nn.Module:
+    """:func:`load_model` of the looked-up ``spec``."""
     path = spec.weights_file(weights, download=download)
     if path is None:
         warnings.warn(f"{spec.name} has no weights (pass weights=...): it runs with random "
-                      "weights and its output is meaningless", RandomWeightsWarning, stacklevel=2)
+                      "weights and its output is meaningless", RandomWeightsWarning, stacklevel=3)
     return _registered(spec.create(path, **overrides), spec, path).to(resolve_device(device))
+
+
+def load_task_model(name: str, task: str, weights: str | os.PathLike | None = None, *,
+                    purpose: str, device: str | torch.device = "cpu", download: bool = False,
+                    quiet: bool = False) -> nn.Module:
+    """:func:`load_model` for a job that needs a ``task`` model (``purpose`` names the job in
+    the error: ``"crossview stereo"``): a model of another task is a :class:`UserError`, checked
+    before any weights are read; running on random weights is a log warning (logger
+    ``crossview.api``, shown by the command line as ``warning: ...``) instead of a
+    :class:`RandomWeightsWarning`, none with ``quiet``."""
+    spec = registry.get_spec(name)
+    check_task(name, spec.task, task, purpose)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RandomWeightsWarning)
+        model = _load(spec, weights, device=device, download=download)
+    for warning in caught if not quiet else ():
+        _log.warning("%s", warning.message)
+    return model
+
+
+def check_task(name: str, estimates: str, task: str, purpose: str) -> None:
+    """:class:`UserError` ``model NAME estimates flow; PURPOSE needs a stereo model`` when the
+    model ``name`` estimates another task than ``task`` (a stereo model cannot estimate flow,
+    nor the other way round: same architecture, weights trained for one task)."""
+    if estimates != task:
+        raise UserError(f"model {name!r} estimates {estimates}; {purpose} needs a {task} model")
 
 
 def build_model(name: str, **overrides: Any) -> nn.Module:
@@ -168,15 +256,61 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     return model.eval()
 
 
-def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32") -> Predictor:
+def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
+              refine: bool | None = None, lri: bool | None = None,
+              adapt: int = 0) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
-    :attr:`crossview.models.registry.ModelSpec.predictor`)."""
+    :attr:`crossview.models.registry.ModelSpec.predictor`). ``refine`` / ``lri``: dense
+    models' photometric refinement and low-resolution initialisation on or off (``None``:
+    the model's defaults); a :class:`UserError` for a model without them. ``adapt``: each
+    sample runs a copy of the model adapted to its pair with that many steps
+    (:func:`adapt_to_pair`; dense models only; 0: off)."""
     spec = registry.get_spec(model.model_name)
     if spec.predictor is None:
         raise UserError(f"model {spec.name!r} has no benchmark predictor: no benchmark scores "
                         f"{spec.task} models")
-    return spec.predictor(model, device, precision)
+    options = {key: value for key, value in (("refine", refine), ("lri", lri))
+               if value is not None}
+    if options and spec.task not in ESTIMATORS:
+        raise UserError(f"model {spec.name!r} ({spec.task}) has no "
+                        f"{' or '.join(options)} option: dense (stereo, flow) models only")
+    if not adapt:
+        return spec.predictor(model, device, precision, **options)
+    if spec.task not in ESTIMATORS:
+        raise UserError(f"test-time adaptation needs a stereo or flow model; {spec.name!r} "
+                        f"estimates {spec.task}")
+    settings = AdaptationSettings(steps=adapt)
+
+    def predict(sample: dict[str, Any]) -> Any:
+        adapted = adapt_to_pair(model, sample_image(sample["image0"]),
+                                sample_image(sample["image1"]), spec.task, settings=settings,
+                                lri=lri, device=device)
+        return spec.predictor(adapted, device, precision, **options)(sample)
+
+    return predict
+
+
+def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None = None, *,
+                        device: str = "cpu", precision: str = "fp32", quiet: bool = False,
+                        download: bool = False, sample_size: tuple[int, int] | None = None,
+                        refine: bool | None = None, lri: bool | None = None,
+                        adapt: int = 0) -> Predictor:
+    """The predictor of the registered model ``name`` on a ``task`` benchmark: loaded by
+    :func:`load_task_model` (``quiet``: no random-weights warning, as on all ranks but the
+    first), then :func:`predictor`. With ``sample_size`` (``(H, W)`` every sample has), a
+    model that would need more memory than this machine has is refused now
+    (:func:`check_memory`), before any sample is read or generated."""
+    models = ", ".join(list_models(task)) or "none"
+    model = load_task_model(name, task, weights, purpose=f"a {task} benchmark (its models: "
+                            f"{models})", device=device, download=download, quiet=quiet)
+    predict = predictor(model, device=device, precision=precision, refine=refine, lri=lri,
+                        adapt=adapt)
+    if sample_size is not None:
+        check_memory(model, *sample_size, task=task, device=device, lri=lri, refine=refine,
+                     advice=MemoryAdvice("evaluate at a smaller size (the dataset's size=HxW "
+                                         "option)", "--no-refine"))
+    return predict
 
 
 @dataclass
@@ -219,8 +353,9 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        weights: str | os.PathLike | None = None, device: str = "cpu",
                        precision: str = "fp32", lri: bool | None = None,
                        size: tuple[int, int] | None = None,
-                       threshold: float = CONSISTENCY_THRESHOLD,
-                       refine: bool | None = None, min_confidence: float = 0.0) -> StereoResult:
+                       threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
+                       min_confidence: float = 0.0,
+                       advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -239,6 +374,11 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             published ones).
         min_confidence: pixels whose confidence is below this (in [0, 1]) are not ``valid``
             either (0: the consistency mask alone).
+        advice: what a pair refused for its memory tells to change (before anything runs:
+            :func:`check_memory`; the command line names its options).
+        adapt: test-time adaptation: fit a copy of the model to this pair with ``adapt``
+            steps of the self-supervised loss first (:func:`adapt_to_pair`, the default
+            learning rate; several times the cost of inference); 0: off.
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
@@ -246,7 +386,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
     check_min_confidence(min_confidence)
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine)
+                                        threshold=threshold, refine=refine, advice=advice,
+                                        adapt=adapt)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
@@ -258,8 +399,9 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                   weights: str | os.PathLike | None = None, device: str = "cpu",
                   precision: str = "fp32", lri: bool | None = None,
                   size: tuple[int, int] | None = None,
-                  threshold: float = CONSISTENCY_THRESHOLD,
-                  refine: bool | None = None, min_confidence: float = 0.0) -> FlowResult:
+                  threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
+                  min_confidence: float = 0.0,
+                  advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
 
     Returns:
@@ -268,7 +410,8 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
     check_min_confidence(min_confidence)
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine)
+                                        threshold=threshold, refine=refine, advice=advice,
+                                        adapt=adapt)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
@@ -285,25 +428,161 @@ def check_min_confidence(min_confidence: float, name: str = "min_confidence") ->
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
-             size: tuple[int, int] | None, threshold: float, refine: bool | None) -> Fields:
+             size: tuple[int, int] | None, threshold: float, refine: bool | None,
+             advice: MemoryAdvice, adapt: int) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
-    (:class:`~crossview.models.matchstereo.inference.Fields`)."""
+    (:class:`~crossview.models.dense.inference.Fields`), after ``adapt`` steps of test-time
+    adaptation (0: none)."""
     target = resolve_device(device)
     if isinstance(model, str):
         model = load_model(model, weights, device=target)
-    _check_task(model, task)
+    if getattr(model, "task", None) is not None:
+        check_task(getattr(model, "model_name", type(model).__name__), model.task, task,
+                   ESTIMATORS[task])
+    if isinstance(adapt, bool) or not isinstance(adapt, int) or adapt < 0:
+        raise UserError(f"adapt must be a number of steps, 0 or more, got {adapt!r}")
+    if adapt:
+        model = adapt_to_pair(model, img0, img1, task, settings=AdaptationSettings(steps=adapt),
+                              lri=lri, device=target)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
-                          size=size, threshold=threshold, refine=refine)
+                          size=size, threshold=threshold, refine=refine, advice=advice)
 
 
-def _check_task(model: nn.Module, task: str) -> None:
-    """A stereo model cannot estimate flow, nor the other way round (same architecture,
-    weights trained for one task)."""
-    model_task = getattr(model, "task", None)
-    if model_task is not None and model_task != task:
-        name = getattr(model, "model_name", type(model).__name__)
-        raise UserError(f"model {name!r} estimates {model_task}; {ESTIMATORS[task]} needs a "
-                        f"{task} model")
+# ----------------------------------------------------------------------------- training
+
+
+@dataclass
+class TrainingRun:
+    """What :func:`train` did: ``cfg`` (the configuration as run), ``summary`` (the trainer's:
+    ``step``, ``steps_run``, ``train`` and ``val`` logs, ``signal``, ``is_main``; ``None`` when
+    only exporting), ``finished`` (``train.steps`` reached), ``step`` (the model's) and
+    ``exported``, the files written for ``export``."""
+
+    cfg: Config
+    summary: dict[str, Any] | None
+    finished: bool
+    step: int
+    exported: list[Path]
+
+
+def train(config: str | os.PathLike[str], *, resume: bool = False,
+          init_weights: str | os.PathLike[str] | None = None, grow: bool = False,
+          out_dir: str | os.PathLike[str] | None = None, steps: int | None = None,
+          export: Path | None = None, description: str = "",
+          export_only: bool = False) -> TrainingRun:
+    """Train as the YAML configuration ``config`` says (:mod:`crossview.train`), ``out_dir``
+    and ``steps`` replacing ``train.out_dir`` and ``train.steps``; ``resume``, ``init_weights``
+    and ``grow`` as :class:`crossview.train.trainer.Trainer` takes them. Everything the run
+    writes is checked before it starts (on the rank that writes). With ``export`` (a
+    ``.safetensors`` path), a finished run writes the model's weights there (and what its
+    recipe writes beside them); ``export_only`` exports the newest checkpoint's model without
+    training. A mistake in the configuration is one :class:`UserError` line."""
+    cfg = _config.load_config(config)
+    if out_dir is not None:
+        cfg.train.out_dir = str(out_dir)
+    if steps is not None:
+        cfg.train.steps = steps
+    recipe = _recipes.get_recipe(cfg.task)
+    recipe.check(cfg)
+    if dist_info_from_env().is_main:  # the rank that writes; checked before any training
+        if export is not None:
+            recipe.check_export(export)
+        run_dir = Path(cfg.train.out_dir)
+        check_output_files([run_dir / _runlog.LOG_NAME, run_dir / _checkpoint.BEST_NAME])
+    trainer = _trainer.Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
+
+    def write_export() -> list[Path]:
+        return recipe.export(trainer.model, export, name=export.stem, description=description,
+                             cfg=cfg, step=trainer.step)
+
+    if export_only:
+        try:
+            return TrainingRun(cfg, None, True, trainer.step, write_export())
+        finally:
+            trainer.close()
+    summary = trainer.run()
+    finished = summary["step"] >= cfg.train.steps
+    exported = write_export() if summary["is_main"] and export is not None and finished else []
+    return TrainingRun(cfg, summary, finished, summary["step"], exported)
+
+
+# ----------------------------------------------------------------------------- published weights
+
+
+def list_published() -> list[str]:
+    """Names of the models whose authors publish weights (``weights="published"``), sorted."""
+    return registry.list_published()
+
+
+def _published_spec(name: str) -> registry.ModelSpec:
+    """The spec of ``name``, which has published weights; a :class:`UserError` listing the
+    names that have some otherwise."""
+    if not isinstance(name, str) or name.lower() not in registry.list_published():
+        raise UserError(f"no published weights named {name!r}; choose one of: "
+                        f"{', '.join(registry.list_published())}")
+    return registry.get_spec(name)
+
+
+def weights_cache() -> Path:
+    """The cache folder of published weights (``$CROSSVIEW_HOME`` or the user cache)."""
+    return published.home()
+
+
+def published_path(name: str) -> Path:
+    """Where the cache keeps the published weights of model ``name`` (there or not)."""
+    return published.cached_path(_published_spec(name).published)
+
+
+def published_recorded(name: str) -> bool:
+    """Whether the SHA-256 of ``name``'s cached published weights is recorded (it is once the
+    file has loaded as the model's checkpoint); :class:`UserError` for a damaged record."""
+    return published.recorded_digest(published_path(name), name) is not None
+
+
+def download_published(name: str) -> Path:
+    """Fetch ``name``'s published weights into the cache unless they are there and intact;
+    their path."""
+    return Path(_published_spec(name).weights_file(published.NAME, download=True))
+
+
+def verify_published(name: str) -> Path:
+    """Check ``name``'s cached published weights against their recorded SHA-256 and load them
+    as the model's checkpoint (:func:`crossview.models.published.verify`; a damaged file is
+    removed and a :class:`UserError` says so); their path."""
+    spec = _published_spec(name)
+    return published.verify(spec.name, spec.published, spec.create, load=True)
+
+
+# ----------------------------------------------------------------------------- depth and points
+
+
+@dataclass
+class MetricDepth:
+    """A disparity map in metres: ``depth [H, W]`` float64 (0 where dropped), ``keep [H, W]``
+    bool (the pixels kept) and ``points [N, 3]`` float64, the kept pixels' 3D points (x right,
+    y down, z forward; metres, row-major order of ``keep``)."""
+
+    depth: torch.Tensor
+    keep: torch.Tensor
+    points: torch.Tensor
+
+
+def metric_depth(disparity: torch.Tensor, valid: torch.Tensor, calibration: StereoCalibration,
+                 *, max_depth: float | None, edge_ratio: float) -> MetricDepth:
+    """Depth and points of a left-view ``disparity [H, W]`` (px) with the calibration of its
+    pair, keeping pixels that are ``valid [H, W]``, at a positive depth, not beyond
+    ``max_depth`` metres (``None``: any) and, with ``edge_ratio`` > 0, not at a depth edge
+    (:func:`crossview.geometry.depth.depth_edge_mask`: flying pixels)."""
+    cal = calibration
+    depth = disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
+    keep = valid & (depth > 0)
+    if max_depth is not None:
+        keep &= depth <= max_depth
+    if edge_ratio > 0:
+        keep &= ~depth_edge_mask(depth, edge_ratio)
+    depth = torch.where(keep, depth, 0.0)
+    cx, cy = cal.principal_point(*depth.shape)
+    return MetricDepth(depth, keep, depth_to_points(depth, cal.focal, cx, cy)[keep])
 
 
 # ------------------------------------------------------------------------------- rectification
@@ -331,7 +610,7 @@ def rectify_stereo(left: str | os.PathLike | np.ndarray, right: str | os.PathLik
     """
     rig = calibration if isinstance(calibration, RigCalibration) else read_rig_calibration(
         calibration)
-    images = [image if isinstance(image, np.ndarray) else io.read_image(image)
+    images = [image if isinstance(image, np.ndarray) else read_image(image)
               for image in (left, right)]
     return rectify_pair(*images, rig, alpha=alpha)
 
@@ -345,8 +624,8 @@ def write_rectified(pair: RectifiedPair, folder: str | os.PathLike) -> list[str]
     (:func:`crossview.output.staged_files`). Returns the three paths."""
     paths = [os.path.join(folder, name) for name in RECTIFIED_FILES]
     with staged_files(paths) as (left, right, calib):
-        io.write_image(left, pair.left)
-        io.write_image(right, pair.right)
+        write_image(left, pair.left)
+        write_image(right, pair.right)
         write_stereo_calibration(calib, pair.calibration)
     return paths
 

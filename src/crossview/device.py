@@ -9,9 +9,15 @@ present, or a device type crossview does not run on (``meta`` holds no data; ``x
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import torch
+else:  # the command line checks --device before it loads a model
+    torch = lazy_import("torch")
 
 SUPPORTED = ("cpu", "cuda", "mps")
 

@@ -33,11 +33,15 @@ import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # the command line checks its output names before anything else loads
+    np = lazy_import("numpy")
 
 STAGING_PREFIX = ".crossview-staging-"
 TEMPORARY_PREFIX = ".crossview-tmp-"

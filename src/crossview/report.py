@@ -13,14 +13,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
 from crossview import console as consoles
+from crossview.lazy import lazy_import
 from crossview.output import staged_files
+
+torch = lazy_import("torch")  # read only when a report records its environment
 
 _UNLIMITED = 1 << 20  # characters: "as wide as the table needs"
 

@@ -71,7 +71,7 @@ def _images(folder: Path) -> Path:
     ("crossview.api estimate_flow 2", "flow {in} {in} --model matchflow-mini -o {out}",
      ["a_flow.flo", "a_flow_color.png", "a_flow_noc.png"]),
     ("crossview.api match_keypoints 1", "match {in}/a.png {in}/b.png -o {out}", []),
-    ("crossview.cli.eval evaluate 1", "eval --model matchstereo-mini --dataset "
+    ("crossview.eval evaluate 1", "eval --model matchstereo-mini --dataset "
                                       "synthetic-stereo,length=1,size=64x96 --json {out}/e.json",
      []),
 ])
@@ -120,3 +120,18 @@ def test_output_and_errors_appear_at_any_terminal_width(tmp_path: Path,
         assert listed.returncode == 0 and "…" not in listed.stdout
         for name in ("matchstereo-t", "matchstereo_tiny_fsd.pth", "matchflow-b"):
             assert name in listed.stdout, listed.stdout
+
+
+@pytest.mark.parametrize("command", [[], ["stereo"], ["flow"], ["eval"], ["train"], ["match"],
+                                     ["bench", "model"], ["export", "onnx"], ["weights", "list"],
+                                     ["experiment"], ["plot-log"], ["models"]])
+def test_help_imports_neither_torch_nor_numpy(command: list[str]) -> None:
+    """``crossview [COMMAND] --help`` starts at once: the api, torch and numpy load only when a
+    command runs (:mod:`crossview.lazy`)."""
+    script = ("import sys\nfrom crossview.cli.app import main\ntry:\n"
+              f"    main({[*command, '--help']!r})\nexcept SystemExit as done:\n"
+              "    assert done.code == 0, done.code\n"
+              "print(sorted(m for m in ('torch', 'numpy', 'crossview.api') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, env={**os.environ, "COLUMNS": "80"})
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr

@@ -109,8 +109,8 @@ def test_the_model_table_piped_is_not_cut(tmp_path: Path, capsys: pytest.Capture
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """``bench model | tee`` keeps every column and the whole status of each row (the cases'
     measurements are replaced: only the table is under test)."""
+    from crossview.bench import device as device_bench
     from crossview.bench import model as model_bench
-    from crossview.cli import bench
 
     status = "failed (1): RuntimeError: the child process ran out of memory at 1536x1536"
     row = {"model": "T", "size": [384, 1248], "precision": "fp32", "backend": "cpu",
@@ -121,7 +121,7 @@ def test_the_model_table_piped_is_not_cut(tmp_path: Path, capsys: pytest.Capture
         on_rows([row])
         return [row]
 
-    monkeypatch.setattr(bench, "fused_backend", lambda device: "cpu")
+    monkeypatch.setattr(device_bench, "fused_backend", lambda device: "cpu")
     monkeypatch.setattr(model_bench, "bench_model", measured)
     monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as done:

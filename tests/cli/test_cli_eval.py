@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,7 +15,7 @@ from crossview.data import io
 from crossview.data.datasets import registry as dataset_registry
 from crossview.metrics import endpoint_error, flow_endpoint_error
 from crossview.models import registry
-from crossview.models.matchstereo.inference import dense_predictor
+from crossview.models.dense.inference import dense_predictor
 
 H, W = 20, 24
 
@@ -27,11 +25,12 @@ class _ImageField(nn.Module):
     stereo disparity = image0[..., 0] / 50 (left) and image1[..., 0] / 50 (right); flow =
     (image0[..., 0], image0[..., 1]) / 50."""
 
-    config = SimpleNamespace(min_shape=lambda task: (32, 32))
-
     def __init__(self, task: str) -> None:
         super().__init__()
         self.task = task
+
+    def min_shape(self, task: str) -> tuple[int, int]:
+        return 32, 32
 
     def forward_fields(self, x0: torch.Tensor, x1: torch.Tensor, *, task: str,
                        init_field: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
@@ -50,8 +49,8 @@ class _ImageField(nn.Module):
 def fake_models(monkeypatch: pytest.MonkeyPatch) -> None:
     for task in ("stereo", "flow"):
         spec = registry.ModelSpec(f"test-{task}", build=lambda t=task: _ImageField(t), task=task,
-                                  predictor=partial(dense_predictor, task=task))
-        monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
+                                  predictor=dense_predictor)
+        monkeypatch.setitem(registry.MODELS.entries, spec.name, spec)
 
 
 @pytest.fixture
@@ -262,21 +261,22 @@ def test_a_model_is_run_by_its_family_predictor(monkeypatch: pytest.MonkeyPatch,
     from crossview.metrics import registry as metrics
     from crossview.metrics.score import MetricSpec, Score
 
-    monkeypatch.setattr(datasets, "_KINDS", dict(datasets._KINDS))
-    monkeypatch.setattr(metrics, "_METRICS", dict(metrics._METRICS))
+    # the test registers into copies: the registries stay clean
+    monkeypatch.setattr(datasets.DATASETS, "_entries", dict(datasets.DATASETS.entries))
+    monkeypatch.setattr(metrics.METRICS, "_entries", dict(metrics.METRICS.entries))
     samples = [{"name": "p", "image0": np.zeros((2, 2, 3), np.uint8), "answer": 7.0}]
     datasets.register_dataset(datasets.DatasetKind("toy", "toy", lambda: samples, ("err",),
                                                    "pooled", "toy", needs_path=False))
     metrics.register_metric(MetricSpec("err", "toy", lambda p, s: Score(abs(p - s["answer"]), 1),
                                        "absolute error"))
     spec = registry.ModelSpec("test-toy", build=lambda: _ImageField("toy"), task="toy")
-    monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
+    monkeypatch.setitem(registry.MODELS.entries, spec.name, spec)
     out = tmp_path / "toy.json"
     argv = ["eval", "--model", "test-toy", "--dataset", "toy", "--json", str(out)]
     assert _run(argv) == 2
     assert "model 'test-toy' has no benchmark predictor" in capsys.readouterr().err
     spec = dataclasses.replace(spec, predictor=lambda model, device, precision: lambda s: 5.0)
-    monkeypatch.setitem(registry._REGISTRY, spec.name, spec)
+    monkeypatch.setitem(registry.MODELS.entries, spec.name, spec)
     assert _run(argv) == 0
     assert json.loads(out.read_text())["mean"] == {"err": 2.0}
 

@@ -19,10 +19,10 @@ from crossview import api
 from crossview.attention.match import NonFiniteError
 from crossview.cli.app import main
 from crossview.data import io
-from crossview.models.defaults import DEFAULT_STEREO_MODEL
+from crossview.defaults import DEFAULT_STEREO_MODEL
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
-from crossview.train.checkpoint import export_weights
 from hang_guard import HANG_GUARD_SECONDS
 
 # A small registered model keeps the runs short; one test uses the real default model.
@@ -160,7 +160,7 @@ def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list
     text_weights = tmp_path / "notes.pth"
     text_weights.write_text("hello")
     flow_weights = tmp_path / "flow.safetensors"  # same architecture, other task
-    export_weights(MatchStereo(SMALL, task="flow"), flow_weights, name="flow", task="flow")
+    write_bundle(MatchStereo(SMALL, task="flow"), flow_weights, name="flow", task="flow")
     evil = tmp_path / "evil.pth"
     torch.save({"model": {}, "x": _Evil()}, evil)
     state = MatchStereo(SMALL).state_dict()
@@ -481,8 +481,8 @@ def test_each_image_is_read_once_and_the_model_looked_up_once(
 
     reads: list[str] = []
     lookups: list[str] = []
-    read_image, get_spec = io.read_image, registry.get_spec
-    monkeypatch.setattr(io, "read_image", lambda path: reads.append(Path(path).name)
+    read_image, get_spec = api.read_image, registry.get_spec
+    monkeypatch.setattr(api, "read_image", lambda path: reads.append(Path(path).name)
                         or read_image(path))
     monkeypatch.setattr(registry, "get_spec", lambda name: lookups.append(name)
                         or get_spec(name))

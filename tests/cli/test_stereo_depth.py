@@ -16,8 +16,8 @@ from cli_runner import run_cli
 from crossview import api
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
-from crossview.train.checkpoint import export_weights
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -140,8 +140,8 @@ def test_min_confidence_takes_low_confidence_pixels_out(
     view = "disp" if command == "stereo" else "flow"
     calib = ["--focal", "300", "--baseline", "0.1", "--edge-ratio", "0"] * (command == "stereo")
     torch.manual_seed(0)  # one network for both runs
-    weights, _ = export_weights(MatchStereo(SMALL, task=command), tmp_path / "w.safetensors",
-                                name=model, task=command)
+    weights, _ = write_bundle(MatchStereo(SMALL, task=command), tmp_path / "w.safetensors",
+                              name=model, task=command)
 
     def run(threshold: str) -> tuple[np.ndarray, np.ndarray]:
         out = tmp_path / threshold

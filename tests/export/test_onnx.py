@@ -32,9 +32,9 @@ from crossview.export.onnx import (
     run_onnx,
 )
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
 from crossview.models.transformatcher import TransforMatcher
-from crossview.train.checkpoint import export_weights
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -74,7 +74,7 @@ def stereo(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, P
     folder = tmp_path_factory.mktemp("onnx-stereo")
     torch.manual_seed(0)
     model = MatchStereo(SMALL).eval()
-    weights, _ = export_weights(model, folder / "w.safetensors", name="onnx-test-stereo",
+    weights, _ = write_bundle(model, folder / "w.safetensors", name="onnx-test-stereo",
                                 task="stereo")
     with pytest.raises(SystemExit) as done:
         main(["export", "onnx", "--model", "onnx-test-stereo", "--weights", str(weights),
@@ -126,15 +126,15 @@ def test_the_command_reports_its_difference_from_crossview(
     """The printed differences are those of the file against ``crossview stereo`` on a pair it
     was not traced on (the export itself is replaced by a copy of the module's file)."""
     model, path = stereo
-    weights, _ = export_weights(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
+    weights, _ = write_bundle(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
                                 task="stereo")
-    from crossview.cli import export as export_cli
+    from crossview.export import onnx as onnx_export
 
     def copy(network: torch.nn.Module, out: Path, size: tuple, **options: object) -> tuple:
         shutil.copyfile(path, out)
         return ("field", "disparity", "valid")
 
-    monkeypatch.setattr(export_cli, "export_onnx", copy)
+    monkeypatch.setattr(onnx_export, "export_onnx", copy)
     code, out, err = _run(["export", "onnx", "--model", "onnx-test-stereo", "--weights",
                            str(weights), "--size", "192x192", "--bare", "-o",
                            str(tmp_path / "m.onnx")], capsys)
@@ -169,8 +169,8 @@ def test_the_default_file_gives_what_estimate_disparity_gives(
     off on average)."""
     torch.manual_seed(3)
     model = MatchStereo(SMALL).eval()
-    weights, _ = export_weights(model, tmp_path / "w.safetensors", name="onnx-test-default",
-                                task="stereo")
+    weights, _ = write_bundle(model, tmp_path / "w.safetensors", name="onnx-test-default",
+                              task="stereo")
     size = (330, 340)  # padded inside; its half (165x170) runs the half-resolution pass
     path = tmp_path / "default.onnx"
     code, out, err = _run(["export", "onnx", "--model", "onnx-test-default", "--weights",
@@ -204,10 +204,10 @@ def test_an_export_without_a_default_step_says_so(
     """``--no-refine`` on a model that refines by default: a note, and the file's metadata
     records what it lacks (the export and its check are replaced: only the wording is
     tested)."""
-    from crossview.cli import export as export_cli
+    from crossview.export import onnx as onnx_export
 
-    monkeypatch.setattr(export_cli, "export_onnx", lambda *a, **k: ("field", "disparity",
-                                                                    "valid"))
+    monkeypatch.setattr(onnx_export, "export_onnx", lambda *a, **k: ("field", "disparity",
+                                                                     "valid"))
     code, out, err = _run(["export", "onnx", "--model", "onnx-test-default", "--size",
                            "330x340", "--no-refine", "--no-check", "-o",
                            str(tmp_path / "m.onnx")], capsys)
@@ -252,7 +252,7 @@ def test_bench_export_rows(stereo: tuple[torch.nn.Module, Path],
     monkeypatch.setattr(bench, "export_onnx",
                         lambda network, out, size: shutil.copyfile(path, out) and (
                             "field", "disparity", "valid"))
-    weights, _ = export_weights(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
+    weights, _ = write_bundle(model, tmp_path / "w.safetensors", name="onnx-test-stereo",
                                 task="stereo")
     threads = torch.get_num_threads()
     code, out, err = _run(["bench", "export", "--model", "onnx-test-stereo", "--weights",

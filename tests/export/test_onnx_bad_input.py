@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from crossview.cli import export as export_cli
 from crossview.cli.app import main
+from crossview.export import onnx
 
 CASES = {
     "bare, not a multiple of 32": (["--model", "matchstereo-mini", "--size", "200x256",
@@ -38,7 +38,7 @@ CASES = {
 def test_bad_input_is_one_line_exit_2_nothing_written(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         case: str) -> None:
-    monkeypatch.setattr(export_cli, "export_onnx",
+    monkeypatch.setattr(onnx, "export_onnx",
                         lambda *a, **k: pytest.fail("the export started"))
     args, message = CASES[case]
     out = tmp_path / "out" / "m.onnx"

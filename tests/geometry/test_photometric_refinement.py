@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from crossview import api
 from crossview.geometry.photometric_refinement import RefinementSettings, _window_sums, refine_field
+from crossview.models.dense.inference import predict_fields
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
-from crossview.models.matchstereo.inference import predict_fields
 from crossview.models.registry import get_spec
 
 INTERIOR = (slice(None), slice(10, -10), slice(10, -10))

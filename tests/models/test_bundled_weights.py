@@ -14,7 +14,7 @@ import pytest
 
 import crossview
 from crossview.data.synthetic.heldout import get_heldout
-from crossview.models.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
+from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.models.registry import get_spec
 
 PAIRS = 4

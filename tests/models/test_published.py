@@ -234,7 +234,7 @@ def test_a_checkpoint_in_the_published_layout_downloads_and_loads(
     state = {key: torch.full(shape, float(i)) for i, (key, shape) in enumerate(shapes.items())}
     spec = registry.get_spec("matchstereo-t")
     file = spec.published.file
-    monkeypatch.setitem(registry._REGISTRY, "matchstereo-t", dataclasses.replace(
+    monkeypatch.setitem(registry.MODELS.entries, "matchstereo-t", dataclasses.replace(
         spec, published=PublishedWeights(file, server.url(file))))
     server.routes[f"/{file}"] = Answer(checkpoint_bytes(state, optimizer={}, epoch=100))
     model = api.load_model("matchstereo-t", download=True)

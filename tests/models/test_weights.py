@@ -237,7 +237,7 @@ def test_exports_and_record_task_write_through_one_function(
     (one place for the atomic write and the task record)."""
     import crossview.models.weights as weights
     from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
-    from crossview.train.checkpoint import export_weights
+    from crossview.models.matchstereo.bundle import write_bundle
 
     calls = []
 
@@ -251,5 +251,5 @@ def test_exports_and_record_task_write_through_one_function(
     tiny = MatchStereoConfig(dims=(8, 8, 8, 8), encoder_depths=(1, 1, 1, 1),
                              decoder_layers=(1, 1, 1, 1), radii=(1, 1, 1, 1), heads=2,
                              encoder_head=0)
-    export_weights(MatchStereo(tiny), tmp_path / "new.safetensors", name="n", task="stereo")
+    write_bundle(MatchStereo(tiny), tmp_path / "new.safetensors", name="n", task="stereo")
     assert calls == [("old.safetensors", "flow"), ("new.safetensors", "stereo")]

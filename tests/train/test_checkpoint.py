@@ -12,11 +12,11 @@ import torch
 
 from crossview.errors import UserError
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.weights import load_weights, read_safetensors
 from crossview.train.build import load_init_weights
 from crossview.train.checkpoint import (
     checkpoint_path,
-    export_weights,
     load_checkpoint,
     prune_checkpoints,
     repair_best,
@@ -32,7 +32,7 @@ TINY = MatchStereoConfig(dims=(8, 8, 8, 8), encoder_depths=(1, 1, 1, 1),
 def test_exported_weights_record_task_name_and_config(tmp_path: Path) -> None:
     model = MatchStereo(TINY, task="flow")
     path = tmp_path / "mini-flow.safetensors"
-    export_weights(model, path, name="mini-flow", task="flow")
+    write_bundle(model, path, name="mini-flow", task="flow")
     tensors, metadata = read_safetensors(path)
     assert metadata.keys() == {"task", "name", "config"}
     assert metadata["task"] == "flow" and metadata["name"] == "mini-flow"
@@ -47,7 +47,7 @@ def test_exported_weights_record_task_name_and_config(tmp_path: Path) -> None:
 
 def test_growing_from_weights_of_the_other_task_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "stereo.safetensors"
-    export_weights(MatchStereo(TINY), path, name="s", task="stereo")
+    write_bundle(MatchStereo(TINY), path, name="s", task="stereo")
     deeper = MatchStereo(dataclasses.replace(TINY, decoder_layers=(2, 2, 2, 2)), task="flow")
     with pytest.raises(UserError, match=f"{path}: the file records task 'stereo' but 'flow'"):
         load_init_weights(deeper, path, grow=True)

@@ -79,8 +79,8 @@ def _overrides(**values: object) -> dict:
     ({"train": {"stpes": 3}}, "unknown key 'train.stpes'"),
     ({"optim": {"lr": "fast"}}, "optim.lr must be float"),
     ({"task": "depth"},
-     "task must be one of 'stereo', 'flow', 'semantic', 'novel-view', 'multiview-depth', "
-     "got 'depth'"),
+     "config: task must be one of 'flow', 'multiview-depth', 'novel-view', 'semantic', "
+     "'stereo', got 'depth'"),
     ({"model": {"name": "nope"}}, "unknown model 'nope'"),
     ({"data": {"height": -5}}, "data.height must be >= 1"),
     ({"data": {"val_size": -1}}, "data.val_size must be >= 0"),
@@ -109,9 +109,8 @@ def _overrides(**values: object) -> dict:
      "of 192x256 px over 10000 samples needs about "),
     ({"data": {"train_size": 10**15}}, "config: training on batches of 2 samples of 192x256 px "
      "over 1000000000000000 samples needs about "),
-    ({"data": {"train": "kitti"}}, "config: data.train must be one of 'synthetic-stereo', "
-     "'synthetic-flow', 'synthetic-warps', 'camera-scenes', 'depth-scenes', 'real-scenes', "
-     "got 'kitti'"),
+    ({"data": {"train": "kitti"}}, "config: data.train is 'kitti', but a stereo run reads "
+     "'synthetic-stereo' or 'real-scenes'"),
     (_overrides(heads=0), "config: model.overrides.heads must be >= 1, got 0"),
     (_overrides(heads="two"), "config: model.overrides.heads must be int, got 'two'"),
     (_overrides(heads=3), "config: model.overrides.dims must each divide by heads=3"),

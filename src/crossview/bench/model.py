@@ -27,7 +27,7 @@ from crossview.api import build_model, estimate_disparity
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
-from crossview.models.matchstereo.inference import initialises_low, refines
+from crossview.models.dense.inference import initialises_low, refines
 from crossview.models.registry import get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
-from rich.progress import Progress
 
 from crossview.console import stderr, stdout
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
 from crossview.output import Terminated
+
+bars = lazy_import("rich.progress")  # progress bars: loaded when a run starts
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report Ctrl-C
 
@@ -92,7 +94,7 @@ def run_batch(jobs: Iterable[PairJob], total: int | None, run: Callable[[PairJob
     passes on to the runner, exit 143)."""
     summary = BatchSummary()
     try:
-        with Progress(console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
+        with bars.Progress(console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
             task = bar.add_task(label, total=total or None)
             for job in _guarded(jobs, summary):
                 if exists is not None and exists(job):

@@ -9,25 +9,30 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-import torch
 import typer
-from rich.progress import Progress
 
-from crossview import api
-from crossview.bench import attention as attention_bench
-from crossview.bench import camera as camera_bench
-from crossview.bench import export as export_bench
-from crossview.bench import kernels as kernels_bench
-from crossview.bench import match as match_bench
-from crossview.bench import model as model_bench
-from crossview.bench.device import fused_backend
-from crossview.bench.measure import torch_threads
 from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.errors import UserError
-from crossview.export.onnx import check_size, export_module, require
+from crossview.lazy import lazy_import
 from crossview.output import check_output_file, check_output_files, staged_files
 from crossview.report import print_table, report_json, write_json
+
+bars = lazy_import("rich.progress")  # progress bars: loaded when a run starts
+
+torch = lazy_import("torch")
+api = lazy_import("crossview.api")
+onnx = lazy_import("crossview.export.onnx")
+attention_bench = lazy_import("crossview.bench.attention")
+camera_bench = lazy_import("crossview.bench.camera")
+data_bench = lazy_import("crossview.bench.data")
+device_bench = lazy_import("crossview.bench.device")
+export_bench = lazy_import("crossview.bench.export")
+kernels_bench = lazy_import("crossview.bench.kernels")
+match_bench = lazy_import("crossview.bench.match")
+measure = lazy_import("crossview.bench.measure")
+model_bench = lazy_import("crossview.bench.model")
+train_bench = lazy_import("crossview.bench.train")
 
 app = App(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
@@ -52,7 +57,7 @@ def camera(
     views = views or [2, 8]
     if head_dim % 8 or min(views) <= 0 or min(patches, heads, repeats) <= 0 or threads < 0:
         raise UserError("--head-dim must be a multiple of 8; views, patches, heads, repeats > 0")
-    with torch_threads(threads), Progress(transient=True) as progress:
+    with measure.torch_threads(threads), bars.Progress(transient=True) as progress:
         task = progress.add_task("camera attention",
                                  total=len(views) * len(camera_bench.METHODS) * 2)
 
@@ -87,9 +92,6 @@ def data(
         "bench-results/data.json"),
 ) -> None:
     """Synthetic data throughput (samples/s on one thread): stereo, flow, warps, multi-view."""
-    # imported when run: the synthetic data engine would slow every `crossview --help`
-    from crossview.bench import data as data_bench
-
     check_output_file(json_path, "--json")
     chosen = case or list(data_bench.CASES)
     unknown = [c for c in chosen if c not in data_bench.CASES]
@@ -100,7 +102,7 @@ def data(
         raise UserError("--count and --views must be positive")
     sizes = {"warp": parse_size(warp_size), "multiview": parse_size(multiview_size)}
     cases = [(c, sizes.get(c, parse_size(size))) for c in chosen]
-    with Progress(transient=True) as progress:
+    with bars.Progress(transient=True) as progress:
         task = progress.add_task("synthetic data", total=len(cases) * count)
 
         def on_sample(label: str) -> None:
@@ -140,10 +142,10 @@ def match(
     if min(grids) <= 0 or repeats <= 0 or threads < 0 or min(memory_cap_gib, gflop_cap) <= 0:
         raise UserError("--grid, --repeats, --memory-cap-gib and --gflop-cap must be positive")
     layers = []
-    with torch_threads(threads):
+    with measure.torch_threads(threads):
         used_threads = torch.get_num_threads()
         if not model_only:
-            with Progress(transient=True) as progress:
+            with bars.Progress(transient=True) as progress:
                 task = progress.add_task("match attention", total=3 * len(grids))
 
                 def on_step(label: str) -> None:
@@ -196,10 +198,10 @@ def attention(
     repeats = (2 if quick else 5) if repeats is None else repeats
     if repeats <= 0:
         raise UserError(f"--repeats must be positive, got {repeats}")
-    fused_backend(device)  # fails before measuring if it cannot run
+    device_bench.fused_backend(device)  # fails before measuring if it cannot run
     radii = attention_bench.RADII[:1] if quick else attention_bench.RADII
     sizes = attention_bench.QUICK_SIZES if quick else attention_bench.SIZES
-    with Progress(transient=True) as progress:
+    with bars.Progress(transient=True) as progress:
         task = progress.add_task("MatchAttention", total=len(sizes) * len(radii))
 
         def on_step(label: str) -> None:
@@ -250,7 +252,7 @@ def model(
     check_output_file(json_path, "--json")
     letters, precision_names = model_bench.MODELS, model_bench.PRECISIONS
     chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
-    fused_backend(device)  # fails before measuring if it cannot run
+    device_bench.fused_backend(device)  # fails before measuring if it cannot run
     chosen_precisions = precisions or list(model_bench.DEFAULT_PRECISIONS[device])
     stereo_names = api.list_models("stereo")
     if set(chosen) - set(letters) - set(stereo_names) or set(chosen_precisions) - set(
@@ -266,7 +268,7 @@ def model(
         big=big, reference_sizes=[parse_size(s) for s in reference_sizes or ["384x1248"]],
         repeats=repeats, threads=threads,
         reference_models=[m.upper() for m in reference_models or ["T"]], device=device)
-    with Progress(transient=True) as progress:
+    with bars.Progress(transient=True) as progress:
         task = progress.add_task("model", total=len(cases))
 
         def on_case(label: str) -> None:
@@ -310,10 +312,6 @@ def train(
         "bench-results/train.json"),
 ) -> None:
     """Training steps/s and samples/s, fused versus reference MatchAttention, in one run."""
-    # imported when run: the trainer and the synthetic data engine would slow every
-    # `crossview --help`
-    from crossview.bench import train as train_bench
-
     check_output_file(json_path, "--json")
     models = model or ["matchstereo-mini", "matchstereo-t"]
     backends = backend or list(train_bench.BACKENDS)
@@ -323,7 +321,7 @@ def train(
     if unknown:
         raise UserError(f"unknown --backend {', '.join(unknown)}; expected one of "
                         f"{', '.join(train_bench.BACKENDS)}")
-    with Progress(transient=True) as progress:
+    with bars.Progress(transient=True) as progress:
         task = progress.add_task("train steps", total=len(models) * len(backends))
 
         def on_case(label: str) -> None:
@@ -363,11 +361,11 @@ def export(
     if repeats <= 0 or threads <= 0:
         raise UserError("--repeats and --threads must be positive")
     for module in ("onnx", "onnxscript", "onnxruntime"):
-        require(module)
+        onnx.require(module)
     network = api.load_model(model, weights)
-    export_module(network)
-    check_size(network, shape)
-    with Progress(transient=True) as progress:
+    onnx.export_module(network)
+    onnx.check_size(network, shape)
+    with bars.Progress(transient=True) as progress:
         task = progress.add_task("export", total=None)
         result = export_bench.bench_export(
             network, shape, repeats=repeats, threads=threads,
@@ -412,7 +410,7 @@ def kernels(
                         f"{', '.join(kernels_bench.DTYPES)}; --target sm_NN (sm_90, sm_80); got "
                         f"{', '.join(x for group in bad for x in group)}")
     used = kernels_bench.model_variants(models, dtypes)
-    with Progress(transient=True) as progress:
+    with bars.Progress(transient=True) as progress:
         task = progress.add_task("compiling", total=len(used) * len(targets))
 
         def on_row(row: dict) -> None:

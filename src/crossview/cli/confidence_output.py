@@ -7,14 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
-import torch
 import typer
 
-from crossview.data import io
+from crossview.lazy import lazy_import
 from crossview.output import check_finite
+
+if TYPE_CHECKING:
+    import torch
+
+api = lazy_import("crossview.api")
+np = lazy_import("numpy")
 
 SaveConfidence = Annotated[bool, typer.Option(
     "--save-confidence", help="Also save the per-pixel confidence in [0, 1] (.npy and .png).")]
@@ -50,6 +54,6 @@ class ConfidenceOutput:
             values = confidence[0].cpu().numpy().astype(np.float32)
             check_finite(values, f"{self.source} gave a non-finite confidence")
             picture = confidence_picture(values)
-            writers += [lambda path, v=values: io.write_npy(path, v),
-                        lambda path, p=picture: io.write_image(path, p)]
+            writers += [lambda path, v=values: api.write_npy(path, v),
+                        lambda path, p=picture: api.write_image(path, p)]
         return writers

@@ -20,32 +20,31 @@ import functools
 import glob
 import itertools
 import re
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import torch
-from torch import nn
-
-from crossview import api, memory
-from crossview.attention.match import NonFiniteError
 from crossview.cli.batch import BatchSummary, PairJob, run_batch
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
-from crossview.data import io, video
-from crossview.device import resolve_device
 from crossview.errors import UserError
-from crossview.models.matchstereo.inference import refines
+from crossview.lazy import lazy_import
 from crossview.output import check_finite, check_output_files, staged_files
+
+if TYPE_CHECKING:
+    import torch
+
+api = lazy_import("crossview.api")
+bars = lazy_import("rich.progress")  # the adaptation's progress bar
+viz = lazy_import("crossview.viz")  # matplotlib: loaded when a pair is drawn
+np = lazy_import("numpy")
 
 # one view of a result: raw [B, ...] (disparity [B, H, W] or flow [B, H, W, 2]), valid
 # [B, H, W], self_rpos [B, H, W, 2]; a command gives a result's views (first, second)
-ViewTensors = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+ViewTensors = tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]
 Views = Callable[[object], list[ViewTensors]]
-Pair = tuple[np.ndarray, np.ndarray]  # the decoded images [H, W, 3] uint8 of a pair
+Pair = tuple["np.ndarray", "np.ndarray"]  # the decoded images [H, W, 3] uint8 of a pair
 
 
 class ExtraOutput(Protocol):
@@ -79,6 +78,7 @@ class DenseOptions:
     refine: bool | None = None
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
     min_confidence: float = 0.0
+    adapt: int = 0  # test-time adaptation steps per pair (0: off)
 
     def model_inputs(self) -> str:
         """The inputs besides the images that make a result what it is, as the user gave them:
@@ -166,7 +166,7 @@ def _name_order(path: Path) -> tuple[list[str | int], str]:
 
 
 def _images_in(folder: Path) -> list[Path]:
-    images = sorted((p for p in folder.iterdir() if p.suffix.lower() in io.IMAGE_SUFFIXES),
+    images = sorted((p for p in folder.iterdir() if p.suffix.lower() in api.IMAGE_SUFFIXES),
                     key=_name_order)
     if not images:
         raise UserError(f"{folder}: no images in this directory")
@@ -183,27 +183,29 @@ def _expand(pattern: str) -> list[Path]:
 
 def read_pair(a: Path, b: Path) -> Pair:
     """Both images decoded completely, and of one size."""
-    first, second = io.read_image(a), io.read_image(b)
+    first, second = api.read_image(a), api.read_image(b)
     (ha, wa), (hb, wb) = first.shape[:2], second.shape[:2]
     if (ha, wa) != (hb, wb):
         raise UserError(f"{a} is {wa}x{ha} but {b} is {wb}x{hb} (W x H); a pair needs one size")
     return first, second
 
 
-def check_memory(task: str, model: nn.Module, label: str, pair: Pair, options: DenseOptions,
-                 size: tuple[int, int] | None) -> None:
-    """Refuse, before it runs, a pair whose run would need more memory than this machine has
-    (:func:`crossview.api.check_memory`), naming the pair and the options that help."""
-    advice = ("give a smaller --size HxW" if size is not None else
-              "run at a lower resolution with --size HxW, or give smaller images")
-    refine = refines(model, options.refine)
-    if refine:  # the full-resolution refinement can be what does not fit
-        advice += ", or pass --no-refine"
-    try:
-        api.check_memory(model, *pair[0].shape[:2], task=task, lri=options.lri, size=size,
-                         device=options.device, advice=advice, refine=refine)
-    except UserError as error:
-        raise UserError(f"{label}: {error} (no output written)") from None
+def adapted_model(task: str, model: Any, pair: Pair, options: DenseOptions, label: str) -> Any:
+    """``model``, or with ``--adapt N`` a copy adapted to ``pair``
+    (:func:`crossview.api.adapt_to_pair`), announced by a ``note:`` and followed by a progress
+    bar."""
+    if not options.adapt:
+        return model
+    stderr.print(f"note: adapting {options.model} to {label} ({options.adapt} steps)",
+                 markup=False, soft_wrap=True)
+    with bars.Progress(bars.TextColumn("adapting"), bars.BarColumn(),
+                       bars.MofNCompleteColumn(), bars.TimeRemainingColumn(), console=stderr,
+                       transient=True, disable=not stderr.is_terminal) as bar:
+        steps = bar.add_task("adapt", total=options.adapt)
+        return api.adapt_to_pair(model, *pair, task,
+                                 settings=api.AdaptationSettings(steps=options.adapt),
+                                 lri=options.lri, device=options.device,
+                                 on_step=lambda step, _: bar.update(steps, completed=step))
 
 
 def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
@@ -215,21 +217,6 @@ def output_names(pairs: list[tuple[Path, Path]]) -> list[str]:
     return [f"{i:05d}_{a.stem}" for i, (a, _) in enumerate(pairs)]
 
 
-def load_model_for(task: str, options: DenseOptions) -> nn.Module:
-    """The model, with a 'warning:' line on stderr when it runs on random weights; a model of
-    another task is a :class:`UserError`."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", api.RandomWeightsWarning)
-        model = api.load_model(options.model, options.weights, device=options.device,
-                               download=options.download)
-    if model.task != task:
-        raise UserError(f"model {options.model!r} estimates {model.task}; crossview {task} "
-                        f"needs a {task} model")
-    for warning in caught:
-        stderr.print(f"warning: {warning.message}", markup=False)
-    return model
-
-
 def find_jobs(task: str, first: str, second: str | None, frames: FrameRange | None = None
               ) -> tuple[list[PairJob] | Iterator[PairJob], int, bool]:
     """The pairs to run as ``(jobs, count, single)``: file pairs (:func:`find_pairs`, named by
@@ -237,17 +224,17 @@ def find_jobs(task: str, first: str, second: str | None, frames: FrameRange | No
     frames, its consecutive frames within ``frames`` (a video's pairs are named
     ``STEM_000000`` for frames 0 and 1, ... by the first frame's index; ``count`` 0 when the
     container does not say). ``single``: exactly two image files."""
-    sequence = second is None and task == "flow" and (video.is_video(first)
+    sequence = second is None and task == "flow" and (api.is_video(first)
                                                       or Path(first).is_dir())
-    if not sequence and (second is None or video.is_video(first)):
+    if not sequence and (second is None or api.is_video(first)):
         raise UserError("give two images, directories or patterns (flow also takes one video "
                         f"file or one folder of frames), got {first!r}"
                         + (f" and {second!r}" if second else " alone"))
     if not sequence and frames is not None:
         raise UserError(f"{frames} needs one video file or one folder of frames, not two inputs")
     frames = frames or FrameRange()
-    if sequence and video.is_video(first):
-        info = video.open_video(first, min_frames=2, purpose="flow pairs consecutive frames")
+    if sequence and api.is_video(first):
+        info = api.open_video(first, min_frames=2, purpose="flow pairs consecutive frames")
         pairs = _video_pairs(info.path, frames)
         # the first pair is decoded before the model loads: a range past the video's end fails
         # first, and the run goes on from there
@@ -279,7 +266,7 @@ def _video_pairs(path: Path, frames: FrameRange) -> Iterator[PairJob]:
     """Consecutive frames of a video within ``frames`` as pairs, decoded as the run goes; a
     :class:`UserError` when the video ends before the range's second frame."""
     previous, total = None, 0
-    for index, frame in enumerate(video.frames(path)):
+    for index, frame in enumerate(api.video_frames(path)):
         total = index + 1
         if frames.stop is not None and index >= frames.stop:
             return
@@ -306,9 +293,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     (:func:`crossview.cli.batch.run_batch`).
     """
     size = parse_size(options.size) if options.size else None
-    resolve_device(options.device, "--device")
+    api.check_run_settings(options.device, "--device")
     api.check_min_confidence(options.min_confidence, "--min-confidence")
-    memory.memory_limit()  # a bad $CROSSVIEW_MAX_MEMORY_GB: refused once, not once per pair
     kind = "disparity" if task == "stereo" else "flow"
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
     jobs, count, single = find_jobs(task, first, second, options.frames)
@@ -331,22 +317,27 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     pair = jobs[0].load() if single else None  # a bad image fails before the model loads
     for extra in extras if pair is not None else ():
         extra.check([pair])
-    model = load_model_for(task, options)
+    model = api.load_task_model(options.model, task, options.weights, purpose=f"crossview {task}",
+                                device=options.device, download=options.download)
+    advice = api.MemoryAdvice("give a smaller --size HxW" if size is not None else
+                              "run at a lower resolution with --size HxW, or give smaller images",
+                              "--no-refine")
 
     def run(job: PairJob, images: Pair | None = None) -> None:
         if images is None:
             images = job.load()
             for extra in extras:
                 extra.check([images])
-        check_memory(task, model, job.label, images, options, size)
         with staged_files(destinations(job)) as staged:
             try:
                 try:
-                    result = estimate(*images, model=model, device=options.device,
+                    result = estimate(*images, model=adapted_model(task, model, images, options,
+                                                                   job.label),
+                                      device=options.device,
                                       precision=options.precision, lri=options.lri, size=size,
-                                      refine=options.refine,
+                                      refine=options.refine, advice=advice,
                                       min_confidence=options.min_confidence)
-                except NonFiniteError:  # the fields diverged inside the network
+                except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None
                 # writers check what they are given (finite where valid) before any write
@@ -367,24 +358,24 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
 def raw_writer(array: np.ndarray, fmt: str, kind: str) -> tuple[str, Callable[[Path], None]]:
     """``(suffix, writer)`` of a disparity ``[H, W]`` or flow ``[H, W, 2]`` in format ``fmt``."""
     if fmt == "npy":
-        return ".npy", lambda path: io.write_npy(path, array)
+        return ".npy", lambda path: api.write_npy(path, array)
     if fmt == "pfm":
         values = array if kind == "disparity" else np.dstack([array, np.zeros(array.shape[:2])])
-        return ".pfm", lambda path: io.write_pfm(path, values)
+        return ".pfm", lambda path: api.write_pfm(path, values)
     if fmt == "png16" and kind == "disparity":
         clipped = np.clip(array, 0, 65535 / 256)
-        return ".png", lambda path: io.write_kitti_disparity(path, clipped, clipped > 0)
+        return ".png", lambda path: api.write_kitti_disparity(path, clipped, clipped > 0)
     if fmt == "png16":
         clipped = np.clip(array, -512, 511.98)
-        return ".png", lambda path: io.write_kitti_flow(path, clipped)
+        return ".png", lambda path: api.write_kitti_flow(path, clipped)
     if fmt == "flo" and kind == "flow":
-        return ".flo", lambda path: io.write_flo(path, array)
+        return ".flo", lambda path: api.write_flo(path, array)
     allowed = "pfm, png16, npy" + (", flo" if kind == "flow" else "")
     raise UserError(f"--format {fmt!r} cannot hold {kind}; choose one of {allowed}")
 
 
 def picture_writer(picture: np.ndarray) -> Callable[[Path], None]:
-    return lambda path: io.write_image(path, picture)
+    return lambda path: api.write_image(path, picture)
 
 
 def pair_file_names(name: str, views: tuple[str, str], kind: str, options: DenseOptions
@@ -404,19 +395,16 @@ def pair_writers(images: Pair, views: list[ViewTensors], kind: str,
     [B, ...], valid [B, H, W], self_rpos [B, H, W, 2])`` of the first and the second view;
     batch row 0 is written. A raw result that is not finite where it is valid is a
     :class:`UserError` naming :meth:`DenseOptions.model_inputs`."""
-    # imported when a pair is written: matplotlib (~0.13 s) would slow every `crossview --help`
-    from crossview.viz import disparity_to_colour, flow_to_colour, mask_to_image, self_rpos_picture
-
     writers = []
     for tensors, image in zip(views[: 2 if options.save_right else 1], images, strict=False):
         raw, valid, rpos = (t[0].cpu().numpy() for t in tensors)
         check_finite(raw, f"{options.model_inputs()} gave non-finite {kind} at valid pixels",
                      valid if raw.ndim == 2 else valid[..., None])
-        colour = disparity_to_colour(raw) if kind == "disparity" else flow_to_colour(raw)
+        colour = viz.disparity_to_colour(raw) if kind == "disparity" else viz.flow_to_colour(raw)
         writers += [raw_writer(raw, options.fmt, kind)[1], picture_writer(colour),
-                    picture_writer(mask_to_image(valid))]
+                    picture_writer(viz.mask_to_image(valid))]
         if options.save_rpos:
-            writers.append(picture_writer(self_rpos_picture(rpos, image)))
+            writers.append(picture_writer(viz.self_rpos_picture(rpos, image)))
     return writers
 
 

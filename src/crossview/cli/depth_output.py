@@ -30,20 +30,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
-import torch
 import typer
 
-from crossview.api import StereoResult
 from crossview.console import stderr
-from crossview.data import io
-from crossview.data.calibration import StereoCalibration, read_stereo_calibration
-from crossview.data.ply import write_ply
 from crossview.errors import UserError
-from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
+from crossview.lazy import lazy_import
 from crossview.output import check_finite
+
+if TYPE_CHECKING:
+    import torch
+
+    from crossview.api import StereoCalibration, StereoResult
+
+np = lazy_import("numpy")
+api = lazy_import("crossview.api")
+viz = lazy_import("crossview.viz")  # matplotlib (~0.13 s): loaded when a pair is written
 
 DEPTH_FORMATS = ("npy", "pfm", "png16")
 EDGE_RATIO = 0.05  # relative depth jump between 4-neighbours that marks a depth edge
@@ -120,35 +123,21 @@ class DepthOutput:
         :meth:`file_names` order; a :class:`UserError` naming the calibration's numbers if the
         kept depths or points do not fit float32."""
         cal = self.calibration_for(*result.disparity.shape[-2:])
-        depth, keep = self.filtered_depth(result.disparity[0].cpu(), result.valid[0].cpu())
+        metric = api.metric_depth(result.disparity[0].cpu(), result.valid[0].cpu(), cal,
+                                  max_depth=self.max_depth, edge_ratio=self.edge_ratio)
+        depth, keep = metric.depth, metric.keep
         check_finite(depth.numpy(), f"{self._inputs('focal', 'baseline', 'doffs')} give depths "
                      "beyond the float32 range", keep.numpy())
         self._warn_if_far(depth[keep])
-        cx, cy = cal.principal_point(*depth.shape)
-        points = depth_to_points(depth, cal.focal, cx, cy)[keep].numpy()
+        points = metric.points.numpy()
         for axis, centre in enumerate(("cx", "cy")):  # x = (u - cx) depth / focal, y alike
             check_finite(points[:, axis], f"{self._inputs(centre, 'baseline')} put points "
                          "beyond the float32 range")
         colours = images[0][keep.numpy()]
-        # imported when a pair is written: matplotlib (~0.13 s) would slow every `--help`
-        from crossview.viz import depth_to_colour
-
-        picture = depth_to_colour(depth.numpy(), keep.numpy())
+        picture = viz.depth_to_colour(depth.numpy(), keep.numpy())
         return [self._depth_writer(depth.numpy().astype(np.float32)),
-                lambda path: io.write_image(path, picture),
-                lambda path: write_ply(path, points, colours)]
-
-    def filtered_depth(self, disparity: torch.Tensor, valid: torch.Tensor
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Depth ``[H, W]`` (metres, 0 where filtered out) and the kept pixels ``[H, W]``."""
-        cal = self.calibration_for(*disparity.shape)
-        depth = disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
-        keep = valid & (depth > 0)
-        if self.max_depth is not None:
-            keep &= depth <= self.max_depth
-        if self.edge_ratio > 0:
-            keep &= ~depth_edge_mask(depth, self.edge_ratio)
-        return torch.where(keep, depth, 0.0), keep
+                lambda path: api.write_image(path, picture),
+                lambda path: api.write_ply(path, points, colours)]
 
     def _warn_if_far(self, kept: torch.Tensor) -> None:
         """One ``warning:`` line per run when the median of the kept depths ``[N]`` (metres)
@@ -176,12 +165,12 @@ class DepthOutput:
 
     def _depth_writer(self, depth: np.ndarray) -> Callable[[Path], None]:
         if self.fmt == "npy":
-            return lambda path: io.write_npy(path, depth)
+            return lambda path: api.write_npy(path, depth)
         if self.fmt == "pfm":
-            return lambda path: io.write_pfm(path, depth)
+            return lambda path: api.write_pfm(path, depth)
         millimetres = np.round(depth.astype(np.float64) * MILLIMETRES)
         png = np.where(millimetres <= 65535, millimetres, 0).astype(np.uint16)
-        return lambda path: io.write_png16(path, png)
+        return lambda path: api.write_png16(path, png)
 
 
 def depth_output(calib: Path | None, focal: float | None, baseline: float | None,
@@ -210,12 +199,12 @@ def depth_output(calib: Path | None, focal: float | None, baseline: float | None
     if edge_ratio is not None and not edge_ratio >= 0:
         raise UserError(f"--edge-ratio must be 0 (off) or positive, got {edge_ratio:g}")
     if calib is not None:
-        calibration = read_stereo_calibration(calib)
+        calibration = api.read_stereo_calibration(calib)
     else:
         missing = [name for name in ("--focal", "--baseline") if numbers[name] is None]
         if missing:
             raise UserError(f"{' and '.join(missing)} missing: a calibration by numbers needs "
                             "--focal (px) and --baseline (metres)")
-        calibration = StereoCalibration(focal, baseline, doffs or 0.0, cx, cy)
+        calibration = api.StereoCalibration(focal, baseline, doffs or 0.0, cx, cy)
     return DepthOutput(calibration, calib, fmt or "npy", max_depth,
                        EDGE_RATIO if edge_ratio is None else edge_ratio)

@@ -14,62 +14,25 @@ no rank waits), scores its strided share, and rank 0 alone shows progress, print
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from crossview import api
 from crossview.cli import options
 from crossview.console import stderr
-from crossview.device import resolve_device
-from crossview.distributed import (
-    barrier,
-    close_distributed,
-    dist_info_from_env,
-    init_distributed,
-    shard_strided,
-)
 from crossview.errors import UserError
-from crossview.eval import EvalResult, Predictor, evaluate
-from crossview.metrics import get_metrics, list_metrics
+from crossview.lazy import lazy_import
 from crossview.output import check_output_file
 from crossview.report import print_table, write_json
 
 if TYPE_CHECKING:
-    from crossview.baselines import BaselineRun
+    from crossview.api import EvalResult
 
+bars = lazy_import("rich.progress")  # progress bars: loaded when a run starts
 
-def model_predictor(name: str, weights: Path | None, task: str, *, device: str,
-                    precision: str, warn: bool = True, download: bool = False,
-                    sample_size: tuple[int, int] | None = None,
-                    refine: bool | None = None, lri: bool | None = None) -> Predictor:
-    """A predictor running the registered model ``name`` on a ``task`` benchmark
-    (:func:`crossview.api.predictor`; ``warn``: print loading warnings, such as random weights,
-    on stderr). With ``sample_size`` (``(H, W)`` every sample has), a model that would need
-    more memory than this machine has is refused now (:func:`crossview.api.check_memory`),
-    before any sample is read or generated. ``refine``: photometric refinement on or off
-    (``None``: the model's default, ``model.refine_by_default``); ``lri``: low-resolution
-    initialisation on or off (``None``: ``model.lri_by_default``)."""
-    model_task = api.model_task(name)
-    if model_task != task:
-        raise UserError(f"model {name!r} estimates {model_task}, but the dataset is a {task} "
-                        f"benchmark (its models: {', '.join(api.list_models(task)) or 'none'})")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", api.RandomWeightsWarning)
-        model = api.load_model(name, weights, device=device, download=download)
-    for warning in caught if warn else ():
-        stderr.print(f"warning: {warning.message}", markup=False)
-    if refine is not None:
-        model.refine_by_default = refine
-    if lri is not None:
-        model.lri_by_default = lri
-    if sample_size is not None:
-        api.check_memory(model, *sample_size, task=task, device=device,
-                         advice="evaluate at a smaller size (the dataset's size=HxW option)")
-    return api.predictor(model, device=device, precision=precision)
+api = lazy_import("crossview.api")
+distributed = lazy_import("crossview.distributed")
 
 
 def _declared_size(data: object) -> tuple[int, int] | None:
@@ -79,15 +42,13 @@ def _declared_size(data: object) -> tuple[int, int] | None:
 
 
 def _print_datasets() -> None:
-    # imported when a dataset is opened or listed: the readers need SciPy (~0.3 s at start-up)
-    from crossview.data.datasets import list_datasets
-
+    list_datasets = api.datasets.list_datasets
     rows = [(kind.name, kind.task, ", ".join(kind.metrics), kind.reduction, kind.description)
             for kind in list_datasets()]
     print_table("dataset kinds (--dataset KIND[,OPTION=VALUE...]:PATH)",
                 ["kind", "task", "metrics", "reduction", "description"], rows)
     for task in sorted({kind.task for kind in list_datasets()}):
-        typer.echo(f"{task} metrics (--metrics): {', '.join(list_metrics(task))}")
+        typer.echo(f"{task} metrics (--metrics): {', '.join(api.metrics.list_metrics(task))}")
 
 
 def _print_result(result: EvalResult, per_sample: bool, note: str) -> None:
@@ -105,18 +66,17 @@ def _print_result(result: EvalResult, per_sample: bool, note: str) -> None:
         typer.echo(f"note: {note}")
 
 
-def _print_with_baseline(result: EvalResult, runs: list[BaselineRun], model: str,
+def _print_with_baseline(result: EvalResult, runs: list[api.baselines.BaselineRun], model: str,
                          per_sample: bool) -> None:
     """One table per scene (``per_sample``) and one of the means, each with the model's row and
     a row per baseline (or a row saying why it is not available); the means' caption says what
     the baselines are."""
-    from crossview.baselines import INSTALL_HINT  # (OpenCV, slow to import: see eval_command)
-
+    hint = api.baselines.INSTALL_HINT
     metrics = result.metrics
     columns = ["", *metrics]
 
-    def unavailable(run: BaselineRun) -> tuple[str, ...]:
-        return (f"{run.baseline.name}: not available ({INSTALL_HINT})", *["-"] * len(metrics))
+    def unavailable(run: api.baselines.BaselineRun) -> tuple[str, ...]:
+        return (f"{run.baseline.name}: not available ({hint})", *["-"] * len(metrics))
 
     for scene, values in result.rows if per_sample else ():
         rows = [(model, *(values[m] for m in metrics))]
@@ -134,7 +94,7 @@ def _print_with_baseline(result: EvalResult, runs: list[BaselineRun], model: str
             rows.append(unavailable(run))
         else:
             rows.append((f"{run.baseline.name}: not available on {len(run.missing)} of "
-                         f"{len(result.rows)} scenes ({INSTALL_HINT})", *["-"] * len(metrics)))
+                         f"{len(result.rows)} scenes ({hint})", *["-"] * len(metrics)))
     label = "each scene weighs the same" if result.reduction == "image_mean" else "per pixel"
     scenes = f"{len(result.rows)} scene{'s' if len(result.rows) != 1 else ''}"
     print_table(f"{result.dataset}: mean of {scenes} ({label})", columns, rows,
@@ -152,6 +112,7 @@ def eval_command(
     download: options.Download = False,
     refine: options.Refine = None,
     lri: options.Lri = None,
+    adapt: options.Adapt = 0,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -166,10 +127,8 @@ def eval_command(
         "--list", help="List the dataset kinds and exit.")] = False,
 ) -> None:
     """Evaluate a model on a benchmark: per-sample and mean table, optional JSON."""
-    # imported when a dataset is opened: the readers need SciPy (~0.3 s at start-up)
-    from crossview.data.datasets import open_dataset
-
-    info = dist_info_from_env()  # everything up to init_distributed runs before any collective
+    # everything up to init_distributed runs before any collective
+    info = distributed.dist_info_from_env()
     if list_kinds:
         if info.is_main:
             _print_datasets()
@@ -179,43 +138,41 @@ def eval_command(
                         "(--list shows the dataset kinds)")
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, got {limit}")
-    resolve_device(device, "--device")
+    api.resolve_device(device, "--device")
     if json_path is not None:
         check_output_file(json_path, "--json")
-    # the dataset's errors come first: a mistyped model name is reported by model_predictor
+    # the dataset's errors come first: a mistyped model name is reported by api.benchmark_predictor
     known = model.lower() in api.list_models()
-    data, kind = open_dataset(dataset, task=api.model_task(model) if known else None)
+    data, kind = api.datasets.open_dataset(dataset, task=api.model_task(model) if known else None)
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
-    specs = get_metrics(kind.task, names)
+    specs = api.metrics.get_metrics(kind.task, names)
     if info.enabled and device.startswith("cuda"):
         device = f"cuda:{info.local_rank}"
-    predictor = model_predictor(model, weights, kind.task, device=device, precision=precision,
-                                warn=info.is_main, download=download,
-                                sample_size=_declared_size(data), refine=refine, lri=lri)
+    predictor = api.benchmark_predictor(model, kind.task, weights, device=device,
+                                        precision=precision, quiet=not info.is_main,
+                                        download=download, sample_size=_declared_size(data),
+                                        refine=refine, lri=lri, adapt=adapt)
     total = len(data) if limit is None else min(limit, len(data))
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())
-    info = init_distributed(device)
+    columns = (bars.TextColumn("{task.description}"), bars.BarColumn(), bars.MofNCompleteColumn(),
+               bars.TimeRemainingColumn())
+    info = distributed.init_distributed(device)
     try:
         # a transient bar shows nothing off a terminal but would leave an empty line on stderr
-        with Progress(*columns, console=stderr, transient=True,
+        with bars.Progress(*columns, console=stderr, transient=True,
                       disable=not info.is_main or not stderr.is_terminal) as progress:
             label = f"eval {kind.name}" + (f" (rank 0 of {info.world_size})" if info.enabled
                                            else "")
-            task = progress.add_task(label, total=len(shard_strided(total, info)))
-            result = evaluate(data, predictor, specs, reduction=kind.reduction,
+            task = progress.add_task(label, total=len(distributed.shard_strided(total, info)))
+            result = api.evaluation.evaluate(data, predictor, specs, reduction=kind.reduction,
                               dataset_name=kind.name, limit=limit,
                               on_sample=lambda *_: progress.advance(task), dist_info=info)
             baselines = None
             if kind.baseline:
-                # imported here: only these kinds need OpenCV, whose import is slow
-                from crossview.baselines import BASELINES, evaluate_baseline
-
                 baselines = []
-                for method in BASELINES[kind.task]:
+                for method in api.baselines.BASELINES[kind.task]:
                     task = progress.add_task(f"{method.name} baseline",
-                                             total=len(shard_strided(total, info)))
-                    baselines.append(evaluate_baseline(
+                                             total=len(distributed.shard_strided(total, info)))
+                    baselines.append(api.baselines.evaluate_baseline(
                         data, specs, baseline=method, reduction=kind.reduction, limit=limit,
                         on_sample=lambda *_, task=task: progress.advance(task),
                         dist_info=info))
@@ -223,17 +180,18 @@ def eval_command(
             if info.is_main:
                 _report(result, per_sample, json_path, {
                     "model": model, "weights": None if weights is None else str(weights),
-                    "dataset_spec": dataset, "limit": limit, "note": kind.note}, baselines)
+                    "dataset_spec": dataset, "limit": limit, "note": kind.note,
+                    "refine": refine, "lri": lri, "adapt": adapt}, baselines)
         finally:
             # the other ranks stay until rank 0 has written: a rank ending early cannot get
             # the job stopped (torchrun stops all ranks when one fails) before the output exists
-            barrier(info)
+            distributed.barrier(info)
     finally:
-        close_distributed(info)
+        distributed.close_distributed(info)
 
 
 def _report(result: EvalResult, per_sample: bool, json_path: Path | None,
-            run: dict[str, Any], baselines: list[BaselineRun] | None = None) -> None:
+            run: dict[str, Any], baselines: list[api.baselines.BaselineRun] | None = None) -> None:
     """Print the tables (and ``run["note"]``) and write ``run`` plus the result (and the
     baselines', a list under ``"baselines"``) to ``json_path`` (rank 0)."""
     if baselines is None:

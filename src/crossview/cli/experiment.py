@@ -8,11 +8,15 @@ from types import ModuleType
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress
 
 from crossview.cli.help_text import App
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
 from crossview.output import check_output_files, check_writable
+
+bars = lazy_import("rich.progress")  # progress bars: loaded when a run starts
+
+seeded_runs = lazy_import("crossview.experiments.seeded_runs")
 
 app = App(help="Reproducible experiments (results JSON, table, plot).", no_args_is_help=True)
 
@@ -36,7 +40,6 @@ def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds:
     """Check the budget and every output place, then run ``study`` (a module with
     ``run_study``, ``summarize``, ``SUMMARY_FILES`` and ``CONDITIONINGS``) and print its
     table."""
-    from crossview.experiments.seeded_runs import with_budget
 
     if (steps is not None and steps <= 0) or (seeds is not None and seeds <= 0) or jobs <= 0:
         raise UserError("--steps, --seeds and --jobs must be positive")
@@ -49,7 +52,7 @@ def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds:
     check_output_files(out / file for file in study.SUMMARY_FILES)
     for directory in (out / "runs", cache_dir):
         check_writable(directory)
-    config = with_budget(config, steps, seeds)
+    config = seeded_runs.with_budget(config, steps, seeds)
     if fresh:
         for stale in (out / "runs").glob("*.json"):
             stale.unlink()
@@ -61,7 +64,7 @@ def _run(name: str, study: ModuleType, config: Any, *, steps: int | None, seeds:
         + [f"--conditioning {c}" for c in (conditionings if only else ())]
         + [f"--jobs {jobs}", f"--out {out}"]
     )
-    with Progress() as progress:
+    with bars.Progress() as progress:
         task = progress.add_task("rendering scenes, then training",
                                  total=config.seeds * len(conditionings))
 

@@ -9,22 +9,16 @@ from typing import Annotated
 
 import typer
 
-from crossview import api
 from crossview.cli import options
 from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
-from crossview.export.onnx import (
-    check_size,
-    compare_with_crossview,
-    dropped_defaults,
-    export_module,
-    export_onnx,
-    file_metadata,
-    require,
-)
-from crossview.long_step import long_step
+from crossview.lazy import lazy_import
 from crossview.output import check_output_file
+
+api = lazy_import("crossview.api")
+onnx = lazy_import("crossview.export.onnx")
+steps = lazy_import("crossview.long_step")  # its spinner (rich.progress) loads when used
 
 app = App(help="Export models to other runtimes.", no_args_is_help=True)
 
@@ -57,20 +51,21 @@ def onnx_command(
     check_output_file(out, "-o")
     shape = parse_size(size)
     for module in ("onnx", "onnxscript", *(["onnxruntime"] if check else [])):
-        require(module)
+        onnx.require(module)
     network = api.load_model(model, weights)
     # a model, option or size that cannot be exported fails before the trace
-    module = export_module(network, lri=lri, refine=refine, bare=bare)
-    check_size(network, shape, bare=bare)
+    module = onnx.export_module(network, lri=lri, refine=refine, bare=bare)
+    onnx.check_size(network, shape, bare=bare)
     api.check_memory(network, *shape, task=network.task, lri=getattr(module, "lri", False),
-                     refine=getattr(module, "refine", False), advice="give a smaller --size")
-    names = export_onnx(network, out, shape, lri=lri, refine=refine, bare=bare,
-                        dynamic=bare and not static)
+                     refine=getattr(module, "refine", False),
+                     advice=api.MemoryAdvice("give a smaller --size", "--no-refine"))
+    names = onnx.export_onnx(network, out, shape, lri=lri, refine=refine, bare=bare,
+                             dynamic=bare and not static)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",
                  markup=False, soft_wrap=True)
-    meta = file_metadata(module, shape, bare and not static)
+    meta = onnx.file_metadata(module, shape, bare and not static)
     if "crossview.same_as" in meta:
-        lacks = [what for _, what in dropped_defaults(module)]
+        lacks = [what for _, what in onnx.dropped_defaults(module)]
         if lacks:
             stderr.print(f"note: the file lacks the {' and '.join(lacks)} that "
                          f"`crossview {network.task} --model {model}` does by default "
@@ -78,8 +73,8 @@ def onnx_command(
         stdout.print(f"the file computes what `{meta['crossview.same_as']}` gives "
                      f"at {meta['crossview.size']}", markup=False, soft_wrap=True)
     if check:
-        with long_step(f"checking {out.name} with onnxruntime against crossview"):
-            differences = compare_with_crossview(module, out, shape)
+        with steps.long_step(f"checking {out.name} with onnxruntime against crossview"):
+            differences = onnx.compare_with_crossview(module, out, shape)
         against = meta.get("crossview.same_as", "pytorch")
         stdout.print(f"|onnxruntime - {against}|: " + "; ".join(
             f"{name} mean {mean:.3g} max {largest:.3g}"

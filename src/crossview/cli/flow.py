@@ -16,14 +16,17 @@ before stop; each pair is one of them and the next). Many pairs are written pair
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crossview.api import DEFAULT_FLOW_MODEL, FlowResult
 from crossview.cli import options
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, FrameRange, ViewTensors, run_dense
+from crossview.defaults import DEFAULT_FLOW_MODEL
+
+if TYPE_CHECKING:
+    from crossview.api import FlowResult
 
 
 def _views(result: FlowResult) -> list[ViewTensors]:
@@ -47,6 +50,7 @@ def flow_command(
     precision: options.Precision = "fp32",
     lri: options.Lri = None,
     refine: options.Refine = None,
+    adapt: options.Adapt = 0,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
         "--save-right", help="Also write the backward flow (FRAME1 -> FRAME0) and its mask.")
@@ -76,7 +80,7 @@ def flow_command(
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
                          refine=refine, frames=frames,
-                         min_confidence=min_confidence)
+                         min_confidence=min_confidence, adapt=adapt)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_backward],
                                   dense.model_inputs())

@@ -15,15 +15,16 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
-from crossview import api
 from crossview.console import stdout
-from crossview.data import io
-from crossview.device import resolve_device
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
 from crossview.output import check_output_files, staged_files
+
+api = lazy_import("crossview.api")
+viz = lazy_import("crossview.viz")  # matplotlib: loaded when matches are drawn
+np = lazy_import("numpy")
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _POINT = re.compile(rf"^\s*({_NUMBER})\s*[,\s]\s*({_NUMBER})\s*$")
@@ -70,12 +71,9 @@ def match_command(
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
 ) -> None:
     """Transfer keypoints from SRC to TGT (semantic correspondence) and draw the matches."""
-    # imported when pictures are drawn: matplotlib (~0.13 s) would slow every `crossview --help`
-    from crossview.viz import match_lines, warp_source_to_target
-
     if points is not None and points_file is not None:
         raise UserError("give either --points or --points-file, not both")
-    resolve_device(device, "--device")
+    api.resolve_device(device, "--device")
     if points_file is not None:
         if not points_file.is_file():
             raise UserError(f"{points_file}: no such points file")
@@ -89,13 +87,13 @@ def match_command(
         pts = parse_points(points, "--points")
     else:
         pts = None
-    src_image, tgt_image = io.read_image(src), io.read_image(tgt)
+    src_image, tgt_image = api.read_image(src), api.read_image(tgt)
     outputs = [out_dir / name for name in OUTPUT_NAMES]
     check_output_files(outputs)
     result = api.match_keypoints(src_image, tgt_image, pts, weights=weights, device=device)
     points_px, transferred = result.points.numpy(), result.transferred.numpy()
-    picture = match_lines(src_image, tgt_image, points_px, transferred)
-    warped = warp_source_to_target(src_image, result.flow_backward)
+    picture = viz.match_lines(src_image, tgt_image, points_px, transferred)
+    warped = viz.warp_source_to_target(src_image, result.flow_backward)
     payload = {"source": str(src), "target": str(tgt),
                "source_size": list(src_image.shape[1::-1]),
                "target_size": list(tgt_image.shape[1::-1]),
@@ -104,7 +102,7 @@ def match_command(
     with staged_files(outputs) as (json_file, csv_file, picture_file, warped_file):
         json_file.write_text(json.dumps(payload, indent=2))
         csv_file.write_text(_csv_text(points_px, transferred))
-        io.write_image(picture_file, picture)
-        io.write_image(warped_file, warped)
+        api.write_image(picture_file, picture)
+        api.write_image(warped_file, warped)
     stdout.print(f"{len(points_px)} points transferred; wrote {', '.join(OUTPUT_NAMES)} to "
                    f"{out_dir}")

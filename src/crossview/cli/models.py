@@ -3,8 +3,10 @@ or published and whether they are in the cache) and their licence where known.""
 
 from __future__ import annotations
 
-from crossview import api
+from crossview.lazy import lazy_import
 from crossview.report import print_table
+
+api = lazy_import("crossview.api")
 
 
 def models_command() -> None:

@@ -25,6 +25,10 @@ Lri = Annotated[bool | None, typer.Option(
 Refine = Annotated[bool | None, typer.Option(
     "--refine/--no-refine", help="Polish the field photometrically (default: the model's; on "
     "for the hybrid models, off for the published ones).", show_default=False)]
+Adapt = Annotated[int, typer.Option(
+    "--adapt", min=0, help="Test-time adaptation: first fit a copy of the model to each pair "
+    "with N steps of a self-supervised loss (each step several times the cost of inference; "
+    "10 was chosen on held-out real scenes). 0: off.")]
 FixedSize = Annotated[str | None, typer.Option(
     "--size", help="Fixed-resolution inference at HxW, results resized back.")]
 SaveRpos = Annotated[bool, typer.Option(

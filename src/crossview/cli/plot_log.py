@@ -7,6 +7,10 @@ from typing import Annotated
 
 import typer
 
+from crossview.lazy import lazy_import
+
+api = lazy_import("crossview.api")
+
 
 def plot_log_command(
     log: Annotated[Path, typer.Argument(help="A run's log.jsonl (or its run directory).")],
@@ -15,10 +19,7 @@ def plot_log_command(
     title: Annotated[str | None, typer.Option(help="Figure title.")] = None,
 ) -> None:
     """Plot loss terms, learning rate and validation metrics of a training log."""
-    # imported when a plot is drawn: matplotlib would slow every `crossview --help`
-    from crossview.train.logplot import plot_log
-
     if log.is_dir():
         log = log / "log.jsonl"
-    written = plot_log(log, out or log.with_name("curves.png"), title=title)
+    written = api.plot_log(log, out or log.with_name("curves.png"), title=title)
     typer.echo(f"wrote {written}")

@@ -9,10 +9,12 @@ from typing import Annotated
 
 import typer
 
-from crossview import api
 from crossview.cli import options
 from crossview.console import stdout
+from crossview.lazy import lazy_import
 from crossview.output import check_output_files
+
+api = lazy_import("crossview.api")
 
 
 def rectify_command(

@@ -13,15 +13,18 @@ positions as ``NAME_disp_rpos.png``, with ``--save-confidence`` the confidence
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crossview.api import DEFAULT_STEREO_MODEL, StereoResult
 from crossview.cli import depth_output as depth
 from crossview.cli import options
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
+from crossview.defaults import DEFAULT_STEREO_MODEL
+
+if TYPE_CHECKING:
+    from crossview.api import StereoResult
 
 
 def _views(result: StereoResult) -> list[ViewTensors]:
@@ -40,6 +43,7 @@ def stereo_command(
     precision: options.Precision = "fp32",
     lri: options.Lri = None,
     refine: options.Refine = None,
+    adapt: options.Adapt = 0,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
         "--save-right", help="Also write the right view's disparity and mask.")] = False,
@@ -64,7 +68,7 @@ def stereo_command(
                                      max_depth, edge_ratio)
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
-                         refine=refine, min_confidence=min_confidence)
+                         refine=refine, min_confidence=min_confidence, adapt=adapt)
     confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_right],
                                   dense.model_inputs())

@@ -16,6 +16,9 @@ import typer
 
 from crossview.console import stdout
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
+
+api = lazy_import("crossview.api")
 
 
 def train_command(
@@ -51,47 +54,18 @@ def train_command(
         "model without training further (e.g. a run stopped early).")] = False,
 ) -> None:
     """Train a model; checkpoints, log.jsonl and best.pt go to train.out_dir."""
-    from crossview.distributed import dist_info_from_env
-    from crossview.output import check_output_files
-    from crossview.train.checkpoint import BEST_NAME
-    from crossview.train.config import load_config  # PyYAML: the [train] extra
-    from crossview.train.recipes import get_recipe
-    from crossview.train.runlog import LOG_NAME
-    from crossview.train.trainer import Trainer
-
-    cfg = load_config(config)
-    if out_dir is not None:
-        cfg.train.out_dir = str(out_dir)
-    if steps is not None:
-        cfg.train.steps = steps
     if export_only and (not resume or export is None):
         raise UserError("--export-only needs --resume and --export")
     if grow and init_weights is None:
         raise UserError("--grow needs --init-weights")
-    recipe = get_recipe(cfg.task)
-    recipe.check(cfg)
-    if dist_info_from_env().is_main:  # the rank that writes; checked before any training
-        if export is not None:
-            recipe.check_export(export)
-        check_output_files(Path(cfg.train.out_dir) / name for name in (LOG_NAME, BEST_NAME))
-    trainer = Trainer(cfg, resume=resume, init_weights=init_weights, grow=grow)
-
-    def write_export() -> list[Path]:
-        return recipe.export(trainer.model, export, name=export.stem, description=description,
-                             cfg=cfg, step=trainer.step)
-
+    run = api.train(config, resume=resume, init_weights=init_weights, grow=grow,
+                    out_dir=out_dir, steps=steps, export=export, description=description,
+                    export_only=export_only)
+    for written in run.exported:
+        stdout.print(f"wrote {written}" + (f" (step {run.step})" if export_only else ""))
     if export_only:
-        try:
-            for written in write_export():
-                stdout.print(f"wrote {written} (step {trainer.step})")
-        finally:
-            trainer.close()
         return
-    summary = trainer.run()
-    finished = summary["step"] >= cfg.train.steps
-    if summary["is_main"] and export is not None and finished:
-        for written in write_export():
-            stdout.print(f"wrote {written}")
+    cfg, summary, finished = run.cfg, run.summary, run.finished
 
     def again(step_count: object) -> str:
         """The command that resumes this run (with ``--steps step_count`` unless None)."""

@@ -2,8 +2,8 @@
 (a tuple of tensors, as exporters want), instead of the dict of intermediate fields the models
 return.
 
-- :class:`DenseOutputs` (MatchStereo / MatchFlow): ``field``, then ``disparity`` or ``flow``,
-  then ``valid``;
+- :class:`DenseOutputs` (any dense network, :mod:`crossview.models.dense.contract`):
+  ``field``, then ``disparity`` or ``flow``, then ``valid``;
 - :class:`MatcherOutputs` (TransforMatcher): ``coords``.
 """
 
@@ -14,7 +14,7 @@ from torch import nn
 
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
-from crossview.models.matchstereo.inference import (
+from crossview.models.dense.inference import (
     CONSISTENCY_THRESHOLD,
     network_fields,
     refine_fields,
@@ -24,11 +24,12 @@ INPUT_NAMES = ("image0", "image1")
 
 
 class DenseOutputs(nn.Module):
-    """MatchStereo (stereo) or MatchFlow (flow) with its final outputs only.
+    """A dense network (stereo or flow, :class:`crossview.models.dense.contract.DenseNetwork`)
+    with its final outputs only.
 
     ``forward(image0, image1)``, images ``[B, 3, H, W]`` float 0..255, computes what
     :func:`crossview.estimate_disparity` / :func:`crossview.estimate_flow` compute for them
-    (:func:`~crossview.models.matchstereo.inference.network_fields`: padding to multiples of 32
+    (:func:`~crossview.models.dense.inference.network_fields`: padding to multiples of 32
     inside, the half-resolution pass with ``lri``; then the photometric refinement with
     ``refine``), or with ``bare`` the network alone (H and W multiples of 32, no padding, no
     low-resolution initialisation, no refinement: the shape-free graph of a dynamic export).

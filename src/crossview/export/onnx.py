@@ -37,7 +37,8 @@ from crossview.attention import using_backend
 from crossview.errors import UserError
 from crossview.export.modules import INPUT_NAMES, DenseOutputs, MatcherOutputs
 from crossview.long_step import long_step
-from crossview.models.matchstereo.inference import initialises_low, refines
+from crossview.models.dense.contract import is_dense
+from crossview.models.dense.inference import initialises_low, refines
 from crossview.output import atomic_output
 
 STRIDE = 32  # MatchStereo / MatchFlow sides are multiples of this (the 1/32 scale)
@@ -61,7 +62,7 @@ def export_module(model: nn.Module, *, lri: bool | None = None, refine: bool | N
     :class:`UserError` for a model that cannot be exported or options it does not take."""
     task = getattr(model, "task", None)
     name = getattr(model, "model_name", type(model).__name__)
-    if task in ("stereo", "flow") and hasattr(model, "forward_fields"):
+    if task in ("stereo", "flow") and is_dense(model):
         if bare and (lri or refine):
             raise UserError("--bare exports the network alone: no --lri, no --refine")
         if bare:
@@ -73,8 +74,8 @@ def export_module(model: nn.Module, *, lri: bool | None = None, refine: bool | N
             raise UserError(f"{name} is exported whole: --bare, --lri and --refine are "
                             "MatchStereo / MatchFlow options")
         return MatcherOutputs(model).eval()
-    raise UserError(f"model {name!r} ({task}) cannot be exported to ONNX; export a MatchStereo, "
-                    "MatchFlow or TransforMatcher model")
+    raise UserError(f"model {name!r} ({task}) cannot be exported to ONNX; export a dense "
+                    "(stereo, flow) or a TransforMatcher model")
 
 
 def check_size(model: nn.Module, size: tuple[int, int], *, bare: bool = False) -> None:
@@ -92,7 +93,7 @@ def check_size(model: nn.Module, size: tuple[int, int], *, bare: bool = False) -
     if bare and (h % STRIDE or w % STRIDE):
         raise UserError(f"--size {h}x{w}: the bare {name} needs sides that are multiples of "
                         f"{STRIDE} (no padding inside), e.g. {_round_up(h)}x{_round_up(w)}")
-    least_h, least_w = model.config.min_shape(model.task)
+    least_h, least_w = model.min_shape(model.task)
     if not bare:  # padded inside to multiples of 32
         least_h, least_w = least_h - STRIDE + 1, least_w - STRIDE + 1
     if h < least_h or w < least_w:
@@ -154,7 +155,7 @@ def example_inputs(size: tuple[int, int], seed: int = 0) -> tuple[torch.Tensor, 
 def _dynamic_shapes(module: nn.Module) -> dict[str, dict[int, object]]:
     """Height and width as multiples of 32 (at least the model's minimum) for a bare
     MatchStereo / MatchFlow network."""
-    least_h, least_w = module.model.config.min_shape(module.task)
+    least_h, least_w = module.model.min_shape(module.task)
     rows = torch.export.Dim("rows32", min=least_h // STRIDE)
     cols = torch.export.Dim("cols32", min=least_w // STRIDE)
     axes = {2: STRIDE * rows, 3: STRIDE * cols}

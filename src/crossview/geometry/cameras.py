@@ -208,7 +208,3 @@ class Cameras:
     def projection_inverse(self) -> Tensor:
         """Analytic P~^-1 ``[..., 4, 4]``."""
         return lifted_projection_inverse(self.normalized_K(), self.viewmats)
-
-    def centers(self) -> Tensor:
-        """World-frame camera centres ``[..., 3]``."""
-        return camera_centers(self.viewmats)

@@ -12,8 +12,9 @@ A transferred keypoint is correct when ``||k_pred - k_gt||_2 <= alpha * max(H, W
 Keypoints are ``[N, 2]`` pixel ``(x, y)`` arrays with a boolean ``valid [N]``. Each call returns
 a :class:`~crossview.metrics.score.Score` ``(100 * correct, valid count)`` of one pair, so the
 accumulator gives both the per-keypoint ("pooled") and the per-pair ("image_mean") PCK.
-The metrics ``pck@{alpha}_{kind}`` of task ``"semantic"`` are registered when this module is
-imported; they read ``keypoints1``, ``valid_keypoints``, ``bbox1`` and ``image1`` from a sample.
+The metrics ``pck@{alpha}_{kind}`` of task ``"semantic"`` are registered by this module (found by
+:mod:`crossview.metrics.registry`); they read ``keypoints1``, ``valid_keypoints``, ``bbox1``
+and ``image1`` from a sample.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ a dataset reader: stereo metrics use ``sample["disparity"]``, flow metrics ``sam
 the plain names evaluate on ``sample["valid"]`` (pixels with ground truth, "all"), the ``_noc``
 names on ``sample["valid_noc"]`` (non-occluded pixels with ground truth). A name ending in
 ``_holes`` (``bad2_holes``, ``fl_all_noc_holes``) counts a missing or non-finite prediction as an
-error instead of returning NaN (``count_holes=True``, see :mod:`crossview.metrics.score`). Other
-packages add their metrics with :func:`register_metric` (e.g. semantic PCK for keypoint
-datasets).
+error instead of returning NaN (``count_holes=True``, see :mod:`crossview.metrics.score`). Every
+module of this package registers its metrics (:func:`register_metric`, e.g. semantic PCK in
+:mod:`.keypoints`); the registry finds them all on the first lookup.
 """
 
 from __future__ import annotations
@@ -20,33 +20,32 @@ from typing import Any
 from crossview.errors import UserError
 from crossview.metrics import flow, stereo
 from crossview.metrics.score import MetricSpec, Score
+from crossview.registry import Registry, import_modules
 
-_METRICS: dict[tuple[str, str], MetricSpec] = {}
+# (task, name) -> spec; every module of this package registers its metrics
+METRICS: Registry[tuple[str, str], MetricSpec] = Registry("metric",
+                                                          import_modules("crossview.metrics"))
 MASKS = {"": "valid", "_noc": "valid_noc"}
 HOLES = {"": False, "_holes": True}  # name suffix -> count_holes
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
     """Add ``spec`` under ``(spec.task, spec.name)``; names are unique per task."""
-    key = (spec.task, spec.name)
-    if key in _METRICS:
-        raise ValueError(f"metric {spec.name!r} is already registered for task {spec.task!r}")
-    _METRICS[key] = spec
-    return spec
+    return METRICS.register((spec.task, spec.name), spec)
 
 
 def list_metrics(task: str) -> list[str]:
     """The metric names available for ``task``."""
-    return sorted(name for metric_task, name in _METRICS if metric_task == task)
+    return [name for (metric_task, name), _ in METRICS.items() if metric_task == task]
 
 
 def get_metrics(task: str, names: Sequence[str]) -> list[MetricSpec]:
     """The specs of ``names`` for ``task``; an unknown name is a :class:`UserError`."""
-    unknown = [name for name in names if (task, name) not in _METRICS]
+    unknown = [name for name in names if (task, name) not in METRICS]
     if unknown:
         raise UserError(f"unknown {task} metric(s) {', '.join(unknown)}; "
                         f"known: {', '.join(list_metrics(task))}")
-    return [_METRICS[(task, name)] for name in names]
+    return [METRICS.get((task, name)) for name in names]
 
 
 def _masked(fn: Callable[..., Score], truth_key: str, mask_key: str

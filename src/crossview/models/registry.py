@@ -22,11 +22,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import pkgutil
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +36,7 @@ from crossview.errors import UserError
 from crossview.models import published as published_weights
 from crossview.models.published import PublishedWeights
 from crossview.models.weights import load_weights
+from crossview.registry import Registry, import_modules
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 
@@ -150,28 +149,13 @@ def configured(config: Any, make: Callable[[Any], nn.Module]) -> Callable[..., n
     return build
 
 
-_REGISTRY: dict[str, ModelSpec] = {}
-_families_found = False
+# every family folder's specs.py registers its models
+MODELS: Registry[str, ModelSpec] = Registry("model", import_modules(__package__, "specs"))
 
 
 def register_model(spec: ModelSpec, *, replace: bool = False) -> ModelSpec:
     """Add ``spec`` under ``spec.name`` (lower case); ``replace=True`` to overwrite a name."""
-    name = spec.name.lower()
-    if name in _REGISTRY and not replace:
-        raise ValueError(f"model {name!r} is already registered")
-    _REGISTRY[name] = spec
-    return spec
-
-
-def _find_families() -> None:
-    """Import the ``specs`` module of every family folder once (each registers its models)."""
-    global _families_found
-    if _families_found:
-        return
-    _families_found = True
-    for family in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if family.ispkg and (Path(__file__).parent / family.name / "specs.py").is_file():
-            import_module(f"{__package__}.{family.name}.specs")
+    return MODELS.register(spec.name.lower(), spec, replace=replace)
 
 
 def get_spec(name: str) -> ModelSpec:
@@ -180,12 +164,9 @@ def get_spec(name: str) -> ModelSpec:
     if not isinstance(name, str):
         raise TypeError(f"the model name must be a string, got {name!r}; choose one of: "
                         f"{', '.join(list_models())}")
-    _find_families()
-    try:
-        return _REGISTRY[name.lower()]
-    except KeyError:
-        raise UserError(f"unknown model {name!r}; choose one of: "
-                        f"{', '.join(list_models())}") from None
+    if name.lower() not in MODELS:  # the name as given, not lower-cased
+        raise UserError(f"unknown model {name!r}; choose one of: {', '.join(list_models())}")
+    return MODELS.get(name.lower())
 
 
 def models_fitting(state_dict: Mapping[str, torch.Tensor], task: str) -> list[str]:
@@ -196,8 +177,8 @@ def models_fitting(state_dict: Mapping[str, torch.Tensor], task: str) -> list[st
         return {key: tuple(value.shape) for key, value in tensors.items()}
 
     wanted = shapes(state_dict)
-    return [name for name in list_models(task) if _REGISTRY[name].load is None
-            and shapes(_REGISTRY[name].skeleton().state_dict()) == wanted]
+    return [name for name in list_models(task) if MODELS.get(name).load is None
+            and shapes(MODELS.get(name).skeleton().state_dict()) == wanted]
 
 
 def _fitting_hint(state_dict: Mapping[str, torch.Tensor], task: str) -> str:
@@ -213,11 +194,9 @@ def _fitting_hint(state_dict: Mapping[str, torch.Tensor], task: str) -> str:
 
 def list_published() -> list[str]:
     """Names of the registered models whose specs name published weights, sorted."""
-    _find_families()
-    return sorted(name for name, spec in _REGISTRY.items() if spec.published is not None)
+    return [name for name, spec in MODELS.items() if spec.published is not None]
 
 
 def list_models(task: str | None = None) -> list[str]:
     """Registered model names (of ``task`` only, if given), sorted."""
-    _find_families()
-    return sorted(name for name, spec in _REGISTRY.items() if task in (None, spec.task))
+    return [name for name, spec in MODELS.items() if task in (None, spec.task)]

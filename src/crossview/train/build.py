@@ -10,7 +10,6 @@ split with seed ``data.seed + 1000`` (an unrelated stream), so the held-out benc
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,14 @@ from crossview import settings
 from crossview.data.augment import Augmentor, flow_augmentor, stereo_augmentor
 from crossview.data.camera_effects import CameraEffects
 from crossview.data.real_stereo import MixedStream, RealStereoTraining, RealStereoValidation
+from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
+from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
 from crossview.errors import UserError
+from crossview.models.registry import get_spec
+from crossview.models.weights import load_weights, read_state_dict
 from crossview.train.config import Config
+from crossview.train.grow import grow_into
 
-DATASETS = ("synthetic-stereo", "synthetic-flow", "real-scenes")
 VALIDATION_SEED_OFFSET = 1000
 
 
@@ -78,16 +81,14 @@ def _augmentor(task: str, augment: str, crop: tuple[int, int]) -> Augmentor | No
 def _synthetic(name: str, length: int, seed: int, size: tuple[int, int],
                transform: Augmentor | None = None, street: float = 0.0) -> TrainingView:
     if name == "synthetic-stereo":
-        from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
         config = StereoConfig(size=size, street_probability=street)
         return TrainingView(SyntheticStereo(length, seed=seed, config=config,
                                             transform=transform), stereo_training_sample)
     if name == "synthetic-flow":
-        from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
         config = FlowConfig(size=size, street_probability=street)
         return TrainingView(SyntheticFlow(length, seed=seed, config=config,
                                           transform=transform), flow_training_sample)
-    raise UserError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
+    raise ValueError(f"no synthetic dataset {name!r}: the recipe's check lets none other pass")
 
 
 def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
@@ -141,28 +142,25 @@ def build_model(cfg: Config) -> torch.nn.Module:
     """The registry model ``cfg.model.name`` (randomly initialised), its configuration
     fields replaced by ``cfg.model.overrides``, each checked like the configuration's own
     fields (``config: model.overrides.heads must be >= 1, got 0``)."""
-    from crossview.models.matchstereo.model import MatchStereo
-    from crossview.models.registry import get_spec
     spec = get_spec(cfg.model.name)
     if spec.task != cfg.task:
         raise UserError(f"model {cfg.model.name!r} is a {spec.task} model but the config's "
                         f"task is {cfg.task!r}")
-    model = spec.build()
-    if not cfg.model.overrides:
-        return model
-    values = {**dataclasses.asdict(model.config), **cfg.model.overrides}
     try:
-        config = settings.build(type(model.config), values, "model.overrides")
+        return spec.build(**cfg.model.overrides)
     except settings.SettingError as error:
-        raise UserError(f"config: {error}") from None
-    return MatchStereo(config, task=cfg.task)
+        # registry.configured names the fields "overrides.KEY": in the config they are
+        # "model.overrides.KEY"
+        message = str(error).replace("overrides", "model.overrides", 1)
+        raise UserError(f"config: {message}") from None
 
 
 def check_crop(model: torch.nn.Module, cfg: Config) -> None:
     """:class:`UserError` if the training crop ``data.height x data.width`` cannot go through
     ``model`` (MatchStereo trains on unpadded crops: multiples of 32, at least
-    ``config.min_shape(task)``). Models without that description are not checked."""
-    min_shape = getattr(getattr(model, "config", None), "min_shape", None)
+    ``model.min_shape(task)``, :mod:`crossview.models.dense.contract`). Models without it are
+    not checked."""
+    min_shape = getattr(model, "min_shape", None)
     if min_shape is None:
         return
     (h, w), (least_h, least_w) = (cfg.data.height, cfg.data.width), min_shape(cfg.task)
@@ -176,9 +174,7 @@ def load_init_weights(model: torch.nn.Module, path: str | Path, *, grow: bool = 
     """Fine-tuning: load a published ``.pth`` / state dict / ``.safetensors`` into ``model``
     (strictly, with the model engineer's loader); with ``grow``, the weights of a network with
     fewer decoder layers or encoder blocks, the extra ones starting as the identity."""
-    from crossview.models.weights import load_weights, read_state_dict
     if grow:
-        from crossview.train.grow import grow_into
         grow_into(model, read_state_dict(path, task=getattr(model, "task", None)),
                   source=str(path))
     else:

@@ -28,11 +28,11 @@ import numpy as np
 import torch
 
 from crossview.errors import UserError
+from crossview.models.weights import load_tensors_only
 from crossview.output import (
     atomic_output,
     check_output_file,
     check_output_files,
-    staged_files,
 )
 from crossview.output import (
     remove_stale_temporaries as _remove_stale,
@@ -83,8 +83,6 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` (never unpickles arbitrary objects).
 
     A missing, truncated, corrupt or foreign file is one :class:`UserError` line naming it."""
-    from crossview.models.weights import load_tensors_only
-
     path = Path(path)
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
@@ -222,40 +220,11 @@ def restore_rng_state(state: dict[str, Any]) -> None:
 
 def check_export_path(path: str | Path, companions: Iterable[str | Path] = ()) -> Path:
     """``path`` if an export can write there (and the ``companions`` written with it, such as
-    :func:`export_weights`'s description), else a :class:`UserError` naming what is in the
-    way."""
+    the description of :func:`crossview.models.matchstereo.bundle.write_bundle`), else a
+    :class:`UserError` naming what is in the way."""
     path = Path(path)
     if path.suffix != ".safetensors":
         raise UserError(f"export path must end in .safetensors, got {path}")
     check_output_file(path, "--export")
     check_output_files(companions)
     return path
-
-
-def export_weights(model: torch.nn.Module, path: str | Path, *, name: str, task: str,
-                   description: str = "") -> tuple[Path, Path]:
-    """Write ``model``'s weights as ``path`` (.safetensors) and the registry description
-    ``path.with_suffix('.json')`` (name, task, MatchStereo configuration), both together or
-    neither (:func:`crossview.output.staged_files`).
-
-    The .safetensors metadata records the task (so a loader can refuse stereo weights for a
-    flow model and vice versa, see :mod:`crossview.models.weights`), the name and the
-    configuration (JSON). Dropped into ``crossview/models/weights/``, the pair registers model
-    ``name`` with these weights as its default (see :mod:`crossview.models.registry`).
-    """
-    import dataclasses
-    import json
-
-    from crossview.models.weights import write_safetensors
-
-    path = check_export_path(path, [Path(path).with_suffix(".json")])
-    config = {k: list(v) if isinstance(v, tuple) else v
-              for k, v in dataclasses.asdict(model.config).items()}
-    meta = {"name": name, "task": task, "config": config, "weights": path.name,
-            "description": description}
-    meta_path = path.with_suffix(".json")
-    with staged_files([path, meta_path]) as (weights_file, meta_file):
-        write_safetensors(weights_file, model.state_dict(), task,
-                          {"name": name, "config": json.dumps(config)})
-        meta_file.write_text(json.dumps(meta, indent=2) + "\n")
-    return path, meta_path

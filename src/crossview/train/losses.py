@@ -31,11 +31,17 @@ Terms (``LossConfig`` switches each one on or off):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 
+from crossview.errors import UserError
 from crossview.geometry.consistency import consistency_error
-from crossview.train.config import LossConfig
+
+if TYPE_CHECKING:  # annotations only: the config module needs PyYAML (the [train] extra), the
+    # losses do not (test-time adaptation runs them without it)
+    from crossview.train.config import LossConfig
 
 
 def upsample_field(field: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -245,8 +251,8 @@ def init_loss(outputs: dict, gt: torch.Tensor, valid: torch.Tensor, task: str,
 def self_loss(outputs: dict, gt: torch.Tensor, valid: torch.Tensor,
               cfg: LossConfig) -> torch.Tensor:
     """``L_self``: discounted L1 over self fields, upsampled fields and the final field."""
-    fields = [f for f, kind in zip(outputs["fields"], outputs["field_kinds"], strict=True)
-              if kind in ("self", "up")]
+    fields = [f for f, kind in zip(outputs.get("fields", []), outputs.get("field_kinds", []),
+                                   strict=True) if kind in ("self", "up")]
     fields.append(outputs["field"])
     gt_v, valid_v, rows = _views(gt, valid, fields[-1].shape[0])
     weights = discount_weights(len(fields), cfg.gamma)
@@ -302,8 +308,10 @@ def training_loss(outputs: dict, gt: torch.Tensor, valid: torch.Tensor, task: st
     """The weighted sum of the enabled terms, and each term's value for logging.
 
     Args:
-        outputs: ``model.forward_fields(...)`` in train mode (``init_field``, ``init_cv`` for
-            stereo, ``fields``, ``field_kinds``, ``field``).
+        outputs: ``model.forward_fields(...)`` in train mode: ``field``, and what the enabled
+            terms read (``init``: ``init_field``, ``init_cv`` for stereo; ``cross``:
+            ``fields``, ``field_kinds``; ``self`` reads them where present); a term whose
+            outputs are missing is a :class:`UserError`.
         gt: ``[B, H, W, 2]`` (reference view) or ``[2B, H, W, 2]`` (both views) ground-truth
             field at the input resolution.
         valid: ``[B or 2B, H, W]`` bool.
@@ -317,6 +325,11 @@ def training_loss(outputs: dict, gt: torch.Tensor, valid: torch.Tensor, task: st
     if gt.dim() != 4 or gt.shape[-1] != 2 or valid.shape != gt.shape[:3]:
         raise ValueError(f"gt must be [N, H, W, 2] and valid [N, H, W]; got {gt.shape=}, "
                          f"{valid.shape=}")
+    for term, key in (("init", "init_field"), ("cross", "fields")):
+        if getattr(cfg, f"{term}_weight") > 0 and key not in outputs:
+            raise UserError(f"config: loss.{term}_weight needs the network's {key} output, "
+                            f"which this model's forward_fields does not return; set "
+                            f"loss.{term}_weight: 0")
     gt = gt.float()
     valid = valid.bool()
     terms: dict[str, torch.Tensor] = {}

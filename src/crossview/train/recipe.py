@@ -19,7 +19,8 @@ export            ``export_paths(path)`` (checked before training) and ``export(
 
 Each recipe validates its options (the config's ``recipe`` section) with the dataclass
 ``options_type`` (:meth:`Recipe.options`), like the configuration's own fields. The recipes of
-the package are in :mod:`crossview.train.recipes`, one file per family.
+the package are in :mod:`crossview.train.recipes`, one file per family, each registering its
+own (:func:`register_recipe`); :data:`RECIPES` finds them all on the first lookup.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from torch import nn
 from crossview import settings
 from crossview.errors import UserError
 from crossview.metrics.score import MetricSpec
+from crossview.registry import Registry, import_modules
 from crossview.train.checkpoint import check_export_path
 from crossview.train.config import Config
 
@@ -177,6 +179,24 @@ def image_tensor(array: np.ndarray, device: torch.device) -> torch.Tensor:
     on ``device``, the layout the models take."""
     return torch.from_numpy(np.ascontiguousarray(array, np.float32)).permute(2, 0, 1)[None].to(
         device)
+
+
+# task -> recipe; every module of crossview.train.recipes registers the recipes it defines
+RECIPES: Registry[str, Recipe] = Registry("training recipe",
+                                          import_modules("crossview.train.recipes"))
+
+
+def register_recipe(recipe: Recipe) -> Recipe:
+    """Add ``recipe`` as the one that trains ``recipe.task``."""
+    return RECIPES.register(recipe.task, recipe)
+
+
+def get_recipe(task: str) -> Recipe:
+    """The recipe that trains ``task`` (:class:`UserError` naming the known ones)."""
+    if task not in RECIPES:
+        raise UserError(f"config: task must be one of {', '.join(map(repr, RECIPES.keys()))}, got "
+                        f"{task!r} (no training recipe trains it)")
+    return RECIPES.get(task)
 
 
 class ValidationView(Sequence):

@@ -29,11 +29,14 @@ import torch
 
 from crossview.attention.match import cpu, export, gpu, reference
 from crossview.attention.match.backend import Backend
+from crossview.registry import Registry
 
-BACKENDS: tuple[Backend, ...] = (gpu.BACKEND, cpu.BACKEND, reference.BACKEND, export.BACKEND)
+# name -> backend, registered in the order of preference for "auto"
+BACKENDS: Registry[str, Backend] = Registry("MatchAttention backend")
+for _backend in (gpu.BACKEND, cpu.BACKEND, reference.BACKEND, export.BACKEND):
+    BACKENDS.register(_backend.name, _backend)
 ENV_VAR = "CROSSVIEW_MATCH_BACKEND"
 
-_by_name = {backend.name: backend for backend in BACKENDS}
 _default: str | None = None
 _warned: set[str] = set()
 
@@ -47,9 +50,10 @@ class BackendChoice:
 
 
 def _check_name(name: str, where: str) -> str:
-    if name not in ("auto", *_by_name):
+    names = ("auto", *(backend.name for backend in BACKENDS.values()))
+    if name not in names:
         raise ValueError(f"unknown MatchAttention backend {name!r} from {where}; "
-                         f"choose one of {('auto', *_by_name)}")
+                         f"choose one of {names}")
     return name
 
 
@@ -84,7 +88,7 @@ def unavailable_reason(name: str, device: torch.device | str = "cpu",
     Asking about ``cpu`` compiles the C++ extension the first time (cached afterwards).
     """
     _check_name(name, "unavailable_reason")
-    return _by_name[name].unavailable_reason(torch.device(device), dtype)
+    return BACKENDS.get(name).unavailable_reason(torch.device(device), dtype)
 
 
 def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
@@ -109,12 +113,12 @@ def choose_backend(device: torch.device | str = "cpu", dtype: torch.dtype = torc
             raise RuntimeError(f"MatchAttention backend {requested!r} cannot run: {reason}")
         return BackendChoice(requested)
     skipped: dict[str, str] = {}
-    for name, candidate in _by_name.items():
-        reason = unavailable_reason(name, device, dtype) or \
+    for candidate in BACKENDS.values():
+        reason = unavailable_reason(candidate.name, device, dtype) or \
             candidate.explicit_only(torch.device(device))
         if reason is None:
-            return BackendChoice(name, skipped)
-        skipped[name] = reason
+            return BackendChoice(candidate.name, skipped)
+        skipped[candidate.name] = reason
     raise AssertionError("the reference backend is always available")
 
 
@@ -123,9 +127,9 @@ def backend_for(device: torch.device, dtype: torch.dtype, backend: str = "auto")
     backend that was skipped although these tensors suit it (it cannot be built or is not
     installed here), since the fallback is much slower."""
     choice = choose_backend(device, dtype, backend)
-    chosen = _by_name[choice.name]
+    chosen = BACKENDS.get(choice.name)
     for name, reason in choice.skipped.items():
-        skipped = _by_name[name]
+        skipped = BACKENDS.get(name)
         suits = skipped.explicit_only(device) is None and skipped.unsupported(device, dtype) is None
         if name not in _warned and suits:
             _warned.add(name)

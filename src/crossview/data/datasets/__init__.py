@@ -5,7 +5,8 @@ One module per family (:mod:`.sceneflow`, :mod:`.middlebury`, :mod:`.kitti`, :mo
 :mod:`.scenes` for folders of real scenes in a generic layout and :mod:`.synthetic` for the
 generated held-out benchmarks; the sample dict keys are documented in :mod:`.base`. Each module
 registers its dataset kinds (with the metrics its benchmark reports) at its end; the kinds and
-``KIND:PATH`` parsing live in :mod:`.registry`. Importing this package registers them all.
+``KIND:PATH`` parsing live in :mod:`.registry`, which finds every reader module on the first
+lookup. The readers' classes are re-exported here for convenience.
 """
 
 from __future__ import annotations

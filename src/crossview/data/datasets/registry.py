@@ -10,7 +10,8 @@ synthetic held-out benchmarks) are opened by their bare name. One name may stand
 each task (``scenes``: folders of real stereo or flow scenes); the caller then says which task it
 wants (``crossview eval`` passes its model's). Each reader module registers its own kinds, with
 the metrics its benchmark reports, next to the reader (:func:`register_dataset`, at the end of
-:mod:`.kitti` for example); other packages add kinds the same way.
+:mod:`.kitti` for example); the registry finds every module of this package on the first
+lookup, so a new reader touches no other file.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from crossview.errors import UserError
 from crossview.long_step import long_step
 from crossview.metrics.score import REDUCTIONS, Reduction
+from crossview.registry import Registry, import_modules
 
 
 @dataclass(frozen=True)
@@ -46,23 +48,22 @@ class DatasetKind:
     baseline: bool = False
 
 
-_KINDS: dict[tuple[str, str], DatasetKind] = {}  # (name, task) -> kind
+# (name, task) -> kind; every reader module of this package registers its kinds
+DATASETS: Registry[tuple[str, str], DatasetKind] = Registry(
+    "dataset kind", import_modules("crossview.data.datasets"))
 SCAN_NOTE_AFTER = 3.0  # seconds: a scan still running then says what it does
 
 
 def register_dataset(kind: DatasetKind) -> DatasetKind:
     """Add ``kind`` under its name and task (unique together)."""
-    if (kind.name, kind.task) in _KINDS:
-        raise ValueError(f"dataset kind {kind.name!r} is already registered for {kind.task}")
     if kind.reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {kind.reduction!r}")
-    _KINDS[(kind.name, kind.task)] = kind
-    return kind
+    return DATASETS.register((kind.name, kind.task), kind)
 
 
 def list_datasets() -> list[DatasetKind]:
     """All registered kinds, sorted by name and task."""
-    return [_KINDS[key] for key in sorted(_KINDS)]
+    return [kind for _, kind in DATASETS.items()]
 
 
 def get_dataset_kind(name: str, task: str | None = None) -> DatasetKind:
@@ -70,9 +71,9 @@ def get_dataset_kind(name: str, task: str | None = None) -> DatasetKind:
     with one kind returns it whatever ``task`` is, so that the caller can name the mismatch).
     An unknown name is a :class:`UserError` listing known ones, and so is a name of several
     tasks without a ``task`` among them."""
-    kinds = {kind.task: kind for (kind_name, _), kind in _KINDS.items() if kind_name == name}
+    kinds = {kind.task: kind for (kind_name, _), kind in DATASETS.items() if kind_name == name}
     if not kinds:
-        names = sorted({kind_name for kind_name, _ in _KINDS})
+        names = sorted({kind_name for (kind_name, _), _kind in DATASETS.items()})
         raise UserError(f"unknown dataset kind {name!r}; known: {', '.join(names)}")
     if len(kinds) == 1:
         return next(iter(kinds.values()))

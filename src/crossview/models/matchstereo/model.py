@@ -71,6 +71,13 @@ class MatchStereo(nn.Module):
         """:meth:`forward_fields` with the model's own task."""
         return self.forward_fields(img0, img1, task=self.task)
 
+    accepts_init_field = True  # low-resolution initialisation (crossview.models.dense)
+
+    def min_shape(self, task: str) -> tuple[int, int]:
+        """The least padded ``(H, W)`` this network takes for ``task``
+        (:meth:`MatchStereoConfig.min_shape`)."""
+        return self.config.min_shape(task)
+
     def forward_fields(self, img0: torch.Tensor, img1: torch.Tensor, task: str = "stereo",
                        init_field: torch.Tensor | None = None) -> dict[str, object]:
         """Relative-position fields of both views, every intermediate included.

@@ -5,11 +5,8 @@ Built in: ``matchstereo-t``, ``matchstereo-s``, ``matchstereo-b`` (stereo) and `
 are fetched by name from where the authors publish them (:data:`PUBLISHED_AT`, see
 :mod:`crossview.models.published`), or passed with ``weights=``. Bundled models are data
 only: a ``NAME.safetensors`` and a ``NAME.json`` next to it in ``crossview/models/weights/``
-(shipped as package data). The JSON holds ``{"name": ..., "task": "stereo" | "flow",
-"config": {MatchStereoConfig fields}, "description": ...}`` and optionally ``"weights"`` (a
-file name in that folder; default ``NAME.safetensors``), ``"refine": true`` (photometric
-refinement by default) and ``"lri": true`` (low-resolution initialisation by default);
-``crossview train`` writes both files.
+(shipped as package data), as :mod:`crossview.models.matchstereo.bundle` writes them
+(``crossview train --export``); the JSON's ``"weights"`` defaults to ``NAME.safetensors``.
 """
 
 from __future__ import annotations
@@ -18,8 +15,8 @@ import json
 from functools import partial
 from pathlib import Path
 
+from crossview.models.dense.inference import dense_predictor
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
-from crossview.models.matchstereo.inference import dense_predictor
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.published import PublishedWeights
 from crossview.models.registry import WEIGHTS_DIR, ModelSpec, configured, register_model
@@ -39,7 +36,7 @@ def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
     initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
-                     predictor=partial(dense_predictor, task=task),
+                     predictor=dense_predictor,
                      published=None if published is None
                      else PublishedWeights(published, PUBLISHED_AT + published),
                      refine=refine, lri=lri)

@@ -1,4 +1,5 @@
-"""The recipe of every training task (see :mod:`crossview.train.recipe` for the interface).
+"""The recipe of every training task (see :mod:`crossview.train.recipe` for the interface and
+the registry, :data:`~crossview.train.recipe.RECIPES`; each module registers its own).
 
 ==============  ==========================================  ===================================
 task            family                                      file
@@ -14,24 +15,6 @@ depth``
 
 from __future__ import annotations
 
-from crossview.errors import UserError
-from crossview.train.recipe import Recipe
-from crossview.train.recipes.fields import FieldRecipe
-from crossview.train.recipes.multiview_depth import MultiViewDepthRecipe
-from crossview.train.recipes.novel_view import NovelViewRecipe
-from crossview.train.recipes.semantic import SemanticRecipe
+from crossview.train.recipe import RECIPES, get_recipe, register_recipe
 
-RECIPES: dict[str, Recipe] = {
-    "stereo": FieldRecipe("stereo"),
-    "flow": FieldRecipe("flow"),
-    "semantic": SemanticRecipe(),
-    "novel-view": NovelViewRecipe(),
-    "multiview-depth": MultiViewDepthRecipe(),
-}
-
-
-def get_recipe(task: str) -> Recipe:
-    """The recipe that trains ``task`` (:class:`UserError` naming the known ones)."""
-    if task not in RECIPES:
-        raise UserError(f"no training recipe for task {task!r}; known: {', '.join(RECIPES)}")
-    return RECIPES[task]
+__all__ = ["RECIPES", "get_recipe", "register_recipe"]

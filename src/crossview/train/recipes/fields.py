@@ -24,12 +24,13 @@ from crossview.data.datasets.image_sequences import ImageSequencePairs
 from crossview.errors import UserError
 from crossview.metrics.registry import get_metrics
 from crossview.metrics.score import MetricSpec
+from crossview.models.matchstereo.bundle import write_bundle
+from crossview.models.matchstereo.model import MatchStereo
 from crossview.train import build
-from crossview.train.checkpoint import export_weights
 from crossview.train.config import Config
 from crossview.train.losses import training_loss
 from crossview.train.photometric import photometric_loss
-from crossview.train.recipe import Batch, Recipe, image_tensor
+from crossview.train.recipe import Batch, Recipe, image_tensor, register_recipe
 
 _KEYS = ("img0", "img1", "gt", "valid")
 
@@ -160,5 +161,12 @@ class FieldRecipe(Recipe):
 
     def export(self, model: nn.Module, path: Path, *, name: str, description: str,
                cfg: Config, step: int) -> list[Path]:
-        return list(export_weights(model, path, name=name, task=self.task,
-                                   description=description))
+        if not isinstance(model, MatchStereo):  # the bundle describes a MatchStereo config
+            raise UserError(f"--export writes MatchStereo / MatchFlow bundles; {cfg.model.name!r} "
+                            "is another family (its checkpoints are in train.out_dir)")
+        return list(write_bundle(model, path, name=name, task=self.task,
+                                 description=description))
+
+
+register_recipe(FieldRecipe("stereo"))
+register_recipe(FieldRecipe("flow"))

@@ -30,7 +30,7 @@ from crossview.metrics.depth import ABS_REL, DELTA1
 from crossview.metrics.score import MetricSpec
 from crossview.models.multiview.depth import DEPTH_CONDITIONINGS, MultiViewDepth
 from crossview.train.config import Config
-from crossview.train.recipe import Batch
+from crossview.train.recipe import Batch, register_recipe
 from crossview.train.recipes.novel_view import TEST_SEED_OFFSET, MultiViewOverrides, NovelViewRecipe
 
 MODEL_NAME = "multiview-depth"
@@ -153,3 +153,6 @@ class MultiViewDepthRecipe(NovelViewRecipe):
 
     def metrics(self, cfg: Config) -> list[MetricSpec]:
         return [ABS_REL, DELTA1]
+
+
+register_recipe(MultiViewDepthRecipe())

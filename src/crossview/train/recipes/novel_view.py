@@ -35,7 +35,7 @@ from crossview.metrics.score import MetricSpec
 from crossview.models.multiview import CONDITIONINGS, MultiViewConfig, MultiViewTransformer
 from crossview.models.weights import write_safetensors
 from crossview.train.config import Config
-from crossview.train.recipe import Batch, Recipe
+from crossview.train.recipe import Batch, Recipe, register_recipe
 
 MODEL_NAME = "multiview"
 TEST_SEED_OFFSET = 1  # held-out scenes: scenes_seed + 1
@@ -196,3 +196,6 @@ class NovelViewRecipe(Recipe):
         return [write_safetensors(path, model.state_dict(), TASK,
                                   {"name": name, "description": description, "steps": str(step),
                                    "config": json.dumps(config)})]
+
+
+register_recipe(NovelViewRecipe())

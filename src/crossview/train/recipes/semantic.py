@@ -30,7 +30,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import crossview.metrics.keypoints  # noqa: F401  (registers the semantic PCK metrics)
 from crossview import settings
 from crossview.data.synthetic.textures import image_names
 from crossview.data.synthetic.warps import SyntheticWarps, WarpConfig
@@ -47,7 +46,7 @@ from crossview.models.transformatcher.softargmax import (
 )
 from crossview.models.weights import read_state_dict, write_safetensors
 from crossview.train.config import Config
-from crossview.train.recipe import Batch, Recipe, image_tensor
+from crossview.train.recipe import Batch, Recipe, image_tensor, register_recipe
 
 MODEL_NAME = "transformatcher"
 TRAIN_TAU = 0.1  # soft-sampler temperature in training (the paper's; 0.05 at evaluation)
@@ -250,3 +249,6 @@ class SemanticRecipe(Recipe):
                 "backbone_lr": f"{options.backbone_lr:g}", "shift": f"{options.shift:g}",
                 "train_images": ",".join(image_names("train"))}
         return [export_transformatcher(model, path, meta)]
+
+
+register_recipe(SemanticRecipe())

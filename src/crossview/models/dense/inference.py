@@ -1,4 +1,5 @@
-"""MatchStereo / MatchFlow inference on image pairs of any size, and its memory estimate.
+"""Dense (stereo / flow) inference on image pairs of any size, and its memory check, for any
+network that keeps :class:`crossview.models.dense.contract.DenseNetwork`.
 
 Inputs are padded to a multiple of 32 by edge replication (height on the top, width on the
 right, as the published MatchStereo inference does) and the outputs cropped back. With
@@ -40,9 +41,20 @@ RESIZE_BYTES_PER_PIXEL = 150
 REFINE_BYTES_PER_PIXEL = 450
 
 
+class MemoryAdvice(NamedTuple):
+    """What a refused run can change, in the words of its caller: ``resize`` (smaller inputs or
+    a smaller fixed resolution), and ``no_refine``, the switch that turns the photometric
+    refinement off (offered only when the refinement runs)."""
+
+    resize: str = "pass a smaller size=(H, W) (fixed-resolution inference) or smaller images"
+    no_refine: str = "refine=False"
+
+
+LIBRARY_ADVICE = MemoryAdvice()  # the words of the library's own arguments
+
 def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch: int = 1,
                  lri: bool | None = None, size: tuple[int, int] | None = None,
-                 device: str | torch.device = "cpu", advice: str | None = None,
+                 device: str | torch.device = "cpu", advice: MemoryAdvice = LIBRARY_ADVICE,
                  refine: bool | None = None) -> int | None:
     """Refuse (:class:`UserError`) a :func:`predict_fields` run on ``batch`` pairs of
     ``height x width`` px that needs more memory than ``device`` has
@@ -55,8 +67,8 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     :data:`RESIZE_BYTES_PER_PIXEL` per input pixel with ``size``; with the photometric
     refinement (``refine``, resolved as in :func:`predict_fields`), which runs after the network
     has freed its buffers, at least :data:`REFINE_BYTES_PER_PIXEL` per pixel of both views'
-    fields at the input size. ``advice`` replaces the
-    default hint (the CLI names its options). Returns the estimate in bytes (``None`` for
+    fields at the input size. ``advice`` says what to change (the CLI names its options).
+    Returns the estimate in bytes (``None`` for
     models that cannot estimate, which are not checked).
     """
     estimate = getattr(model, "inference_bytes", None)
@@ -66,16 +78,17 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     needed = estimate(batch, _ceil32(run_h), _ceil32(run_w), task)
     if initialises_low(model, lri):
         needed += estimate(batch, _ceil32(run_h // 2), _ceil32(run_w // 2), task)
-    if refines(model, refine):
+    hint = advice.resize
+    if refines(model, refine):  # the full-resolution refinement can be what does not fit
         needed = max(needed, REFINE_BYTES_PER_PIXEL * 2 * batch * height * width)
+        hint += f", or pass {advice.no_refine}"
     if size is not None:
         needed += RESIZE_BYTES_PER_PIXEL * batch * height * width
     run = f"{run_h}x{run_w} px" + (f" (images of {height}x{width} px resized)"
                                     if size is not None else "")
     what = f"{getattr(model, 'model_name', type(model).__name__)} at {run}" + (
         f", batch {batch}" if batch > 1 else "")
-    memory.check_memory(needed, what, advice or "pass a smaller size=(H, W) (fixed-resolution "
-                        "inference) or smaller images", resolve_device(device))
+    memory.check_memory(needed, what, hint, resolve_device(device))
     return needed
 
 
@@ -91,8 +104,8 @@ class Fields(NamedTuple):
 def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
                    device: str | torch.device = "cpu", precision: str = "fp32",
                    lri: bool | None = None, size: tuple[int, int] | None = None,
-                   threshold: float = CONSISTENCY_THRESHOLD,
-                   refine: bool | None = None) -> Fields:
+                   threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
+                   advice: MemoryAdvice = LIBRARY_ADVICE) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -109,6 +122,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             :func:`crossview.geometry.photometric_refinement.refine_field` (stereo along x
             only); ``None``: ``model.refine_by_default`` (set by :func:`crossview.load_model`
             from the registry; off for a bare network).
+        advice: what a run refused for its memory (:func:`check_memory`) tells to change.
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -123,7 +137,10 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     if dtype is None:
         raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     size = _run_size(size)
-    lri = initialises_low(model, lri)
+    lri, refine = initialises_low(model, lri), refines(model, refine)
+    if lri and not getattr(model, "accepts_init_field", False):
+        raise UserError(f"model {getattr(model, 'model_name', type(model).__name__)!r} has no "
+                        "low-resolution initialisation (lri)")
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     if x0.shape[0] != x1.shape[0]:
         raise UserError(f"the two images differ in batch size: the first holds {x0.shape[0]} "
@@ -132,7 +149,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         raise UserError(f"the two images differ in size: {tuple(x0.shape[-2:])} and "
                         f"{tuple(x1.shape[-2:])} (H, W)")
     check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=size,
-                 device=target, refine=refine)
+                 device=target, refine=refine, advice=advice)
     model.to(target)
     x0, x1 = x0.to(target), x1.to(target)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
@@ -159,7 +176,7 @@ def network_fields(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: s
     first) and the attention peak ``[2B, H, W]`` (``None`` without attention weights).
     """
     if size is None:
-        return _run(model, x0, x1, task, lri)
+        return run_padded(model, x0, x1, task, lri)
     return _run_fixed(model, x0, x1, task, lri, size)
 
 
@@ -172,14 +189,17 @@ def refine_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
                         horizontal=task == "stereo")
 
 
-def dense_predictor(model: nn.Module, device: str, precision: str, *, task: str) -> Predictor:
-    """A :func:`crossview.eval.evaluate` predictor: the first view's disparity ``[H, W]``
-    (stereo) or forward flow ``[H, W, 2]`` (flow) of a sample's ``image0``, ``image1``."""
+def dense_predictor(model: nn.Module, device: str, precision: str, *,
+                    refine: bool | None = None, lri: bool | None = None) -> Predictor:
+    """A :func:`crossview.eval.evaluate` predictor for a loaded dense model (its ``task``): the
+    first view's disparity ``[H, W]`` (stereo) or forward flow ``[H, W, 2]`` (flow) of a
+    sample's ``image0``, ``image1``; ``refine``, ``lri`` as in :func:`predict_fields`."""
+    task = model.task
 
     def predict(sample: Mapping[str, Any]) -> torch.Tensor:
         field = predict_fields(model, sample_image(sample["image0"]),
                                sample_image(sample["image1"]), task, device=device,
-                               precision=precision).field
+                               precision=precision, refine=refine, lri=lri).field
         return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
 
     return predict
@@ -217,47 +237,56 @@ def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, 
     """Fixed-resolution inference: resize to ``size``, run, resize the fields back, rescale."""
     h, w = x0.shape[-2:]
     _check_size(model, *size, task, f"size={size} is")
-    field, rpos, peak = _run(model, _resize(x0, size), _resize(x1, size), task, lri)
+    field, rpos, peak = run_padded(model, _resize(x0, size), _resize(x1, size), task, lri)
     gain = torch.tensor([w / size[1], h / size[0]], device=field.device, dtype=field.dtype)
     if peak is not None:
         peak = _resize(peak[:, None], (h, w))[:, 0]
     return _resize_field(field, (h, w)) * gain, _resize_field(rpos, (h, w)) * gain, peak
 
 
-def _run(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
-         lri: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """One padded pass (two with ``lri``); fields and attention peak cropped to the input
-    size."""
+def run_padded(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
+               lri: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """One pass of ``x0, x1 [B, 3, H, W]`` (0..255) padded to multiples of 32, two with
+    ``lri`` (the half-resolution pass only initialises: it carries no gradient).
+
+    Returns ``(field [2B, H, W, 2], self_rpos [2B, H, W, 2], attention peak [2B, H, W] or
+    None)``, cropped to the input size; gradients flow to the model's weights unless the
+    caller disables them (:func:`predict_fields` runs it in inference mode, test-time
+    adaptation with gradients)."""
     h, w = x0.shape[-2:]
     init = None
     # the half-resolution pass needs images of the model's least size: smaller pairs (which
     # hold small disparities anyway) start from the correlation as without lri
     if lri and _fits(model, h // 2, w // 2, task):
         half = (h // 2, w // 2)
-        coarse = _run(model, _resize(x0, half), _resize(x1, half), task, lri=False)[0]
+        with torch.no_grad():
+            coarse = run_padded(model, _resize(x0, half), _resize(x1, half), task, lri=False)[0]
         init = _resize_field(coarse, (_ceil32(h) // 32, _ceil32(w) // 32)) * (2 / 32)
     _check_size(model, h, w, task)
-    out = model.forward_fields(_pad(x0), _pad(x1), task=task, init_field=init)
+    out = model.forward_fields(_pad(x0), _pad(x1), task=task,
+                               **({} if init is None else {"init_field": init}))
     attn = out.get("cross_attn")
     peak = None
     if attn is not None:  # 1/4 resolution -> full, as self_rpos_up
         peak = F.interpolate(attention_peak(attn)[:, None], scale_factor=4, mode="bilinear",
                              align_corners=True)[:, 0, :, :, None]
         peak = _crop(peak, h, w)[..., 0]
-    return _crop(out["field"], h, w), _crop(out["self_rpos_up"], h, w), peak
+    field = _crop(out["field"], h, w)
+    rpos = out.get("self_rpos_up")  # absent: every pixel draws from itself
+    return field, torch.zeros_like(field) if rpos is None else _crop(rpos, h, w), peak
 
 
 def _fits(model: nn.Module, h: int, w: int, task: str) -> bool:
     """Whether ``h x w`` images, padded to multiples of 32, are at least the model's least
     size."""
-    least_h, least_w = model.config.min_shape(task)
+    least_h, least_w = model.min_shape(task)
     return _ceil32(h) >= least_h and _ceil32(w) >= least_w
 
 
 def _check_size(model: nn.Module, h: int, w: int, task: str, subject: str = "") -> None:
     """:class:`UserError` ``"{subject} too small ..."`` (default subject: the images)."""
     if not _fits(model, h, w, task):
-        least_h, least_w = model.config.min_shape(task)
+        least_h, least_w = model.min_shape(task)
         subject = subject or f"images of {h}x{w} px are"
         raise UserError(f"{subject} too small: the model needs at least "
                         f"{least_h - 31}x{least_w - 31} px (HxW) for {task} (padded to "

@@ -1,4 +1,5 @@
-"""The models that run when the user names none (kept import-free so the CLI stays fast).
+"""The models that run when the user names none (on the ground floor and import-free: the
+command line shows them in its help without loading the api).
 
 Both defaults are weights bundled with the package, trained by crossview on its synthetic
 engine: ``matchstereo-hybrid`` and ``matchflow-hybrid``, the small ``matchstereo-mini`` /
