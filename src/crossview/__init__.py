@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _API_NAMES = ("load_model", "build_model", "list_models", "estimate_disparity", "estimate_flow",
-              "match_keypoints", "adapt_to_pair")
+              "match_keypoints", "adapt_to_pair", "rectify_stereo")
 _GEOMETRY_NAMES = ("disparity_to_depth", "depth_to_points")
 
 

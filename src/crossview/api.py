@@ -35,6 +35,7 @@ from crossview import memory
 from crossview.attention.match import NonFiniteError as NonFiniteError
 from crossview.data.calibration import StereoCalibration as StereoCalibration
 from crossview.data.calibration import read_stereo_calibration as read_stereo_calibration
+from crossview.data.calibration import write_stereo_calibration
 from crossview.data.image_batch import ImageLike, sample_image
 from crossview.data.image_batch import as_image_batch as as_image_batch
 from crossview.data.io import IMAGE_SUFFIXES as IMAGE_SUFFIXES
@@ -47,6 +48,7 @@ from crossview.data.io import write_npy as write_npy
 from crossview.data.io import write_pfm as write_pfm
 from crossview.data.io import write_png16 as write_png16
 from crossview.data.ply import write_ply as write_ply
+from crossview.data.rig_calibration import RigCalibration, read_rig_calibration
 from crossview.data.video import frames
 from crossview.data.video import is_video as is_video
 from crossview.data.video import open_video as open_video
@@ -57,6 +59,7 @@ from crossview.errors import UserError
 from crossview.geometry.confidence import field_confidence
 from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
 from crossview.geometry.disparity import field_to_disparity
+from crossview.geometry.rectification import RectifiedPair, rectify_pair
 from crossview.lazy import lazy_import
 from crossview.models import published, registry
 from crossview.models.dense.inference import (
@@ -69,7 +72,7 @@ from crossview.models.dense.inference import (
 from crossview.models.dense.inference import check_memory as check_memory
 from crossview.models.registry import Predictor
 from crossview.models.transformatcher.inference import match_pair
-from crossview.output import check_output_files
+from crossview.output import check_output_files, staged_files
 from crossview.train.logplot import plot_log as plot_log
 from crossview.train.pair_adaptation import AdaptationSettings as AdaptationSettings
 from crossview.train.pair_adaptation import adapt_to_pair as adapt_to_pair
@@ -367,6 +370,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        precision: str = "fp32", lri: bool | None = None,
                        size: tuple[int, int] | None = None,
                        threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
+                       min_confidence: float = 0.0,
                        advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
@@ -384,6 +388,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             (:mod:`crossview.geometry.photometric_refinement`); ``None``: the model's default
             (``model.refine_by_default``: on for crossview's hybrid models, off for the
             published ones).
+        min_confidence: pixels whose confidence is below this (in [0, 1]) are not ``valid``
+            either (0: the consistency mask alone).
         advice: what a pair refused for its memory tells to change (before anything runs:
             :func:`check_memory`; the command line names its options).
         adapt: test-time adaptation: fit a copy of the model to this pair with ``adapt``
@@ -393,12 +399,14 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
     """
+    check_min_confidence(min_confidence)
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine, advice=advice,
                                         adapt=adapt)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
+    valid = valid & (confidence >= min_confidence)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
                         valid[:b], valid[b:], rpos[:b], rpos[b:], confidence[:b], confidence[b:])
 
@@ -408,20 +416,30 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                   precision: str = "fp32", lri: bool | None = None,
                   size: tuple[int, int] | None = None,
                   threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
+                  min_confidence: float = 0.0,
                   advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
 
     Returns:
         :class:`FlowResult` (float32 tensors on ``device``).
     """
+    check_min_confidence(min_confidence)
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine, advice=advice,
                                         adapt=adapt)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
+    valid = valid & (confidence >= min_confidence)
     return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:],
                       confidence[:b], confidence[b:])
+
+
+def check_min_confidence(min_confidence: float, name: str = "min_confidence") -> None:
+    """A :class:`UserError` naming ``name`` unless ``min_confidence`` lies in [0, 1]
+    (confidences do)."""
+    if not 0 <= min_confidence <= 1:
+        raise UserError(f"{name} must be in [0, 1] (a confidence), got {min_confidence:g}")
 
 
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
@@ -581,6 +599,51 @@ def metric_depth(disparity: torch.Tensor, valid: torch.Tensor, calibration: Ster
     depth = torch.where(keep, depth, 0.0)
     cx, cy = cal.principal_point(*depth.shape)
     return MetricDepth(depth, keep, depth_to_points(depth, cal.focal, cx, cy)[keep])
+
+
+# ------------------------------------------------------------------------------- rectification
+
+
+def rectify_stereo(left: str | os.PathLike | np.ndarray, right: str | os.PathLike | np.ndarray,
+                   calibration: str | os.PathLike | RigCalibration, *,
+                   alpha: float = 0.0) -> RectifiedPair:
+    """Rectify an unrectified stereo pair with OpenCV (``pip install 'crossview[baselines]'``)
+    so that :func:`estimate_disparity` and depth work on it.
+
+    Args:
+        left, right: image paths or ``[H, W, 3]`` uint8 arrays, of the calibration's size.
+        calibration: a rig calibration file (OpenCV / plain YAML or JSON with ``K1``, ``D1``,
+            ``K2``, ``D2``, ``R``, ``T`` in metres and ``image_size``, or a KITTI raw
+            ``calib_cam_to_cam.txt``; :mod:`crossview.data.rig_calibration`) or a
+            :class:`~crossview.data.rig_calibration.RigCalibration`.
+        alpha: 0 keeps only pixels seen in both images, 1 every source pixel
+            (:mod:`crossview.geometry.rectification`).
+
+    Returns:
+        :class:`~crossview.geometry.rectification.RectifiedPair`: both rectified images and
+        their :class:`~crossview.data.calibration.StereoCalibration` (focal, baseline, doffs,
+        principal point, size).
+    """
+    rig = calibration if isinstance(calibration, RigCalibration) else read_rig_calibration(
+        calibration)
+    images = [image if isinstance(image, np.ndarray) else read_image(image)
+              for image in (left, right)]
+    return rectify_pair(*images, rig, alpha=alpha)
+
+
+RECTIFIED_FILES = ("left.png", "right.png", "calib.txt")
+
+
+def write_rectified(pair: RectifiedPair, folder: str | os.PathLike) -> list[str]:
+    """Write ``pair`` into ``folder`` as ``left.png``, ``right.png`` and ``calib.txt`` (a
+    Middlebury calibration file, which ``crossview stereo --calib`` reads), all or nothing
+    (:func:`crossview.output.staged_files`). Returns the three paths."""
+    paths = [os.path.join(folder, name) for name in RECTIFIED_FILES]
+    with staged_files(paths) as (left, right, calib):
+        write_image(left, pair.left)
+        write_image(right, pair.right)
+        write_stereo_calibration(calib, pair.calibration)
+    return paths
 
 
 # ----------------------------------------------------------------------------- semantic matching

@@ -91,6 +91,20 @@ def disparity_to_colour(disparity: ArrayLike, *, vmin: float | None = None,
     return _append_colour_bar(picture, table, low, high) if colour_bar else picture
 
 
+def depth_to_colour(depth: ArrayLike, keep: ArrayLike, *, cmap: str = "turbo_r") -> np.ndarray:
+    """Depth ``[H, W]`` (metres) of the ``keep`` pixels ``[H, W]`` bool through ``cmap`` (near
+    red, far blue), the others black, with a colour bar labelled in metres appended on the
+    right (``[H, W + bar, 3]``); the range is the kept depths' 1st..99th percentile."""
+    depth, keep = _numpy(depth).astype(np.float64), _numpy(keep).astype(bool)
+    kept = depth[keep]
+    low, high = ((float(np.percentile(kept, 1)), float(np.percentile(kept, 99))) if kept.size
+                 else (0.0, 1.0))
+    picture = disparity_to_colour(np.where(keep, depth, np.nan), vmin=low, vmax=high, cmap=cmap)
+    picture = picture.copy()
+    picture[:, :depth.shape[1]][~keep] = 0
+    return picture
+
+
 def _append_colour_bar(picture: np.ndarray, table, low: float, high: float) -> np.ndarray:
     """A vertical bar (high at the top) with min / mid / max labels, right of ``picture``."""
     h = picture.shape[0]

@@ -105,5 +105,6 @@ def test_the_kernel_loader_clears_a_stale_lock_before_loading(
     monkeypatch.setattr(cpp_extension, "load", fake_load)
     assert cpu_build._build.__wrapped__() is module  # the uncached build, with the fake load
     assert calls == [(str(build_dir), False)]  # in torch's build directory, lock gone first
-    err = log_lines()
-    assert err.count("\n") == 1 and err.startswith(f"warning: removed {lock}"), err
+    err = log_lines().splitlines()  # the lock goes, then a compile is announced
+    assert len(err) == 2 and err[0].startswith(f"warning: removed {lock}"), err
+    assert err[1] == f"note: {cpu_build.COMPILE_NOTE}"

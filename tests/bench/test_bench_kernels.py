@@ -117,11 +117,13 @@ logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=s
 variant = gpu_compile.Variant("forward", "float32", 8, 8, 1)
 kernel, args, kwargs = gpu_compile.launch(variant)
 for _ in range(2):
-    gpu_kernels._note_compile(kernel, args, kwargs)
+    with gpu_kernels._note_compile(kernel, args, kwargs):
+        pass
 gpu_compile.compile_variant(variant, "sm_90")  # into Triton's (empty) cache
 gpu_launch_cache._seen.clear()
 gpu_kernels._told = False
-gpu_kernels._note_compile(kernel, args, kwargs)  # cached on disk: nothing to say
+with gpu_kernels._note_compile(kernel, args, kwargs):  # cached on disk: nothing to say
+    pass
 print("done")
 """
 

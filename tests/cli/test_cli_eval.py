@@ -12,6 +12,7 @@ from torch import nn
 
 from crossview.cli.app import main
 from crossview.data import io
+from crossview.data.datasets import registry as dataset_registry
 from crossview.metrics import endpoint_error, flow_endpoint_error
 from crossview.models import registry
 from crossview.models.dense.inference import dense_predictor
@@ -91,8 +92,10 @@ def _run(argv: list[str]) -> int:
 
 
 def test_eval_kitti_table_and_json(fake_models, kitti, tmp_path: Path,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+                                   capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     root, truth = kitti
+    monkeypatch.setattr(dataset_registry, "SCAN_NOTE_AFTER", 0.0)  # as if the scan took long
     out = tmp_path / "results" / "kitti.json"
     code = _run(["eval", "--model", "test-stereo", "--dataset", f"kitti2015:{root}",
                  "--limit", "2", "--json", str(out)])
@@ -109,6 +112,7 @@ def test_eval_kitti_table_and_json(fake_models, kitti, tmp_path: Path,
     assert payload["mean"]["epe"] == pytest.approx(expected, rel=1e-5)
     assert payload["per_sample"][1]["epe"] == pytest.approx(scores[1].value, rel=1e-5)
     assert "random weights" in printed.err
+    assert f"note: scanning {root} for kitti2015 samples" in printed.err.splitlines()
 
 
 def test_middeval3_mean_is_called_unweighted(fake_models, tmp_path: Path,

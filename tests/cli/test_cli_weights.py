@@ -53,7 +53,9 @@ def test_download_then_list_verify_and_path(server: WeightsServer, cached: Path,
     code, out, err = _run(["weights", "download", TEST_MODEL], capsys)
     assert (code, out) == (0, f"{TEST_MODEL}: {cached}\n"), err
     digest = hashlib.sha256(cached.read_bytes()).hexdigest()
-    assert f"note: downloaded {server.url(TEST_FILE)} to {cached} (SHA-256 {digest})" in err
+    assert err.splitlines() == [  # said before the transfer starts, and when it is done
+        f"note: downloading {server.url(TEST_FILE)} to {cached}",
+        f"note: downloaded {server.url(TEST_FILE)} to {cached} (SHA-256 {digest})"]
     code, out, _ = _run(["weights", "download", TEST_MODEL], capsys)  # there already
     assert code == 0 and server.asked == [f"/{TEST_FILE}"]
     code, out, _ = _run(["weights", "verify"], capsys)

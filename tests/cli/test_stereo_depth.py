@@ -9,12 +9,14 @@ from pathlib import Path
 import numpy as np
 import plyfile
 import pytest
+import torch
 from PIL import Image
 
 from cli_runner import run_cli
 from crossview import api
 from crossview.data import io
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
@@ -127,6 +129,41 @@ def test_stereo_confidence_files_hold_the_api_confidence(
     assert np.median(left[:, 16:]) > 0.6 and np.median(left[:, :2]) < 0.2
 
 
+@pytest.mark.parametrize("command", ["stereo", "flow"])
+def test_min_confidence_takes_low_confidence_pixels_out(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        command: str) -> None:
+    """``--min-confidence C`` (C: the median confidence of a first run's consistent pixels,
+    same weights): no pixel of the _noc mask has a confidence below C, the mask is the first
+    run's less those pixels, and depth keeps only its pixels (stereo)."""
+    model = "cli-depth-stereo" if command == "stereo" else "cli-depth-flow"
+    view = "disp" if command == "stereo" else "flow"
+    calib = ["--focal", "300", "--baseline", "0.1", "--edge-ratio", "0"] * (command == "stereo")
+    torch.manual_seed(0)  # one network for both runs
+    weights, _ = write_bundle(MatchStereo(SMALL, task=command), tmp_path / "w.safetensors",
+                              name=model, task=command)
+
+    def run(threshold: str) -> tuple[np.ndarray, np.ndarray]:
+        out = tmp_path / threshold
+        code, _, err = run_cli([command, str(pair[0]), str(pair[1]), "-o", str(out), "--model",
+                                model, "--weights", str(weights), "--save-confidence",
+                                "--min-confidence", threshold, *calib], capsys)
+        assert code == 0, err
+        return (np.asarray(Image.open(out / f"scene_l_{view}_noc.png")) == 255,
+                io.read_npy(out / f"scene_l_{view}_confidence.npy"))
+
+    first, confidence = run("0")
+    threshold = f"{np.median(confidence[first]):.4f}"
+    mask, confidence = run(threshold)
+    assert (confidence[mask] >= float(threshold)).all() and mask.any()
+    taken = first & (confidence < float(threshold))
+    assert taken.any()  # about half the consistent pixels
+    np.testing.assert_array_equal(mask, first & ~taken)
+    if command == "stereo":
+        depth = io.read_npy(tmp_path / threshold / "scene_l_depth.npy")
+        assert not (depth[~mask] > 0).any()
+
+
 def test_flow_confidence(tmp_path: Path, pair: tuple[Path, Path],
                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
@@ -140,11 +177,47 @@ def test_flow_confidence(tmp_path: Path, pair: tuple[Path, Path],
     assert values.shape == (H, W) and (values >= 0).all() and (values <= 1).all()
 
 
+def test_a_coloured_depth_picture_with_a_colour_bar(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, _, err = run_cli(_stereo(pair, out, "--focal", "300", "--baseline", "0.1",
+                                fast=True), capsys)
+    assert code == 0, err
+    depth = io.read_npy(out / "scene_l_depth.npy")
+    picture = io.read_image(out / "scene_l_depth_color.png")
+    assert picture.shape[0] == H and picture.shape[1] > W  # the colour bar on the right
+    shown = picture[:, :W]
+    assert (shown[depth == 0] == 0).all() and (shown[depth > 0].max(-1) > 0).all()
+    near, far = np.unravel_index(np.argmin(np.where(depth > 0, depth, np.inf)), depth.shape), \
+        np.unravel_index(np.argmax(depth), depth.shape)
+    assert shown[near][0] > shown[near][2] and shown[far][2] > shown[far][0]  # red near, blue far
+
+
+def test_a_calibration_of_twice_the_size_is_rescaled(
+        tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A calib.txt for 2W x 2H on W x H images (as samples/README.md scales the Motorcycle
+    calibration): depth uses the halved focal length and doffs, with a note saying so."""
+    calib = tmp_path / "calib.txt"
+    calib.write_text(CALIB.format(w=2 * W, h=2 * H))
+    out = tmp_path / "out"
+    code, _, err = run_cli(_stereo(pair, out, "--calib", str(calib), "--edge-ratio", "0",
+                                fast=True), capsys)
+    assert code == 0, err
+    assert (f"note: {calib} is for {2 * W}x{2 * H} px images; rescaled to the {W}x{H} images "
+            "(focal 150.25 px, doffs 1 px: focal, cx and doffs scale with the width, cy with "
+            "the height)") in err.splitlines()
+    disparity = io.read_npy(out / "scene_l_disp.npy").astype(np.float64)
+    depth = io.read_npy(out / "scene_l_depth.npy")
+    kept = depth > 0
+    assert kept.any()
+    np.testing.assert_allclose(depth[kept], 150.25 * 0.12 / (disparity[kept] + 1.0), rtol=1e-6)
+
+
 def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     good = tmp_path / "calib.txt"
     good.write_text(CALIB.format(w=W, h=H))
-    other_size = tmp_path / "calib_big.txt"
-    other_size.write_text(CALIB.format(w=2 * W, h=2 * H))
+    other_size = tmp_path / "calib_wide.txt"
+    other_size.write_text(CALIB.format(w=2 * W, h=H))
     fractional = tmp_path / "calib_fraction.txt"
     fractional.write_text(CALIB.format(w=W + 0.5, h=H))
     malformed = tmp_path / "bad.txt"
@@ -159,7 +232,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "image as calib": (["--calib", str(image)], "image.png: not a text file"),
         "missing calib": (["--calib", str(tmp_path / "nope.txt")], "nope.txt: no such file"),
         "calib for another size": (["--calib", str(other_size)],
-                                   "is for 400x384 px images but the images are 200x192"),
+                                   "is for 400x192 px images but the images are 200x192 (W x "
+                                   "H), not a scaled copy"),
         "calib of a fractional width": (["--calib", str(fractional)],
                                         "calib_fraction.txt: width and height must be whole "
                                         "positive numbers of pixels, got 200.5 and 192"),
@@ -180,6 +254,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                                  "--depth-format 'exr' is not one of npy, pfm, png16"),
         "negative max depth": (["--calib", str(good), "--max-depth", "-1"],
                                "--max-depth must be positive"),
+        "min confidence above 1": (["--min-confidence", "1.5"],
+                                   "--min-confidence must be in [0, 1] (a confidence), got 1.5"),
         "negative edge ratio": (["--calib", str(good), "--edge-ratio", "-0.1"],
                                 "--edge-ratio must be 0 (off) or positive"),
     }
@@ -192,7 +268,8 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                                   "calib and focal", "focal without baseline", "doffs alone",
                                   "depth format without calibration",
                                   "max depth without calibration", "unknown depth format",
-                                  "negative max depth", "negative edge ratio"])
+                                  "negative max depth", "negative edge ratio",
+                                  "min confidence above 1"])
 def test_bad_calibration_input_is_one_line_exit_2_no_output(
         tmp_path: Path, pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
         case: str) -> None:

@@ -123,9 +123,12 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
         read_stereo_calibration(tmp_path / "nope.txt")
 
 
-def test_image_size_mismatch_is_refused() -> None:
-    cal = StereoCalibration(500.0, 0.1, image_size=(250, 370))
-    cal.check_image_size(250, 370, "calib.txt")
+def test_a_calibration_rescales_to_a_scaled_copy_only() -> None:
+    cal = StereoCalibration(500.0, 0.1, 3.0, 184.5, 124.5, image_size=(250, 370))
+    assert cal.for_size(250, 370, "calib.txt") is cal
+    double = cal.for_size(500, 740, "calib.txt")
+    assert (double.focal, double.baseline, double.doffs) == (1000.0, 0.1, 6.0)
+    assert (double.cx, double.cy, double.image_size) == (369.5, 249.5, (500, 740))
     with pytest.raises(UserError, match=r"calib.txt is for 370x250 px images but the images "
-                                        r"are 740x500"):
-        cal.check_image_size(500, 740, "calib.txt")
+                                        r"are 740x250 \(W x H\), not a scaled copy"):
+        cal.for_size(250, 740, "calib.txt")

@@ -11,9 +11,16 @@ from crossview.cli.app import main
 from crossview.export import onnx
 
 CASES = {
-    "not a multiple of 32": (["--model", "matchstereo-mini", "--size", "200x256"],
-                             "--size 200x256: matchstereo-mini needs sides that are multiples "
-                             "of 32 (the export runs without padding), e.g. 224x256"),
+    "bare, not a multiple of 32": (["--model", "matchstereo-mini", "--size", "200x256",
+                                    "--bare"],
+                                   "--size 200x256: the bare matchstereo-mini needs sides that "
+                                   "are multiples of 32 (no padding inside), e.g. 224x256"),
+    "bare with refinement": (["--model", "matchstereo-hybrid", "--size", "192x192", "--bare",
+                              "--refine"], "--bare exports the network alone: no --lri, no "
+                                           "--refine"),
+    "refinement of a matcher": (["--model", "transformatcher", "--size", "240x240",
+                                 "--no-refine"], "--bare, --lri and --refine are MatchStereo / "
+                                                 "MatchFlow options"),
     "below the minimum": (["--model", "matchflow-mini", "--size", "64x64"],
                           "--size 64x64: matchflow-mini needs at least"),
     "unknown model": (["--model", "nope", "--size", "192x192"], "unknown model 'nope'"),

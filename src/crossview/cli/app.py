@@ -15,6 +15,7 @@ from crossview.cli.help_text import App
 from crossview.cli.match import match_command
 from crossview.cli.models import models_command
 from crossview.cli.plot_log import plot_log_command
+from crossview.cli.rectify import rectify_command
 from crossview.cli.runner import run_app
 from crossview.cli.stereo import stereo_command
 from crossview.cli.train import train_command
@@ -51,6 +52,7 @@ app.command("eval")(eval_command)
 app.command("match")(match_command)
 app.command("models")(models_command)
 app.command("stereo")(stereo_command)
+app.command("rectify")(rectify_command)
 app.command("flow")(flow_command)
 app.command("train")(train_command)
 app.command("plot-log")(plot_log_command)

@@ -77,6 +77,7 @@ class DenseOptions:
     skip_existing: bool = False
     refine: bool | None = None
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
+    min_confidence: float = 0.0
     adapt: int = 0  # test-time adaptation steps per pair (0: off)
 
     def model_inputs(self) -> str:
@@ -293,6 +294,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     """
     size = parse_size(options.size) if options.size else None
     api.check_run_settings(options.device, "--device")
+    api.check_min_confidence(options.min_confidence, "--min-confidence")
     kind = "disparity" if task == "stereo" else "flow"
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
     jobs, count, single = find_jobs(task, first, second, options.frames)
@@ -333,7 +335,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                                                                    job.label),
                                       device=options.device,
                                       precision=options.precision, lri=options.lri, size=size,
-                                      refine=options.refine, advice=advice)
+                                      refine=options.refine, advice=advice,
+                                      min_confidence=options.min_confidence)
                 except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None

@@ -2,9 +2,13 @@
 
 The calibration is a file (``--calib``: Middlebury/ETH3D ``calib.txt`` or KITTI
 ``calib_cam_to_cam.txt``, :mod:`crossview.data.calibration`) or numbers (``--focal`` px,
-``--baseline`` metres, optional ``--doffs``, ``--cx``, ``--cy`` px), never both. With it,
+``--baseline`` metres, optional ``--doffs``, ``--cx``, ``--cy`` px), never both. A file
+calibrated at another resolution is rescaled to a scaled copy of its images, with a ``note:``
+(:meth:`crossview.data.calibration.StereoCalibration.for_size`). With it,
 each pair NAME also gets ``NAME_depth.{npy,pfm,png}`` (metres; the 16-bit PNG holds
-millimetres, so depths beyond 65.535 m read as missing) and ``NAME_depth.ply`` (binary PLY,
+millimetres, so depths beyond 65.535 m read as missing), ``NAME_depth_color.png`` (the kept
+depths coloured, near red and far blue, holes black, with a colour bar in metres:
+:func:`crossview.viz.depth_to_colour`) and ``NAME_depth.ply`` (binary PLY,
 the left image's colours, camera frame in metres: x right, y down, z forward).
 
 A pixel keeps its depth (and becomes a point) only when it passes every filter: left-right
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
 
 np = lazy_import("numpy")
 api = lazy_import("crossview.api")
+viz = lazy_import("crossview.viz")  # matplotlib (~0.13 s): loaded when a pair is written
 
 DEPTH_FORMATS = ("npy", "pfm", "png16")
 EDGE_RATIO = 0.05  # relative depth jump between 4-neighbours that marks a depth edge
@@ -85,25 +90,41 @@ class DepthOutput:
     max_depth: float | None = None
     edge_ratio: float = EDGE_RATIO
     warned_far: bool = field(default=False, init=False)  # once per run, not once per pair
+    noted_sizes: set[tuple[int, int]] = field(default_factory=set, init=False)
 
     def check(self, images: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Refuse images of another size than the calibration's (before the model runs)."""
+        """Refuse images that are not a scaled copy of the calibrated ones (before the model
+        runs); say once per size when the calibration is rescaled to the images."""
         for first, _ in images:
-            self.calibration.check_image_size(*first.shape[:2],
-                                              str(self.calib_file or "the calibration"))
+            self.calibration_for(*first.shape[:2])
+
+    def calibration_for(self, height: int, width: int) -> StereoCalibration:
+        """The calibration rescaled to ``height x width`` images
+        (:meth:`StereoCalibration.for_size`), with a ``note:`` line the first time a size is
+        rescaled."""
+        source = str(self.calib_file or "the calibration")
+        scaled = self.calibration.for_size(height, width, source)
+        if scaled is not self.calibration and (height, width) not in self.noted_sizes:
+            self.noted_sizes.add((height, width))
+            h, w = self.calibration.image_size
+            stderr.print(f"note: {source} is for {w}x{h} px images; rescaled to the {width}x"
+                         f"{height} images (focal {scaled.focal:.6g} px, doffs "
+                         f"{scaled.doffs:.4g} px: focal, cx and doffs scale with the width, cy "
+                         "with the height)", markup=False, soft_wrap=True)
+        return scaled
 
     def file_names(self, name: str) -> list[str]:
         suffix = ".png" if self.fmt == "png16" else f".{self.fmt}"
-        return [f"{name}_depth{suffix}", f"{name}_depth.ply"]
+        return [f"{name}_depth{suffix}", f"{name}_depth_color.png", f"{name}_depth.ply"]
 
     def writers(self, images: tuple[np.ndarray, np.ndarray], result: StereoResult
                 ) -> list[Callable[[Path], None]]:
         """Writers of the depth map and the point cloud of batch row 0, in
         :meth:`file_names` order; a :class:`UserError` naming the calibration's numbers if the
         kept depths or points do not fit float32."""
-        metric = api.metric_depth(result.disparity[0].cpu(), result.valid[0].cpu(),
-                                  self.calibration, max_depth=self.max_depth,
-                                  edge_ratio=self.edge_ratio)
+        cal = self.calibration_for(*result.disparity.shape[-2:])
+        metric = api.metric_depth(result.disparity[0].cpu(), result.valid[0].cpu(), cal,
+                                  max_depth=self.max_depth, edge_ratio=self.edge_ratio)
         depth, keep = metric.depth, metric.keep
         check_finite(depth.numpy(), f"{self._inputs('focal', 'baseline', 'doffs')} give depths "
                      "beyond the float32 range", keep.numpy())
@@ -113,7 +134,9 @@ class DepthOutput:
             check_finite(points[:, axis], f"{self._inputs(centre, 'baseline')} put points "
                          "beyond the float32 range")
         colours = images[0][keep.numpy()]
+        picture = viz.depth_to_colour(depth.numpy(), keep.numpy())
         return [self._depth_writer(depth.numpy().astype(np.float32)),
+                lambda path: api.write_image(path, picture),
                 lambda path: api.write_ply(path, points, colours)]
 
     def _warn_if_far(self, kept: torch.Tensor) -> None:

@@ -1,5 +1,6 @@
-"""``crossview export onnx``: a model as an ONNX file, checked against PyTorch with
-onnxruntime (:mod:`crossview.export.onnx`)."""
+"""``crossview export onnx``: a model as an ONNX file that computes what ``crossview stereo`` /
+``flow`` give for its size, checked against them with onnxruntime
+(:mod:`crossview.export.onnx`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from crossview.cli import options
 from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
@@ -16,6 +18,7 @@ from crossview.output import check_output_file
 
 api = lazy_import("crossview.api")
 onnx = lazy_import("crossview.export.onnx")
+steps = lazy_import("crossview.long_step")  # its spinner (rich.progress) loads when used
 
 app = App(help="Export models to other runtimes.", no_args_is_help=True)
 
@@ -25,37 +28,54 @@ def onnx_command(
     model: Annotated[str, typer.Option(
         "--model", help="MatchStereo / MatchFlow / TransforMatcher model name.")],
     size: Annotated[str, typer.Option(
-        "--size", help="HxW traced at: multiples of 32 (MatchStereo / MatchFlow; other sizes "
-                       "run too unless --static), TransforMatcher: 240x240.")],
+        "--size", help="HxW the file takes (MatchStereo / MatchFlow: any size the model runs, "
+                       "padded inside; with --bare multiples of 32, other sizes run too unless "
+                       "--static), TransforMatcher: 240x240.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="The .onnx file to write.")],
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="Weights (default: the model's bundled ones, else its published ones "
         "from the cache).")] = None,
+    lri: options.Lri = None,
+    refine: options.Refine = None,
+    bare: Annotated[bool, typer.Option(
+        "--bare", help="The network alone: no padding, no low-resolution initialisation, no "
+                       "refinement; dynamic height and width (multiples of 32).")] = False,
     static: Annotated[bool, typer.Option(
-        "--static", help="Fix height and width at --size (smaller graph).")] = False,
+        "--static", help="With --bare: fix height and width at --size (smaller graph).")] = False,
     check: Annotated[bool, typer.Option(
-        help="Run the file with onnxruntime and compare with PyTorch.")] = True,
+        help="Run the file with onnxruntime and compare with crossview's own result.")] = True,
 ) -> None:
     """Export MODEL to ONNX: inputs image0, image1 [1, 3, H, W] float 0..255; outputs field,
-    disparity or flow, valid (MatchStereo / MatchFlow) or coords (TransforMatcher)."""
+    disparity or flow, valid (MatchStereo / MatchFlow: what `crossview stereo` / `flow` give,
+    refinement and all) or coords (TransforMatcher)."""
     check_output_file(out, "-o")
     shape = parse_size(size)
     for module in ("onnx", "onnxscript", *(["onnxruntime"] if check else [])):
         onnx.require(module)
     network = api.load_model(model, weights)
-    onnx.export_module(network)  # a model or size that cannot be exported fails before the trace
-    onnx.check_size(network, shape)
-    # the trace and the comparison run the network at --size (the export has no refinement)
-    api.check_memory(network, *shape, task=network.task, refine=False,
-                     advice=api.MemoryAdvice("give a smaller --size"))
-    with stderr.status(f"exporting {model} at {shape[0]}x{shape[1]} (takes minutes)"):
-        names = onnx.export_onnx(network, out, shape, dynamic=not static)
+    # a model, option or size that cannot be exported fails before the trace
+    module = onnx.export_module(network, lri=lri, refine=refine, bare=bare)
+    onnx.check_size(network, shape, bare=bare)
+    api.check_memory(network, *shape, task=network.task, lri=getattr(module, "lri", False),
+                     refine=getattr(module, "refine", False),
+                     advice=api.MemoryAdvice("give a smaller --size", "--no-refine"))
+    names = onnx.export_onnx(network, out, shape, lri=lri, refine=refine, bare=bare,
+                             dynamic=bare and not static)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",
                  markup=False, soft_wrap=True)
+    meta = onnx.file_metadata(module, shape, bare and not static)
+    if "crossview.same_as" in meta:
+        lacks = [what for _, what in onnx.dropped_defaults(module)]
+        if lacks:
+            stderr.print(f"note: the file lacks the {' and '.join(lacks)} that "
+                         f"`crossview {network.task} --model {model}` does by default "
+                         "(recorded in its metadata, crossview.lacks)", markup=False)
+        stdout.print(f"the file computes what `{meta['crossview.same_as']}` gives "
+                     f"at {meta['crossview.size']}", markup=False, soft_wrap=True)
     if check:
-        pair = onnx.example_inputs(shape, seed=1)
-        differences = onnx.max_differences(onnx.export_module(network)(*pair),
-                                      onnx.run_onnx(onnx.onnx_session(out), *pair), names)
-        stdout.print("max |onnxruntime - pytorch|: " + ", ".join(
-            f"{name} {value:.3g}" for name, value in differences.items()), markup=False,
-            soft_wrap=True)
+        with steps.long_step(f"checking {out.name} with onnxruntime against crossview"):
+            differences = onnx.compare_with_crossview(module, out, shape)
+        against = meta.get("crossview.same_as", "pytorch")
+        stdout.print(f"|onnxruntime - {against}|: " + "; ".join(
+            f"{name} mean {mean:.3g} max {largest:.3g}"
+            for name, (mean, largest) in differences.items()), markup=False, soft_wrap=True)

@@ -59,6 +59,7 @@ def flow_command(
     fmt: Annotated[str, typer.Option(
         "--format", help="Raw flow: flo, pfm, png16 or npy.")] = "flo",
     save_confidence: SaveConfidence = False,
+    min_confidence: options.MinConfidence = 0.0,
     skip_existing: options.SkipExisting = False,
     start: Annotated[int | None, typer.Option(
         "--start", help="Video or folder of frames: the first frame to use (0-based; "
@@ -78,7 +79,8 @@ def flow_command(
         0 if start is None else start, stop, 1 if stride is None else stride)
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
-                         refine=refine, frames=frames, adapt=adapt)
+                         refine=refine, frames=frames,
+                         min_confidence=min_confidence, adapt=adapt)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_backward],
                                   dense.model_inputs())

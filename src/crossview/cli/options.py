@@ -33,6 +33,9 @@ FixedSize = Annotated[str | None, typer.Option(
     "--size", help="Fixed-resolution inference at HxW, results resized back.")]
 SaveRpos = Annotated[bool, typer.Option(
     "--save-rpos", help="Also save the self relative positions as a picture (paper Fig. 6).")]
+MinConfidence = Annotated[float, typer.Option(
+    "--min-confidence", help="Mark pixels whose confidence (0..1, see --save-confidence) is "
+    "below this as invalid: out of the _noc mask, the depth and the point cloud.")]
 SkipExisting = Annotated[bool, typer.Option(
     "--skip-existing", help="Skip pairs whose output files are all there (resume a run).")]
 

@@ -60,6 +60,7 @@ def stereo_command(
     depth_format: depth.DepthFormat = None,
     max_depth: depth.MaxDepth = None,
     edge_ratio: depth.EdgeRatio = None,
+    min_confidence: options.MinConfidence = 0.0,
     skip_existing: options.SkipExisting = False,
 ) -> None:
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
@@ -67,7 +68,7 @@ def stereo_command(
                                      max_depth, edge_ratio)
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
-                         refine=refine, adapt=adapt)
+                         refine=refine, min_confidence=min_confidence, adapt=adapt)
     confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_right],
                                   dense.model_inputs())

@@ -26,7 +26,9 @@ import numpy as np
 
 from crossview.errors import UserError
 
-KITTI_CAMERAS = ("02", "03")  # the colour pair of the KITTI stereo benchmarks
+KITTI_CAMERAS = ("02", "03")
+# a calibration rescales to images whose width and height scale alike to within this
+ASPECT_TOLERANCE = 0.01  # the colour pair of the KITTI stereo benchmarks
 _MIDDLEBURY_MATRIX = re.compile(r"^\[(.*)\]$")
 
 
@@ -69,12 +71,30 @@ class StereoCalibration:
         cy = (height - 1) / 2 if self.cy is None else self.cy
         return cx, cy
 
-    def check_image_size(self, height: int, width: int, source: str) -> None:
-        """:class:`UserError` if the calibration is for another image size than ``H x W``."""
-        if self.image_size is not None and self.image_size != (height, width):
-            h, w = self.image_size
+    def for_size(self, height: int, width: int, source: str) -> StereoCalibration:
+        """This calibration for ``height x width`` images: itself when it is for that size (or
+        says no size), else rescaled to it as for a resized copy of the calibrated images:
+        the focal length, ``cx`` and ``doffs`` scale with the width, ``cy`` with the height
+        (pixel centres kept: ``c' = (c + 0.5) s - 0.5``), the baseline stays. A
+        :class:`UserError` naming ``source`` when the images are not a scaled copy (their
+        aspect ratio differs by more than :data:`ASPECT_TOLERANCE`).
+
+        >>> half = StereoCalibration(500.0, 0.1, 2.0, 99.5, 49.5, (100, 200)).for_size(50, 100, "c")
+        >>> half.focal, half.doffs, half.cx, half.cy
+        (250.0, 1.0, 49.5, 24.5)
+        """
+        if self.image_size is None or self.image_size == (height, width):
+            return self
+        h, w = self.image_size
+        sx, sy = width / w, height / h
+        if abs(sx / sy - 1) > ASPECT_TOLERANCE:
             raise UserError(f"{source} is for {w}x{h} px images but the images are {width}x"
-                            f"{height} (W x H); calibrate the resolution you run at")
+                            f"{height} (W x H), not a scaled copy (the aspect ratio differs); "
+                            "calibrate the resolution you run at")
+        cx, cy = ((None if c is None else (c + 0.5) * s - 0.5)
+                  for c, s in ((self.cx, sx), (self.cy, sy)))
+        return StereoCalibration(self.focal * sx, self.baseline, self.doffs * sx, cx, cy,
+                                 (height, width))
 
 
 def read_key_values(path: Path, separator: str = "=") -> dict[str, str]:
@@ -107,9 +127,11 @@ def read_stereo_calibration(path: str | Path) -> StereoCalibration:
     kitti = read_key_values(path, ":")
     if f"P_rect_{KITTI_CAMERAS[0]}" in kitti:
         return _kitti(path, kitti)
+    rig = " (an unrectified rig's K1, D1, K2, D2, R, T: rectify the pair first with " \
+        "`crossview rectify LEFT RIGHT --calib FILE`)" if "R" in kitti and "T" in kitti else ""
     raise UserError(f"{path}: not a stereo calibration file: expected a Middlebury/ETH3D "
                     "calib.txt (cam0=, cam1=, baseline= lines) or a KITTI calib_cam_to_cam.txt "
-                    "(P_rect_02:, P_rect_03: lines)")
+                    f"(P_rect_02:, P_rect_03: lines){rig}")
 
 
 def _numbers(path: Path, key: str, text: str, count: int) -> np.ndarray:
@@ -185,3 +207,21 @@ def _calibration(path: Path, focal: float, baseline: float, doffs: float, cx: fl
                                  float(cy), size)
     except UserError as error:
         raise UserError(f"{path}: {error}") from None
+
+
+def write_stereo_calibration(path: str | Path, calibration: StereoCalibration) -> None:
+    """Write ``calibration`` (with its image size and principal point) at ``path`` as a
+    Middlebury ``calib.txt`` (baseline in millimetres), which :func:`read_stereo_calibration`
+    and ``crossview stereo --calib`` read back. Not atomic by itself: the caller stages it
+    (:func:`crossview.output.staged_files`)."""
+    cal = calibration
+    if cal.image_size is None or cal.cx is None or cal.cy is None:
+        raise ValueError("a calib.txt needs the image size and the principal point")
+    h, w = cal.image_size
+
+    def camera(cx: float) -> str:
+        return f"[{cal.focal!r} 0 {cx!r}; 0 {cal.focal!r} {cal.cy!r}; 0 0 1]"
+
+    Path(path).write_text(f"cam0={camera(cal.cx)}\ncam1={camera(cal.cx + cal.doffs)}\n"
+                          f"doffs={cal.doffs!r}\nbaseline={cal.baseline * 1000.0!r}\n"
+                          f"width={w}\nheight={h}\n")

@@ -14,7 +14,11 @@ from torch import nn
 
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
-from crossview.models.dense.inference import CONSISTENCY_THRESHOLD
+from crossview.models.dense.inference import (
+    CONSISTENCY_THRESHOLD,
+    network_fields,
+    refine_fields,
+)
 
 INPUT_NAMES = ("image0", "image1")
 
@@ -23,8 +27,13 @@ class DenseOutputs(nn.Module):
     """A dense network (stereo or flow, :class:`crossview.models.dense.contract.DenseNetwork`)
     with its final outputs only.
 
-    ``forward(image0, image1)``, images ``[B, 3, H, W]`` float 0..255, H and W multiples of 32
-    (no padding inside: pad or resize before), returns
+    ``forward(image0, image1)``, images ``[B, 3, H, W]`` float 0..255, computes what
+    :func:`crossview.estimate_disparity` / :func:`crossview.estimate_flow` compute for them
+    (:func:`~crossview.models.dense.inference.network_fields`: padding to multiples of 32
+    inside, the half-resolution pass with ``lri``; then the photometric refinement with
+    ``refine``), or with ``bare`` the network alone (H and W multiples of 32, no padding, no
+    low-resolution initialisation, no refinement: the shape-free graph of a dynamic export).
+    Returns
 
     - ``field [2B, H, W, 2]``: both views' full-resolution fields in px (the first images'
       rows first);
@@ -34,15 +43,24 @@ class DenseOutputs(nn.Module):
       :func:`crossview.estimate_disparity`).
     """
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, *, lri: bool = False, refine: bool = False,
+                 bare: bool = False) -> None:
         super().__init__()
+        if bare and (lri or refine):
+            raise ValueError(f"a bare network has no lri or refinement, got {lri=}, {refine=}")
         self.model = model
         self.task = model.task
+        self.lri, self.refine, self.bare = lri, refine, bare
         self.output_names = ("field", "disparity" if self.task == "stereo" else "flow", "valid")
 
     def forward(self, image0: torch.Tensor,
                 image1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        field = self.model.forward_fields(image0, image1, task=self.task)["field"]
+        if self.bare:
+            field = self.model.forward_fields(image0, image1, task=self.task)["field"]
+        else:
+            field = network_fields(self.model, image0, image1, self.task, lri=self.lri)[0]
+            if self.refine:
+                field = refine_fields(image0, image1, field, self.task)
         batch = image0.shape[0]
         first = field[:batch]
         main = field_to_disparity(first) if self.task == "stereo" else first.permute(0, 3, 1, 2)

@@ -5,9 +5,17 @@ torch's exporter needs).
 :func:`export_onnx` traces the export module of :mod:`crossview.export.modules` with
 ``torch.onnx.export`` (torch.export based) while MatchAttention runs its ``export`` backend
 (:mod:`crossview.attention.match.export`: gathers, so any ONNX runtime runs it, no custom op).
-MatchStereo / MatchFlow files take any height and width that are multiples of 32 and at least
-the model's minimum (dynamic axes; the batch is fixed at 1); TransforMatcher's take only its
-``image_size`` square. Inputs ``image0``, ``image1``: ``[1, 3, H, W]`` float32 in 0..255.
+
+A MatchStereo / MatchFlow file computes by default what ``crossview stereo`` / ``crossview
+flow`` (and :func:`crossview.estimate_disparity` / :func:`crossview.estimate_flow`) give for
+its size: the padding to multiples of 32, the low-resolution initialisation and the
+photometric refinement are inside, as the model does them by default (``lri`` / ``refine``
+choose otherwise); such a file takes the one size it was exported at (any size the model
+runs). ``bare`` exports the network alone, which takes any height and width that are
+multiples of 32 and at least the model's minimum (dynamic axes unless ``dynamic=False``).
+TransforMatcher's files take only its ``image_size`` square. The batch is fixed at 1. Inputs
+``image0``, ``image1``: ``[1, 3, H, W]`` float32 in 0..255. Every file records what it
+computes in its metadata (:func:`file_metadata`).
 """
 
 from __future__ import annotations
@@ -24,10 +32,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from crossview import api
 from crossview.attention import using_backend
 from crossview.errors import UserError
 from crossview.export.modules import INPUT_NAMES, DenseOutputs, MatcherOutputs
+from crossview.long_step import long_step
 from crossview.models.dense.contract import is_dense
+from crossview.models.dense.inference import initialises_low, refines
 from crossview.output import atomic_output
 
 STRIDE = 32  # MatchStereo / MatchFlow sides are multiples of this (the 1/32 scale)
@@ -43,23 +54,35 @@ def require(module: str) -> object:
         raise UserError(f"ONNX export needs {module}, which is not installed: {EXTRA}") from None
 
 
-def export_module(model: nn.Module) -> DenseOutputs | MatcherOutputs:
-    """The export module of ``model`` (eval mode); a :class:`UserError` for a model that
-    cannot be exported."""
+def export_module(model: nn.Module, *, lri: bool | None = None, refine: bool | None = None,
+                  bare: bool = False) -> DenseOutputs | MatcherOutputs:
+    """The export module of ``model`` (eval mode): MatchStereo / MatchFlow with the model's
+    default low-resolution initialisation and refinement (``lri`` / ``refine`` choose, as in
+    :func:`crossview.estimate_disparity`), or the network alone with ``bare``; a
+    :class:`UserError` for a model that cannot be exported or options it does not take."""
     task = getattr(model, "task", None)
     name = getattr(model, "model_name", type(model).__name__)
     if task in ("stereo", "flow") and is_dense(model):
-        return DenseOutputs(model).eval()
+        if bare and (lri or refine):
+            raise UserError("--bare exports the network alone: no --lri, no --refine")
+        if bare:
+            return DenseOutputs(model, bare=True).eval()
+        return DenseOutputs(model, lri=initialises_low(model, lri),
+                            refine=refines(model, refine)).eval()
     if task == "semantic" and hasattr(model, "image_size"):
+        if bare or lri is not None or refine is not None:
+            raise UserError(f"{name} is exported whole: --bare, --lri and --refine are "
+                            "MatchStereo / MatchFlow options")
         return MatcherOutputs(model).eval()
     raise UserError(f"model {name!r} ({task}) cannot be exported to ONNX; export a dense "
                     "(stereo, flow) or a TransforMatcher model")
 
 
-def check_size(model: nn.Module, size: tuple[int, int]) -> None:
-    """A :class:`UserError` unless ``size`` ``(H, W)`` is one ``model`` runs without padding:
-    multiples of 32, at least the model's minimum (MatchStereo / MatchFlow); the model's
-    ``image_size`` square (TransforMatcher)."""
+def check_size(model: nn.Module, size: tuple[int, int], *, bare: bool = False) -> None:
+    """A :class:`UserError` unless ``model`` runs on ``size`` ``(H, W)`` images: at least
+    the model's minimum less the padding (MatchStereo / MatchFlow), with ``bare`` multiples of
+    32 and at least the minimum (no padding); the model's ``image_size`` square
+    (TransforMatcher)."""
     h, w = size
     name = getattr(model, "model_name", type(model).__name__)
     if getattr(model, "task", None) == "semantic":
@@ -67,13 +90,53 @@ def check_size(model: nn.Module, size: tuple[int, int]) -> None:
         if (h, w) != (side, side):
             raise UserError(f"--size {h}x{w}: {name} takes only {side}x{side} images")
         return
-    if h % STRIDE or w % STRIDE:
-        raise UserError(f"--size {h}x{w}: {name} needs sides that are multiples of {STRIDE} "
-                        f"(the export runs without padding), e.g. {_round_up(h)}x{_round_up(w)}")
+    if bare and (h % STRIDE or w % STRIDE):
+        raise UserError(f"--size {h}x{w}: the bare {name} needs sides that are multiples of "
+                        f"{STRIDE} (no padding inside), e.g. {_round_up(h)}x{_round_up(w)}")
     least_h, least_w = model.min_shape(model.task)
+    if not bare:  # padded inside to multiples of 32
+        least_h, least_w = least_h - STRIDE + 1, least_w - STRIDE + 1
     if h < least_h or w < least_w:
         raise UserError(f"--size {h}x{w}: {name} needs at least {least_h}x{least_w} for "
                         f"{model.task}")
+
+
+def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
+                  dynamic: bool) -> dict[str, str]:
+    """What an exported file computes, as its ONNX ``metadata_props`` record it:
+    ``crossview.model``, ``crossview.task``, ``crossview.size`` (``HxW``, or ``any multiples
+    of 32`` for a dynamic file), and for MatchStereo / MatchFlow ``crossview.padding``,
+    ``crossview.lri``, ``crossview.refine`` (``on`` / ``off``), ``crossview.same_as`` (the
+    command whose result the file gives) and ``crossview.lacks`` (what that command does by
+    default and the file does not: empty when nothing)."""
+    model = module.model
+    name = getattr(model, "model_name", type(model).__name__)
+    task = getattr(model, "task", "semantic")
+    meta = {"crossview.model": name, "crossview.task": task,
+            "crossview.size": "any multiples of 32" if dynamic else f"{size[0]}x{size[1]}"}
+    if isinstance(module, MatcherOutputs):
+        return meta
+    dropped = dropped_defaults(module)
+    meta.update({
+        "crossview.padding": "none (H and W multiples of 32)" if module.bare
+        else "inside (edge replication to multiples of 32)",
+        "crossview.lri": "on" if module.lri else "off",
+        "crossview.refine": "on" if module.refine else "off",
+        "crossview.same_as": f"crossview {module.task} --model {name}"
+        + "".join(f" {option}" for option, _ in dropped),
+        "crossview.lacks": ", ".join(what for _, what in dropped)})
+    return meta
+
+
+def dropped_defaults(module: DenseOutputs) -> list[tuple[str, str]]:
+    """``(option, what)`` for each step ``crossview stereo`` / ``flow`` do by default for
+    ``module``'s model and the module does not: ``("--no-lri", "low-resolution
+    initialisation")``, ``("--no-refine", "photometric refinement")``."""
+    model = module.model
+    return [(option, what) for option, what, default, chosen in (
+        ("--no-lri", "low-resolution initialisation", initialises_low(model, None), module.lri),
+        ("--no-refine", "photometric refinement", refines(model, None), module.refine))
+        if default and not chosen]
 
 
 def _round_up(n: int) -> int:
@@ -89,11 +152,9 @@ def example_inputs(size: tuple[int, int], seed: int = 0) -> tuple[torch.Tensor, 
     return first, (torch.roll(first, -4, dims=3) + noise).clamp(0, 255)
 
 
-def _dynamic_shapes(module: nn.Module) -> dict[str, dict[int, object]] | None:
-    """Height and width as multiples of 32 (at least the model's minimum) for MatchStereo /
-    MatchFlow; ``None`` (static) for TransforMatcher."""
-    if not isinstance(module, DenseOutputs):
-        return None
+def _dynamic_shapes(module: nn.Module) -> dict[str, dict[int, object]]:
+    """Height and width as multiples of 32 (at least the model's minimum) for a bare
+    MatchStereo / MatchFlow network."""
     least_h, least_w = module.model.min_shape(module.task)
     rows = torch.export.Dim("rows32", min=least_h // STRIDE)
     cols = torch.export.Dim("cols32", min=least_w // STRIDE)
@@ -102,25 +163,42 @@ def _dynamic_shapes(module: nn.Module) -> dict[str, dict[int, object]] | None:
 
 
 def export_onnx(model: nn.Module, path: str | os.PathLike[str], size: tuple[int, int], *,
-                dynamic: bool = True) -> tuple[str, ...]:
+                lri: bool | None = None, refine: bool | None = None, bare: bool = False,
+                dynamic: bool | None = None) -> tuple[str, ...]:
     """Write ``model`` as an ONNX file at ``path`` (atomically: a failed export leaves
-    nothing), traced at ``size`` ``(H, W)``; ``dynamic`` keeps height and width free for
-    MatchStereo / MatchFlow. Returns the output names.
+    nothing), traced at ``size`` ``(H, W)``, computing :func:`export_module` ``(model, lri=,
+    refine=, bare=)``, its :func:`file_metadata` in the file. ``dynamic`` keeps height and
+    width free (a bare MatchStereo / MatchFlow only; default: on for those). The trace and the
+    translation are each announced (:func:`crossview.long_step.long_step`). Returns the output
+    names.
 
-    Raises :class:`UserError` for a model that cannot be exported, a size it cannot take, or a
-    missing exporter package.
+    Raises :class:`UserError` for a model that cannot be exported, a size it cannot take, a
+    dynamic file that is not a bare network, or a missing exporter package.
     """
     for module_name in ("onnx", "onnxscript"):
         require(module_name)
-    module = export_module(model.cpu().float())
-    check_size(model, size)
+    module = export_module(model.cpu().float(), lri=lri, refine=refine, bare=bare)
+    check_size(model, size, bare=bare)
+    dense = isinstance(module, DenseOutputs)
+    if dynamic is None:
+        dynamic = dense and bare
+    if dynamic and not (dense and bare):
+        raise UserError("only a bare MatchStereo / MatchFlow network exports with dynamic "
+                        "height and width (--bare)")
+    name = getattr(model, "model_name", type(model).__name__)
+    where = f"{name} at {size[0]}x{size[1]}"
     with using_backend("export"), _quiet_exporter(), torch.no_grad():
-        program = torch.onnx.export(
-            module, example_inputs(size), dynamo=True, verbose=False,
-            input_names=list(INPUT_NAMES), output_names=list(module.output_names),
-            dynamic_shapes=_dynamic_shapes(module) if dynamic else None)
+        with long_step(f"tracing {where} (torch.export)"):
+            program = torch.export.export(
+                module, example_inputs(size),
+                dynamic_shapes=_dynamic_shapes(module) if dynamic else None)
+        with long_step(f"translating {where} to ONNX"):
+            onnx_program = torch.onnx.export(
+                program, dynamo=True, verbose=False, optimize=False,
+                input_names=list(INPUT_NAMES), output_names=list(module.output_names))
+    onnx_program.model.metadata_props.update(file_metadata(module, size, dynamic))
     with atomic_output(path) as staged:
-        program.save(str(staged), external_data=False)
+        onnx_program.save(str(staged), external_data=False)
     return module.output_names
 
 
@@ -145,6 +223,7 @@ def onnx_session(path: str | os.PathLike[str], threads: int = 0) -> object:
     ort = require("onnxruntime")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    options.log_severity_level = 3  # errors only: its optimiser's notes say nothing to a user
     if not Path(path).is_file():
         raise UserError(f"{path}: no such file")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -155,6 +234,37 @@ def run_onnx(session: object, image0: torch.Tensor, image1: torch.Tensor) -> lis
     feeds = {name: image.detach().cpu().float().numpy()
              for name, image in zip(INPUT_NAMES, (image0, image1), strict=True)}
     return session.run(None, feeds)
+
+
+def compare_with_crossview(module: DenseOutputs | MatcherOutputs,
+                           path: str | os.PathLike[str], size: tuple[int, int], *,
+                           seed: int = 1) -> dict[str, tuple[float, float]]:
+    """Run the file at ``path`` (exported from ``module``) with onnxruntime and crossview's
+    own inference on a pair of ``size`` that the trace did not see (:func:`example_inputs`
+    with ``seed``): for MatchStereo / MatchFlow :func:`crossview.estimate_disparity` /
+    :func:`crossview.estimate_flow` with the module's lri and refinement (what ``crossview
+    stereo`` / ``flow`` give with the options of :func:`file_metadata`'s ``same_as``; the
+    default MatchAttention backend, not the export one), for TransforMatcher the module.
+
+    Returns per output (``disparity`` or ``flow`` and ``valid``; ``coords``) the mean and the
+    largest ``|onnxruntime - crossview|`` (a mask: the fraction of differing pixels, twice;
+    a shape mismatch: infinite).
+    """
+    pair = example_inputs(size, seed=seed)
+    got = run_onnx(onnx_session(path), *pair)
+    names = module.output_names
+    if isinstance(module, DenseOutputs):
+        estimate = api.estimate_disparity if module.task == "stereo" else api.estimate_flow
+        result = estimate(*pair, model=module.model, lri=module.lri, refine=module.refine)
+        expected = (result.disparity if module.task == "stereo" else result.flow, result.valid)
+        got, names = got[1:], names[1:]  # the fields are what the main output is made of
+    else:
+        with torch.inference_mode():
+            expected = module(*pair)
+    infinite = float("inf")
+    return {name: (_compare(want, have, lambda d: float(d.mean()), infinite),
+                   _compare(want, have, lambda d: float(d.max()), infinite))
+            for name, want, have in zip(names, expected, got, strict=True)}
 
 
 def max_differences(expected: tuple[torch.Tensor, ...], got: list[np.ndarray],

@@ -4,7 +4,8 @@ The body is streamed into a temporary file beside the destination
 (:func:`crossview.output.atomic_output`: the partial download carries the owner's host and
 process id, so a later run removes what a killed one left) and renamed onto the destination
 only when every byte the server announced has arrived and the caller's check has passed. Its
-SHA-256 is computed on the way. A rich progress bar shows the transfer on a terminal.
+SHA-256 is computed on the way. Once the server's answer starts like the file, a note says
+that the download runs, and a rich progress bar shows the transfer on a terminal.
 
 Failures are :class:`~crossview.errors.UserError` lines: :class:`Unreachable` when no answer
 came (no network, a refused connection, a time-out), :class:`DownloadError` for an answer that
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import logging
 import os
 import urllib.error
 import urllib.request
@@ -35,6 +37,8 @@ from crossview import __version__
 from crossview.console import stderr
 from crossview.errors import UserError
 from crossview.output import atomic_output
+
+log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
 TIMEOUT_SECONDS = 30.0
@@ -84,6 +88,8 @@ def fetch(url: str, path: str | os.PathLike[str], *, head_ok: Callable[[bytes], 
                 if received == 0 and not head_ok(chunk[:HEAD_BYTES]):
                     raise DownloadError(f"{url} did not send {what} (it starts with "
                                         f"{chunk[:HEAD_BYTES]!r}); nothing written")
+                if received == 0:  # the server sends the file: say so before the transfer
+                    log.info(f"downloading {url} to {path}")
                 out.write(chunk)
                 digest.update(chunk)
                 received += len(chunk)

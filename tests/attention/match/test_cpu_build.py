@@ -18,10 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 import torch
 import torch.utils.cpp_extension as cpp_extension
+from PIL import Image
 
+from cli_runner import run_cli
 from crossview.attention import build_key, match_attention
 from crossview.attention.match import choose, cpu_build
 from crossview.attention.match.choose import BackendChoice, choose_backend
@@ -242,3 +245,33 @@ def test_the_fallback_warning_comes_once_per_process(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("RuntimeWarning") == 1, result.stderr
     assert "no C++ compiler" in result.stderr
+
+
+@pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
+                    reason=f"{cpu_build.unavailable_reason()}")
+def test_a_first_run_says_it_compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``crossview stereo`` in a fresh extensions cache says that it compiles (the compile
+    itself is replaced by the kernels built already); a built cache says nothing."""
+    built = cpu_build.extension()
+    loads = []
+    monkeypatch.setattr(cpp_extension, "load", lambda **kwargs: loads.append(kwargs) or built)
+    rng = np.random.default_rng(0)
+    left = rng.integers(0, 256, (128, 160, 3), dtype=np.uint8)
+    Image.fromarray(left).save(tmp_path / "l.png")
+    Image.fromarray(np.roll(left, -2, axis=1)).save(tmp_path / "r.png")
+    args = ["stereo", str(tmp_path / "l.png"), str(tmp_path / "r.png"), "--model",
+            "matchstereo-mini", "--no-refine", "--no-lri"]
+    note = f"note: {cpu_build.COMPILE_NOTE}"
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "fresh"))
+    cpu_build._build.cache_clear()
+    try:
+        code, _, err = run_cli([*args, "-o", str(tmp_path / "first")], capsys)
+        assert code == 0 and note in err.splitlines(), err
+        assert len(loads) == 1
+        cpu_build._build.cache_clear()
+        monkeypatch.delenv("TORCH_EXTENSIONS_DIR")  # the real cache, built
+        code, _, err = run_cli([*args, "-o", str(tmp_path / "second")], capsys)
+        assert code == 0 and note not in err, err
+    finally:
+        cpu_build._build.cache_clear()

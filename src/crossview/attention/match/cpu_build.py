@@ -8,7 +8,8 @@ checkouts, environments or CPUs live side by side, and a ``-march=native`` binar
 on another CPU model. The fused kernels are built on Linux only. A failed build is remembered for
 the process; the reason is what :func:`crossview.attention.match.choose_backend` reports. A build
 lock left by a killed compile is removed after a while instead of blocking every later process
-(see :mod:`crossview.attention.build_lock`).
+(see :mod:`crossview.attention.build_lock`). A compile (no built library in the build directory
+yet) is announced with :data:`COMPILE_NOTE` and a spinner (:mod:`crossview.long_step`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from types import ModuleType
 
 from crossview.attention.build_key import build_key
 from crossview.attention.build_lock import wait_for_build_lock
+from crossview.long_step import long_step
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "match_attention.cpp"
 # tuples: torch's load appends its own flags to the lists it is given, which would change the key
@@ -31,6 +33,7 @@ CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno")
 LDFLAGS = ("-fopenmp",)
 NAME = "crossview_match_attention"
 BUILD_PROBLEM = "the C++ extension cannot be built"  # how every reason of this file starts
+COMPILE_NOTE = "compiling the C++ MatchAttention kernels, once for this machine (a minute or two)"
 
 
 def _compiler() -> str:
@@ -83,9 +86,13 @@ def _build() -> ModuleType | str:
     try:
         build_dir = Path(_get_build_directory(name, verbose=False))  # torch's own choice, created
         wait_for_build_lock(build_dir)
-        return load(name=name, sources=[str(_place_source(build_dir, source))],
-                    build_directory=str(build_dir), extra_cflags=list(CFLAGS),
-                    extra_ldflags=list(LDFLAGS), verbose=False)
+        # a first run compiles for a minute or more: say so (a built one loads in a second)
+        announce = (contextlib.nullcontext() if (build_dir / f"{name}.so").is_file()
+                    else long_step(COMPILE_NOTE))
+        with announce:
+            return load(name=name, sources=[str(_place_source(build_dir, source))],
+                        build_directory=str(build_dir), extra_cflags=list(CFLAGS),
+                        extra_ldflags=list(LDFLAGS), verbose=False)
     except Exception as error:  # a compiler or linker failure, reported rather than raised
         detail = str(error).strip().splitlines()
         return f"{BUILD_PROBLEM}: {detail[-1] if detail else type(error).__name__}"

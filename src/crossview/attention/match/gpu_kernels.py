@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 
 import torch
 import triton
 import triton.language as tl
 
 from crossview.attention.match.gpu_launch_cache import needs_compile
+from crossview.long_step import long_step
 
 # Triton decides at decoration time whether ``@triton.jit`` builds GPU kernels or interpreted
 # ones (``TRITON_INTERPRET=1``, numpy on CPU tensors), so this is what the kernels below are.
@@ -468,8 +470,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Te
                        dtype=_written(q.dtype))
     grid, args, kwargs = forward_launch(q, k, v, rel_pos, _params(q, k, radius, scale), out,
                                         attn if need_attn else None, radius, l1)
-    with _on_device(q):
-        _note_compile(_forward_kernel, args, kwargs)
+    with _on_device(q), _note_compile(_forward_kernel, args, kwargs):
         _forward_kernel[grid](*args, **kwargs)
     return out.to(q.dtype), attn.to(q.dtype)
 
@@ -504,8 +505,8 @@ def backward(grad_out: torch.Tensor, grad_attn: torch.Tensor | None, q: torch.Te
                                               grad_out, grad_attn, grad_q, ds, mixed, keys,
                                               grad_rel, radius, l1)
     with _on_device(q):
-        _note_compile(_backward_rows_kernel, args, kwargs)
-        _backward_rows_kernel[grid](*args, **kwargs)
+        with _note_compile(_backward_rows_kernel, args, kwargs):
+            _backward_rows_kernel[grid](*args, **kwargs)
         # Each key's pairs side by side, in query order (a stable sort: the same sums each run).
         sorted_keys, order = torch.sort(keys, stable=True)
         starts = torch.searchsorted(sorted_keys, torch.arange(
@@ -514,8 +515,8 @@ def backward(grad_out: torch.Tensor, grad_attn: torch.Tensor | None, q: torch.Te
         grad_v = torch.empty_like(v, dtype=_written(v.dtype))
         grid, args, kwargs = backward_keys_launch(q, k, grad_out, ds, mixed, order, starts,
                                                   grad_k, grad_v, window, l1)
-        _note_compile(_backward_keys_kernel, args, kwargs)
-        _backward_keys_kernel[grid](*args, **kwargs)
+        with _note_compile(_backward_keys_kernel, args, kwargs):
+            _backward_keys_kernel[grid](*args, **kwargs)
     if rel_pos.shape[3] != heads:  # one rel_pos shared by the heads: their gradients add up
         grad_rel = grad_rel.sum(dim=3, keepdim=True)
     return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype), grad_rel.to(rel_pos.dtype)
@@ -524,13 +525,17 @@ def backward(grad_out: torch.Tensor, grad_attn: torch.Tensor | None, q: torch.Te
 _told = False
 
 
-def _note_compile(kernel: triton.runtime.JITFunction, args: tuple, kwargs: dict) -> None:
-    """Log ``compiling the GPU kernels, once`` (INFO, logger ``crossview...``; the CLI shows
-    it as a note) before the first launch in this process that Triton must compile, that is
-    neither in memory nor in Triton's cache on disk."""
+@contextlib.contextmanager
+def _note_compile(kernel: triton.runtime.JITFunction, args: tuple, kwargs: dict
+                  ) -> Iterator[None]:
+    """Around a launch of ``kernel``: when it is the first launch in this process that Triton
+    must compile (neither in memory nor in Triton's cache on disk), log ``compiling the GPU
+    kernels, once`` (INFO, logger ``crossview...``; the CLI shows it as a note) and show a
+    spinner while it compiles and runs (:func:`crossview.long_step.long_step`)."""
     global _told
-    if _told or INTERPRETED:
+    if _told or INTERPRETED or not needs_compile(kernel, args, kwargs):
+        yield
         return
-    if needs_compile(kernel, args, kwargs):
-        _told = True
-        log.info("compiling the GPU kernels, once")
+    _told = True
+    with long_step("compiling the GPU kernels, once", logger=log):
+        yield

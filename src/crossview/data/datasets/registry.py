@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 from crossview.errors import UserError
+from crossview.long_step import long_step
 from crossview.metrics.score import REDUCTIONS, Reduction
 from crossview.registry import Registry, import_modules
 
@@ -50,6 +51,7 @@ class DatasetKind:
 # (name, task) -> kind; every reader module of this package registers its kinds
 DATASETS: Registry[tuple[str, str], DatasetKind] = Registry(
     "dataset kind", import_modules("crossview.data.datasets"))
+SCAN_NOTE_AFTER = 3.0  # seconds: a scan still running then says what it does
 
 
 def register_dataset(kind: DatasetKind) -> DatasetKind:
@@ -143,5 +145,8 @@ def open_dataset(spec: str, task: str | None = None
         raise UserError(f"dataset kind {name!r} needs a path: use --dataset {name}:PATH")
     if not kind.needs_path and path:
         raise UserError(f"dataset kind {name!r} takes no path; use --dataset {name}")
-    dataset = kind.factory(path, **options) if kind.needs_path else kind.factory(**options)
-    return dataset, kind
+    if not kind.needs_path:
+        return kind.factory(**options), kind
+    # a benchmark's folder tree: quick when small, minutes on a slow disk
+    with long_step(f"scanning {path} for {name} samples", after=SCAN_NOTE_AFTER):
+        return kind.factory(path, **options), kind

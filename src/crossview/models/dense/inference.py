@@ -156,15 +156,37 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                 else contextlib.nullcontext())
     with torch.inference_mode():
         with autocast:
-            if size is None:
-                field, rpos, peak = run_padded(model, x0, x1, task, lri)
-            else:
-                field, rpos, peak = _run_fixed(model, x0, x1, task, lri, size)
+            field, rpos, peak = network_fields(model, x0, x1, task, lri=lri, size=size)
         field, rpos = field.float(), rpos.float()
-        if refine:
-            field = refine_field(torch.cat([x0, x1]), torch.cat([x1, x0]), field,
-                                 horizontal=task == "stereo")
+        if refines(model, refine):
+            field = refine_fields(x0, x1, field, task)
     return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
+
+
+def network_fields(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, *,
+                   lri: bool, size: tuple[int, int] | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The network's part of :func:`predict_fields` on float pairs ``[B, 3, H, W]`` (0..255,
+    on the model's device): padded to multiples of 32 and cropped back, after a
+    half-resolution pass with ``lri`` (skipped for pairs whose half is below the model's least
+    size), at the fixed resolution ``size`` if given. Plain tensor code on the pair's shape
+    only, so that :mod:`crossview.export` traces the same computation.
+
+    Returns ``field [2B, H, W, 2]``, ``self_rpos [2B, H, W, 2]`` (px, the first images' rows
+    first) and the attention peak ``[2B, H, W]`` (``None`` without attention weights).
+    """
+    if size is None:
+        return run_padded(model, x0, x1, task, lri)
+    return _run_fixed(model, x0, x1, task, lri, size)
+
+
+def refine_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
+                  task: str) -> torch.Tensor:
+    """Both views' fields ``[2B, H, W, 2]`` (as :func:`network_fields` gives them) polished by
+    :func:`crossview.geometry.photometric_refinement.refine_field` against the pair
+    ``[B, 3, H, W]`` (stereo: along x only)."""
+    return refine_field(torch.cat([x0, x1]), torch.cat([x1, x0]), field,
+                        horizontal=task == "stereo")
 
 
 def dense_predictor(model: nn.Module, device: str, precision: str, *,
