@@ -253,17 +253,20 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     model.model_name, model.task = spec.name, spec.task
     model.refine_by_default = spec.refine
     model.lri_by_default = spec.lri
+    model.fuse_by_default = spec.fuse
     return model.eval()
 
 
 def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
               refine: bool | None = None, lri: bool | None = None,
-              adapt: int = 0, variant: str | None = None) -> Predictor:
+              adapt: int = 0, variant: str | None = None,
+              fuse: bool | None = None) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
-    :attr:`crossview.models.registry.ModelSpec.predictor`). ``refine`` / ``lri``: dense
-    models' photometric refinement and low-resolution initialisation on or off (``None``:
-    the model's defaults); a :class:`UserError` for a model without them. ``adapt``: each
+    :attr:`crossview.models.registry.ModelSpec.predictor`). ``refine`` / ``lri`` / ``fuse``:
+    dense models' photometric refinement, low-resolution initialisation and (stereo) SGBM
+    fusion on or off (``None``: the model's defaults); a :class:`UserError` for a model
+    without them. ``adapt``: each
     sample runs a copy of the model adapted to its pair with that many steps
     (:func:`adapt_to_pair`; dense models only; 0: off). ``variant``: one of
     :func:`predictor_variants` instead of the whole model."""
@@ -276,7 +279,7 @@ def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
             raise UserError(f"model {spec.name!r} has no predictor variant {variant!r}; "
                             f"variants: {', '.join(spec.variants) or 'none'}")
         return spec.predictor(model, device, precision, variant)
-    options = {key: value for key, value in (("refine", refine), ("lri", lri))
+    options = {key: value for key, value in (("refine", refine), ("lri", lri), ("fuse", fuse))
                if value is not None}
     if options and spec.task not in ESTIMATORS:
         raise UserError(f"model {spec.name!r} ({spec.task}) has no "
@@ -301,7 +304,8 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
                         device: str = "cpu", precision: str = "fp32", quiet: bool = False,
                         download: bool = False, sample_size: tuple[int, int] | None = None,
                         refine: bool | None = None, lri: bool | None = None,
-                        adapt: int = 0) -> tuple[Predictor, dict[str, Predictor]]:
+                        adapt: int = 0, fuse: bool | None = None
+                        ) -> tuple[Predictor, dict[str, Predictor]]:
     """The predictor of the registered model ``name`` on a ``task`` benchmark, and
     ``{caption: predictor}`` of its variants (:func:`predictor_variants`) on the same loaded
     network: loaded by :func:`load_task_model` (``quiet``: no random-weights warning, as on all
@@ -312,7 +316,7 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
     model = load_task_model(name, task, weights, purpose=f"a {task} benchmark (its models: "
                             f"{models})", device=device, download=download, quiet=quiet)
     predict = predictor(model, device=device, precision=precision, refine=refine, lri=lri,
-                        adapt=adapt)
+                        adapt=adapt, fuse=fuse)
     if sample_size is not None:
         check_memory(model, *sample_size, task=task, device=device, lri=lri, refine=refine,
                      advice=MemoryAdvice("evaluate at a smaller size (the dataset's size=HxW "
@@ -371,7 +375,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        size: tuple[int, int] | None = None,
                        threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                        min_confidence: float = 0.0,
-                       advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0) -> StereoResult:
+                       advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0,
+                       fuse: bool | None = None) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -395,6 +400,12 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         adapt: test-time adaptation: fit a copy of the model to this pair with ``adapt``
             steps of the self-supervised loss first (:func:`adapt_to_pair`, the default
             learning rate; several times the cost of inference); 0: off.
+        fuse: fuse both views' disparities with OpenCV SGBM's
+            (:mod:`crossview.models.dense.sgbm_fusion`: SGBM where it answers, the network's
+            left-right consistent pixels in its holes, the rest filled along the row);
+            ``None``: the model's default (``model.fuse_by_default``: on for the bundled
+            ``matchstereo-hybrid``, where it was chosen on held-out real scenes). The
+            attention-peak part of ``confidence`` stays the network's.
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
@@ -403,7 +414,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine, advice=advice,
-                                        adapt=adapt)
+                                        adapt=adapt, fuse=fuse)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
@@ -445,7 +456,7 @@ def check_min_confidence(min_confidence: float, name: str = "min_confidence") ->
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
              size: tuple[int, int] | None, threshold: float, refine: bool | None,
-             advice: MemoryAdvice, adapt: int) -> Fields:
+             advice: MemoryAdvice, adapt: int, fuse: bool | None = None) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
     (:class:`~crossview.models.dense.inference.Fields`), after ``adapt`` steps of test-time
     adaptation (0: none)."""
@@ -461,7 +472,8 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
         model = adapt_to_pair(model, img0, img1, task, settings=AdaptationSettings(steps=adapt),
                               lri=lri, device=target)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
-                          size=size, threshold=threshold, refine=refine, advice=advice)
+                          size=size, threshold=threshold, refine=refine, advice=advice,
+                          fuse=fuse)
 
 
 # ----------------------------------------------------------------------------- training

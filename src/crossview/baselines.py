@@ -1,9 +1,9 @@
 """Classical baselines scored beside a model on real scenes: OpenCV SGBM (stereo), DIS (flow).
 
-- stereo: ``cv2.StereoSGBM`` in 3-way mode on the RGB images, ``blockSize`` 5, ``P1 = 8*3*25``,
-  ``P2 = 32*3*25``, ``uniquenessRatio`` 10, speckle window 100 / range 2, ``minDisparity`` 0 and
-  ``numDisparities = ceil(1.1 * max known disparity / 16) * 16``: a range read off the ground
-  truth (an oracle, which favours SGBM). Pixels SGBM leaves without a disparity are holes.
+- stereo: ``cv2.StereoSGBM`` with the parameters of :mod:`crossview.models.dense.classical`
+  and ``numDisparities = ceil(1.1 * max known disparity / 16) * 16``: a range read off the
+  ground truth (an oracle, which favours SGBM). Pixels SGBM leaves without a disparity are
+  holes.
 - flow: ``cv2.DISOpticalFlow`` with ``DISOPTICAL_FLOW_PRESET_MEDIUM`` on the grey frames
   (``cv2.cvtColor(..., COLOR_RGB2GRAY)``).
 - semantic: the identity, the source keypoints copied into the target (same pixel
@@ -13,9 +13,9 @@
 
 A scene folder's cached output (``sgbm.npy`` / ``dis_medium.npy``, read into
 ``sample["baseline"]`` by :class:`~crossview.data.datasets.scenes.SceneFolders`) is used as it
-is; other scenes are computed with OpenCV, an optional dependency (``pip install
-crossview[baselines]`` installs ``opencv-python-headless``). Without OpenCV a scene without a
-cached output has no baseline, which :class:`BaselineRun` records instead of failing.
+is; other scenes are computed with OpenCV (``opencv-python-headless``, a dependency of
+crossview). Without OpenCV (a broken install) a scene without a cached output has no baseline,
+which :class:`BaselineRun` records instead of failing.
 Holes count as errors in the scenes' metrics (``*_holes``, see :mod:`crossview.metrics.score`).
 Stereo has a second row, **SGBM filled**: the same output with its holes filled as
 Middlebury's evaluation fills sparse results (:func:`fill_holes`), what a user of OpenCV gets
@@ -31,7 +31,6 @@ holds both to stated tolerances.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,41 +38,19 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Subset
 
-from crossview.data.datasets.scenes import SceneFolders, disparity_from_sgbm
+from crossview.data.datasets.scenes import SceneFolders
 from crossview.distributed import DistInfo
 from crossview.eval import EvalResult, SampleCallback, evaluate
 from crossview.metrics.score import MetricSpec, Reduction
+from crossview.models.dense.classical import (
+    cv2,
+    fill_holes,
+    opencv_version,
+    sgbm_disparity,
+    sgbm_num_disparities,
+)
 
-try:
-    import cv2
-except ImportError:  # optional: only the baselines need it
-    cv2 = None
-
-INSTALL_HINT = "pip install crossview[baselines]"
-SGBM_BLOCK = 5
-SGBM_RANGE_MARGIN = 1.1
-
-
-def opencv_version() -> str | None:
-    """The installed OpenCV version, or None without OpenCV."""
-    return None if cv2 is None else cv2.__version__
-
-
-def sgbm_num_disparities(max_disparity: float) -> int:
-    """``ceil(1.1 * max_disparity / 16) * 16`` (at least 16): SGBM's search range."""
-    return max(16, math.ceil(SGBM_RANGE_MARGIN * max_disparity / 16) * 16)
-
-
-def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int) -> np.ndarray:
-    """OpenCV SGBM with the parameters above: RGB uint8 ``[H, W, 3]`` images -> disparity
-    ``[H, W]`` float32 px, NaN at holes."""
-    channels = left.shape[2]
-    matcher = cv2.StereoSGBM_create(
-        minDisparity=0, numDisparities=num_disparities, blockSize=SGBM_BLOCK,
-        P1=8 * channels * SGBM_BLOCK**2, P2=32 * channels * SGBM_BLOCK**2, uniquenessRatio=10,
-        speckleWindowSize=100, speckleRange=2, mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY)
-    return disparity_from_sgbm(matcher.compute(np.ascontiguousarray(left),
-                                               np.ascontiguousarray(right)))
+INSTALL_HINT = "pip install opencv-python-headless"
 
 
 def dis_flow(frame0: np.ndarray, frame1: np.ndarray) -> np.ndarray:
@@ -95,31 +72,6 @@ def _dis(sample: Mapping[str, Any]) -> np.ndarray:
 
 def _identity(sample: Mapping[str, Any]) -> np.ndarray:
     return np.asarray(sample["keypoints0"], np.float32)
-
-
-def fill_holes(disparity: np.ndarray) -> np.ndarray:
-    """Middlebury's filling of a sparse disparity map ``[H, W]`` (NaN = hole): along each row a
-    hole takes the smaller (farther) of the nearest valid disparities to its left and right, or
-    the one that exists; a row without any valid pixel becomes 0.
-
-    >>> fill_holes(np.array([[np.nan, 5.0, np.nan, np.nan, 3.0, np.nan]])).tolist()
-    [[5.0, 5.0, 3.0, 3.0, 3.0, 3.0]]
-    """
-    if disparity.ndim != 2:
-        raise ValueError(f"disparity must be [H, W], got {disparity.shape=}")
-    valid = np.isfinite(disparity)
-    w = disparity.shape[1]
-    columns = np.arange(w)
-    # index of the nearest valid pixel at or before (after) each column, -1 (w) if none
-    before = np.maximum.accumulate(np.where(valid, columns, -1), axis=1)
-    after = np.minimum.accumulate(np.where(valid, columns, w)[:, ::-1], axis=1)[:, ::-1]
-    padded = np.concatenate([disparity, np.full((disparity.shape[0], 1), np.inf)], axis=1)
-    padded = np.where(np.isfinite(padded), padded, np.inf)
-    rows = np.arange(disparity.shape[0])[:, None]
-    left = padded[rows, np.where(before >= 0, before, w)]
-    right = padded[rows, after]
-    filled = np.minimum(left, right)
-    return np.where(np.isfinite(filled), filled, 0.0).astype(np.float32)
 
 
 @dataclass(frozen=True)

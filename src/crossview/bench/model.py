@@ -27,7 +27,7 @@ from crossview.api import build_model, estimate_disparity
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
-from crossview.models.dense.inference import initialises_low, refines
+from crossview.models.dense.inference import fuses, initialises_low, refines
 from crossview.models.registry import get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
@@ -88,6 +88,7 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
     timed_cpu = sorted(cpu[case["warmup"]:])
     row = {**case, "refine": refine, "lri": initialises_low(model, None),
+           "fuse": fuses(model, None),
            "median_s": stats["median_s"], "min_s": stats["min_s"],
            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
            "status": "ok"}

@@ -79,6 +79,7 @@ class DenseOptions:
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
     min_confidence: float = 0.0
     adapt: int = 0  # test-time adaptation steps per pair (0: off)
+    fuse: bool | None = None  # stereo: the SGBM fusion (None: the model's default)
 
     def model_inputs(self) -> str:
         """The inputs besides the images that make a result what it is, as the user gave them:
@@ -336,7 +337,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                                       device=options.device,
                                       precision=options.precision, lri=options.lri, size=size,
                                       refine=options.refine, advice=advice,
-                                      min_confidence=options.min_confidence)
+                                      min_confidence=options.min_confidence,
+                                      **({} if options.fuse is None else {"fuse": options.fuse}))
                 except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None

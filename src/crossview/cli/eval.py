@@ -82,7 +82,8 @@ def _print_with_baseline(result: EvalResult, runs: list[api.baselines.BaselineRu
         rows = [(model, *(values[m] for m in metrics))]
         for run in runs:
             scored = dict(run.result.rows) if run.result is not None else {}
-            rows.append((f"{run.baseline.name} ({run.sources[scene]})",
+            source = run.sources.get(scene)  # computed rows (model variants) name none
+            rows.append((run.baseline.name + (f" ({source})" if source else ""),
                          *(scored[scene][m] for m in metrics)) if scene in scored
                         else unavailable(run))
         print_table(scene, columns, rows)
@@ -132,6 +133,7 @@ def eval_command(
     download: options.Download = False,
     refine: options.Refine = None,
     lri: options.Lri = None,
+    fuse: options.Fuse = None,
     adapt: options.Adapt = 0,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
@@ -171,7 +173,7 @@ def eval_command(
     predictor, variants = api.benchmark_predictor(model, kind.task, weights, device=device,
                                         precision=precision, quiet=not info.is_main,
                                         download=download, sample_size=_declared_size(data),
-                                        refine=refine, lri=lri, adapt=adapt)
+                                        refine=refine, lri=lri, adapt=adapt, fuse=fuse)
     total = len(data) if limit is None else min(limit, len(data))
     columns = (bars.TextColumn("{task.description}"), bars.BarColumn(), bars.MofNCompleteColumn(),
                bars.TimeRemainingColumn())
@@ -204,7 +206,7 @@ def eval_command(
                 _report(result, per_sample, json_path, {
                     "model": model, "weights": None if weights is None else str(weights),
                     "dataset_spec": dataset, "limit": limit, "note": kind.note,
-                    "refine": refine, "lri": lri, "adapt": adapt}, baselines)
+                    "refine": refine, "lri": lri, "fuse": fuse, "adapt": adapt}, baselines)
         finally:
             # the other ranks stay until rank 0 has written: a rank ending early cannot get
             # the job stopped (torchrun stops all ranks when one fails) before the output exists

@@ -25,6 +25,10 @@ Lri = Annotated[bool | None, typer.Option(
 Refine = Annotated[bool | None, typer.Option(
     "--refine/--no-refine", help="Polish the field photometrically (default: the model's; on "
     "for the hybrid models, off for the published ones).", show_default=False)]
+Fuse = Annotated[bool | None, typer.Option(
+    "--fuse/--no-fuse", help="Fuse the network's disparities with OpenCV SGBM's: SGBM where it "
+    "answers, the network's consistent pixels in its holes (default: the model's; on for "
+    "matchstereo-hybrid).", show_default=False)]
 Adapt = Annotated[int, typer.Option(
     "--adapt", min=0, help="Test-time adaptation: first fit a copy of the model to each pair "
     "with N steps of a self-supervised loss (each step several times the cost of inference; "

@@ -43,6 +43,7 @@ def stereo_command(
     precision: options.Precision = "fp32",
     lri: options.Lri = None,
     refine: options.Refine = None,
+    fuse: options.Fuse = None,
     adapt: options.Adapt = 0,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
@@ -68,7 +69,8 @@ def stereo_command(
                                      max_depth, edge_ratio)
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
-                         refine=refine, min_confidence=min_confidence, adapt=adapt)
+                         refine=refine, min_confidence=min_confidence, adapt=adapt,
+                         fuse=fuse)
     confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_right],
                                   dense.model_inputs())

@@ -38,7 +38,7 @@ from crossview.errors import UserError
 from crossview.export.modules import INPUT_NAMES, DenseOutputs, MatcherOutputs
 from crossview.long_step import long_step
 from crossview.models.dense.contract import is_dense
-from crossview.models.dense.inference import initialises_low, refines
+from crossview.models.dense.inference import fuses, initialises_low, refines
 from crossview.output import atomic_output
 
 STRIDE = 32  # MatchStereo / MatchFlow sides are multiples of this (the 1/32 scale)
@@ -131,11 +131,15 @@ def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
 def dropped_defaults(module: DenseOutputs) -> list[tuple[str, str]]:
     """``(option, what)`` for each step ``crossview stereo`` / ``flow`` do by default for
     ``module``'s model and the module does not: ``("--no-lri", "low-resolution
-    initialisation")``, ``("--no-refine", "photometric refinement")``."""
+    initialisation")``, ``("--no-refine", "photometric refinement")``, and for a stereo
+    model that fuses with SGBM by default ``("--no-fuse", "SGBM fusion")`` (OpenCV is not in
+    an ONNX graph)."""
     model = module.model
+    fused = module.task == "stereo" and fuses(model, None)
     return [(option, what) for option, what, default, chosen in (
         ("--no-lri", "low-resolution initialisation", initialises_low(model, None), module.lri),
-        ("--no-refine", "photometric refinement", refines(model, None), module.refine))
+        ("--no-refine", "photometric refinement", refines(model, None), module.refine),
+        ("--no-fuse", "SGBM fusion", fused, False))
         if default and not chosen]
 
 
@@ -254,8 +258,11 @@ def compare_with_crossview(module: DenseOutputs | MatcherOutputs,
     got = run_onnx(onnx_session(path), *pair)
     names = module.output_names
     if isinstance(module, DenseOutputs):
-        estimate = api.estimate_disparity if module.task == "stereo" else api.estimate_flow
-        result = estimate(*pair, model=module.model, lri=module.lri, refine=module.refine)
+        options = {"lri": module.lri, "refine": module.refine}
+        if module.task == "stereo":
+            result = api.estimate_disparity(*pair, model=module.model, fuse=False, **options)
+        else:
+            result = api.estimate_flow(*pair, model=module.model, **options)
         expected = (result.disparity if module.task == "stereo" else result.flow, result.valid)
         got, names = got[1:], names[1:]  # the fields are what the main output is made of
     else:

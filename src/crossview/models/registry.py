@@ -76,6 +76,9 @@ class ModelSpec:
         lri: dense models only: whether inference starts from a half-resolution pass
             (low-resolution initialisation) unless told otherwise (on where it was chosen on
             held-out real scenes; off for published ones).
+        fuse: stereo models only: whether inference fuses the network's disparities with
+            OpenCV SGBM's (:mod:`crossview.models.dense.sgbm_fusion`) unless told otherwise (on
+            where it was chosen on held-out real scenes; off for published ones).
     """
 
     name: str
@@ -89,6 +92,7 @@ class ModelSpec:
     published: PublishedWeights | None = None
     refine: bool = False
     lri: bool = False
+    fuse: bool = False
 
     @property
     def weights_path(self) -> Path | None:

@@ -28,8 +28,11 @@ from crossview.geometry.confidence import attention_peak
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.photometric_refinement import refine_field
+from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.registry import Predictor
 
+NETWORK_ALONE = "network"  # the predictor variant of a fusing model without the fusion
+NETWORK_ALONE_CAPTION = "network alone: the same model without the SGBM fusion"
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CONSISTENCY_THRESHOLD = 8.0  # px, as the published inference script
 # Fixed-resolution inference also holds full-size tensors besides the run: the float images,
@@ -105,7 +108,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                    device: str | torch.device = "cpu", precision: str = "fp32",
                    lri: bool | None = None, size: tuple[int, int] | None = None,
                    threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
-                   advice: MemoryAdvice = LIBRARY_ADVICE) -> Fields:
+                   advice: MemoryAdvice = LIBRARY_ADVICE, fuse: bool | None = None) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -123,6 +126,10 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             only); ``None``: ``model.refine_by_default`` (set by :func:`crossview.load_model`
             from the registry; off for a bare network).
         advice: what a run refused for its memory (:func:`check_memory`) tells to change.
+        fuse: stereo only: fuse both views' disparities with OpenCV SGBM's
+            (:func:`crossview.models.dense.sgbm_fusion.fuse_with_sgbm`, after the refinement);
+            ``None``: ``model.fuse_by_default`` (set by :func:`crossview.load_model` from the
+            registry; off for a bare network).
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -137,7 +144,10 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     if dtype is None:
         raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     size = _run_size(size)
+    if fuse and task != "stereo":
+        raise UserError(f"the SGBM fusion is for stereo, not {task}")
     lri, refine = initialises_low(model, lri), refines(model, refine)
+    fuse = task == "stereo" and fuses(model, fuse)
     if lri and not getattr(model, "accepts_init_field", False):
         raise UserError(f"model {getattr(model, 'model_name', type(model).__name__)!r} has no "
                         "low-resolution initialisation (lri)")
@@ -158,8 +168,10 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         with autocast:
             field, rpos, peak = network_fields(model, x0, x1, task, lri=lri, size=size)
         field, rpos = field.float(), rpos.float()
-        if refines(model, refine):
+        if refine:
             field = refine_fields(x0, x1, field, task)
+        if fuse:
+            field = fuse_with_sgbm(x0, x1, field)
     return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
 
 
@@ -189,17 +201,23 @@ def refine_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
                         horizontal=task == "stereo")
 
 
-def dense_predictor(model: nn.Module, device: str, precision: str, *,
-                    refine: bool | None = None, lri: bool | None = None) -> Predictor:
+def dense_predictor(model: nn.Module, device: str, precision: str,
+                    variant: str | None = None, *, refine: bool | None = None,
+                    lri: bool | None = None, fuse: bool | None = None) -> Predictor:
     """A :func:`crossview.eval.evaluate` predictor for a loaded dense model (its ``task``): the
     first view's disparity ``[H, W]`` (stereo) or forward flow ``[H, W, 2]`` (flow) of a
-    sample's ``image0``, ``image1``; ``refine``, ``lri`` as in :func:`predict_fields`."""
+    sample's ``image0``, ``image1``; ``refine``, ``lri``, ``fuse`` as in
+    :func:`predict_fields`. ``variant`` :data:`NETWORK_ALONE`: without the SGBM fusion."""
+    if variant not in (None, NETWORK_ALONE):
+        raise ValueError(f"dense models have one variant, {NETWORK_ALONE!r}, got {variant!r}")
+    if variant == NETWORK_ALONE:
+        fuse = False
     task = model.task
 
     def predict(sample: Mapping[str, Any]) -> torch.Tensor:
         field = predict_fields(model, sample_image(sample["image0"]),
                                sample_image(sample["image1"]), task, device=device,
-                               precision=precision, refine=refine, lri=lri).field
+                               precision=precision, refine=refine, lri=lri, fuse=fuse).field
         return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
 
     return predict
@@ -210,6 +228,13 @@ def refines(model: nn.Module, refine: bool | None) -> bool:
     ``None`` (``model.refine_by_default``, set by :func:`crossview.load_model`; off for a bare
     network)."""
     return bool(getattr(model, "refine_by_default", False)) if refine is None else refine
+
+
+def fuses(model: nn.Module, fuse: bool | None) -> bool:
+    """Whether a stereo run fuses with SGBM: ``fuse``, or the model's default when ``None``
+    (``model.fuse_by_default``, set by :func:`crossview.load_model`; off for a bare
+    network)."""
+    return bool(getattr(model, "fuse_by_default", False)) if fuse is None else fuse
 
 
 def initialises_low(model: nn.Module, lri: bool | None) -> bool:

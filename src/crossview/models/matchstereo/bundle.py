@@ -4,7 +4,7 @@ when dropped into ``crossview/models/weights/`` (:func:`~.specs.register_bundled
 
 The JSON holds ``{"name": ..., "task": "stereo" | "flow", "config": {MatchStereoConfig
 fields}, "weights": "NAME.safetensors", "description": ...}`` and optionally ``"refine": true``
-and ``"lri": true`` (the inference defaults).
+, ``"lri": true`` and (stereo) ``"fuse": true`` (the inference defaults).
 """
 
 from __future__ import annotations

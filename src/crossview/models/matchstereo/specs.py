@@ -15,7 +15,7 @@ import json
 from functools import partial
 from pathlib import Path
 
-from crossview.models.dense.inference import dense_predictor
+from crossview.models.dense.inference import NETWORK_ALONE, NETWORK_ALONE_CAPTION, dense_predictor
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.published import PublishedWeights
@@ -28,18 +28,21 @@ PUBLISHED_AT = "https://huggingface.co/Tingman/MatchAttention/resolve/main/"
 def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
                      weights: str | None = None, description: str = "",
                      published: str | None = None, refine: bool = False,
-                     lri: bool = False) -> ModelSpec:
+                     lri: bool = False, fuse: bool = False) -> ModelSpec:
     """The spec of a MatchStereo (``task="stereo"``) or MatchFlow (``"flow"``) network of
     ``config``; overrides replace config fields. ``published``: the file name of the authors'
     checkpoint under :data:`PUBLISHED_AT`; ``refine``: photometric refinement by default
     (:attr:`~crossview.models.registry.ModelSpec.refine`); ``lri``: low-resolution
-    initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`)."""
+    initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`); ``fuse``:
+    fused with SGBM by default (:attr:`~crossview.models.registry.ModelSpec.fuse`), and then
+    scored beside its network alone (the variant ``network``)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
                      predictor=dense_predictor,
                      published=None if published is None
                      else PublishedWeights(published, PUBLISHED_AT + published),
-                     refine=refine, lri=lri)
+                     refine=refine, lri=lri, fuse=fuse,
+                     variants={NETWORK_ALONE: NETWORK_ALONE_CAPTION} if fuse else {})
 
 
 def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
@@ -53,7 +56,7 @@ def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
                 meta["name"], config, meta["task"],
                 weights=str(folder / meta.get("weights", f"{description.stem}.safetensors")),
                 description=meta.get("description", ""), refine=bool(meta.get("refine", False)),
-                lri=bool(meta.get("lri", False)))
+                lri=bool(meta.get("lri", False)), fuse=bool(meta.get("fuse", False)))
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{description}: bad bundled model description ({error!r})") from None
         register_model(spec, replace=True)

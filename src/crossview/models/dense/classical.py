@@ -1,0 +1,95 @@
+"""The classical stereo matcher crossview scores and fuses with: OpenCV's semi-global block
+matching (SGBM), and Middlebury's filling of a sparse disparity map.
+
+SGBM runs in 3-way mode on the RGB images, ``blockSize`` 5, ``P1 = 8*3*25``, ``P2 = 32*3*25``,
+``uniquenessRatio`` 10, speckle window 100 / range 2, ``minDisparity`` 0, and a search range
+``numDisparities = ceil(1.1 * max disparity / 16) * 16`` (:func:`sgbm_num_disparities`; the
+baseline reads the maximum off the ground truth, the fusion off the network). Pixels SGBM
+leaves without a disparity (occlusions, weak texture, speckles) are holes, NaN here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from crossview.data.datasets.scenes import disparity_from_sgbm
+from crossview.errors import UserError
+
+try:
+    import cv2
+except ImportError:  # a core dependency; a broken install gets one clear error (require_cv2)
+    cv2 = None
+
+SGBM_BLOCK = 5
+SGBM_RANGE_MARGIN = 1.1
+
+
+def require_cv2(what: str) -> object:
+    """The ``cv2`` module, else a :class:`UserError` saying that ``what`` needs OpenCV."""
+    if cv2 is None:
+        raise UserError(f"{what} needs OpenCV: pip install opencv-python-headless")
+    return cv2
+
+
+def opencv_version() -> str | None:
+    """The installed OpenCV version, or None without OpenCV."""
+    return None if cv2 is None else cv2.__version__
+
+
+def sgbm_num_disparities(max_disparity: float) -> int:
+    """``ceil(1.1 * max_disparity / 16) * 16`` (at least 16): SGBM's search range."""
+    return max(16, math.ceil(SGBM_RANGE_MARGIN * max_disparity / 16) * 16)
+
+
+def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int) -> np.ndarray:
+    """OpenCV SGBM with the parameters above: RGB uint8 ``[H, W, 3]`` images -> left
+    disparity ``[H, W]`` float32 px, NaN at holes. OpenCV needs a range below the width: a
+    larger one is cut to the largest multiple of 16 that fits, and images at most 16 px wide
+    (no range fits) are all holes."""
+    opencv = require_cv2("SGBM")
+    width = left.shape[1]
+    if width <= 16:
+        return np.full(left.shape[:2], np.nan, np.float32)
+    num_disparities = min(num_disparities, (width - 1) // 16 * 16)
+    channels = left.shape[2]
+    matcher = opencv.StereoSGBM_create(
+        minDisparity=0, numDisparities=num_disparities, blockSize=SGBM_BLOCK,
+        P1=8 * channels * SGBM_BLOCK**2, P2=32 * channels * SGBM_BLOCK**2, uniquenessRatio=10,
+        speckleWindowSize=100, speckleRange=2, mode=opencv.STEREO_SGBM_MODE_SGBM_3WAY)
+    return disparity_from_sgbm(matcher.compute(np.ascontiguousarray(left),
+                                               np.ascontiguousarray(right)))
+
+
+def sgbm_right_disparity(left: np.ndarray, right: np.ndarray,
+                         num_disparities: int) -> np.ndarray:
+    """SGBM's disparity ``[H, W]`` (positive px, NaN at holes) of the *right* view: the pair
+    mirrored left-right, so that the right image becomes a left one."""
+    mirrored = sgbm_disparity(right[:, ::-1], left[:, ::-1], num_disparities)
+    return np.ascontiguousarray(mirrored[:, ::-1])
+
+
+def fill_holes(disparity: np.ndarray) -> np.ndarray:
+    """Middlebury's filling of a sparse disparity map ``[H, W]`` (NaN = hole): along each row a
+    hole takes the smaller (farther) of the nearest valid disparities to its left and right, or
+    the one that exists; a row without any valid pixel becomes 0.
+
+    >>> fill_holes(np.array([[np.nan, 5.0, np.nan, np.nan, 3.0, np.nan]])).tolist()
+    [[5.0, 5.0, 3.0, 3.0, 3.0, 3.0]]
+    """
+    if disparity.ndim != 2:
+        raise ValueError(f"disparity must be [H, W], got {disparity.shape=}")
+    valid = np.isfinite(disparity)
+    w = disparity.shape[1]
+    columns = np.arange(w)
+    # index of the nearest valid pixel at or before (after) each column, -1 (w) if none
+    before = np.maximum.accumulate(np.where(valid, columns, -1), axis=1)
+    after = np.minimum.accumulate(np.where(valid, columns, w)[:, ::-1], axis=1)[:, ::-1]
+    padded = np.concatenate([disparity, np.full((disparity.shape[0], 1), np.inf)], axis=1)
+    padded = np.where(np.isfinite(padded), padded, np.inf)
+    rows = np.arange(disparity.shape[0])[:, None]
+    left = padded[rows, np.where(before >= 0, before, w)]
+    right = padded[rows, after]
+    filled = np.minimum(left, right)
+    return np.where(np.isfinite(filled), filled, 0.0).astype(np.float32)

@@ -1,0 +1,78 @@
+"""A stereo network's disparities fused with OpenCV SGBM's, view by view.
+
+The two fail in different places. SGBM (:mod:`crossview.models.dense.classical`) leaves holes
+where it is unsure (occlusions, weak texture, speckles) and is sharp where it answers; the
+network answers everywhere, smoothly, and is weakest on thin structures and depth edges. The
+fusion keeps, per pixel of each view:
+
+1. SGBM's disparity where SGBM has one;
+2. in SGBM's holes, the network's where the network's two views agree within
+   :data:`FUSION_CONSISTENCY_PX` (:func:`crossview.geometry.consistency.noc_mask`);
+3. what is left (occlusions, mostly) filled along the row with the farther of the nearest
+   values (:func:`~crossview.models.dense.classical.fill_holes`, Middlebury's rule).
+
+SGBM's search range comes from the network's largest disparity of the pair
+(:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
+The rule and its threshold were chosen by leave-one-group-out on real scenes held out of
+training (docs/results/real-stereo/README.md, ``docs/results/real_fusion.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from crossview.geometry.consistency import noc_mask
+from crossview.geometry.disparity import field_to_disparity
+from crossview.models.dense.classical import (
+    fill_holes,
+    sgbm_disparity,
+    sgbm_num_disparities,
+    sgbm_right_disparity,
+)
+
+FUSION_CONSISTENCY_PX = 0.5  # chosen by leave-one-group-out over {0.5, 1, 2} px
+
+
+def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray) -> np.ndarray:
+    """One view's fused disparity ``[H, W]`` float32 px from the network's ``[H, W]``, its
+    consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by the rule above."""
+    if not network.shape == consistent.shape == classical.shape:
+        raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
+                         f"{classical.shape=}")
+    sparse = np.where(np.isfinite(classical), classical,
+                      np.where(consistent, network, np.nan))
+    return fill_holes(sparse)
+
+
+def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+    """Both views' stereo fields fused with SGBM.
+
+    Args:
+        x0, x1: the left and right images ``[B, 3, H, W]``, 0..255 (rounded to uint8 for
+            SGBM).
+        field: the network's fields ``[2B, H, W, 2]`` (left views first, x = -disparity;
+            right views, x = +disparity), as :func:`crossview.models.dense.inference.predict_fields`
+            holds them.
+
+    Returns:
+        The fused fields ``[2B, H, W, 2]`` (y as given), on ``field``'s device and dtype.
+    """
+    b = x0.shape[0]
+    if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
+        raise ValueError(f"field must be [2B, H, W, 2] for images {tuple(x0.shape)}, "
+                         f"got {field.shape=}")
+    consistent = noc_mask(field, FUSION_CONSISTENCY_PX).cpu().numpy()
+    left = field_to_disparity(field[:b]).float().cpu().numpy()
+    right = field_to_disparity(field[b:], "right").float().cpu().numpy()
+    fused = field.clone()
+    for i in range(b):
+        image0, image1 = (x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0)
+                          .cpu().numpy() for x in (x0, x1))
+        search = sgbm_num_disparities(float(max(left[i].max(), right[i].max())))
+        views = ((i, -1.0, left[i], sgbm_disparity(image0, image1, search)),
+                 (b + i, 1.0, right[i], sgbm_right_disparity(image0, image1, search)))
+        for row, sign, network, classical in views:
+            disparity = fuse_view(network, consistent[row], classical)
+            fused[row, ..., 0] = sign * torch.from_numpy(disparity).to(field)
+    return fused

@@ -1,0 +1,205 @@
+"""The SGBM fusion of stereo disparities (crossview.models.dense.sgbm_fusion): the rule pixel by
+pixel, both views' sign conventions, the mirrored right-view SGBM, and the fusion as the
+default of the bundled stereo model through the api, ``crossview stereo`` and ``crossview
+eval``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import crossview
+from crossview.cli.app import main
+from crossview.data import io
+from crossview.errors import UserError
+from crossview.export.modules import DenseOutputs
+from crossview.export.onnx import dropped_defaults
+from crossview.geometry.consistency import noc_mask
+from crossview.geometry.disparity import field_to_disparity
+from crossview.models.dense.classical import (
+    sgbm_disparity,
+    sgbm_num_disparities,
+    sgbm_right_disparity,
+)
+from crossview.models.dense.inference import predict_fields
+from crossview.models.dense.sgbm_fusion import FUSION_CONSISTENCY_PX, fuse_view, fuse_with_sgbm
+from crossview.models.matchstereo import MatchStereoConfig
+from crossview.models.matchstereo.specs import matchstereo_spec
+from crossview.models.registry import register_model
+
+SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+register_model(matchstereo_spec("fusion-test-stereo", SMALL, "stereo", fuse=True), replace=True)
+pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
+SHIFT = 6  # px: the right image is the left one moved left by this much (d = SHIFT)
+
+
+def _pair(h: int = 192, w: int = 208) -> tuple[np.ndarray, np.ndarray]:
+    """A textured left image and its right view at constant disparity SHIFT ``[H, W, 3]``."""
+    rng = np.random.default_rng(0)
+    coarse = rng.integers(0, 256, (h // 4, (w + SHIFT) // 4 + 1, 3), dtype=np.uint8)
+    wide = np.asarray(Image.fromarray(coarse).resize((coarse.shape[1] * 4, h), Image.BICUBIC))
+    return np.ascontiguousarray(wide[:, :w]), np.ascontiguousarray(wide[:, SHIFT:SHIFT + w])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fuse_view_is_the_rule_pixel_by_pixel(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    network = rng.uniform(0, 30, (6, 9)).astype(np.float32)
+    consistent = rng.random((6, 9)) < 0.5
+    classical = np.where(rng.random((6, 9)) < 0.5, rng.uniform(0, 30, (6, 9)), np.nan)
+    fused = fuse_view(network, consistent, classical)
+    sparse = np.full((6, 9), np.nan)
+    for y in range(6):
+        for x in range(9):
+            if np.isfinite(classical[y, x]):  # 1. SGBM where it answers
+                sparse[y, x] = classical[y, x]
+            elif consistent[y, x]:  # 2. the consistent network in its holes
+                sparse[y, x] = network[y, x]
+    for y in range(6):  # 3. the rest: the farther of the nearest values along the row
+        for x in range(9):
+            if np.isfinite(sparse[y, x]):
+                assert fused[y, x] == np.float32(sparse[y, x])
+                continue
+            near = [sparse[y, i] for i in (max((i for i in range(x) if np.isfinite(sparse[y, i])),
+                                               default=None),
+                                           min((i for i in range(x + 1, 9)
+                                                if np.isfinite(sparse[y, i])), default=None))
+                    if i is not None]
+            assert fused[y, x] == np.float32(min(near) if near else 0.0)
+
+
+def test_fuse_view_refuses_maps_of_different_shapes() -> None:
+    with pytest.raises(ValueError, match="differ in shape"):
+        fuse_view(np.zeros((4, 5)), np.zeros((4, 5), bool), np.zeros((4, 6)))
+
+
+def test_the_mirrored_sgbm_gives_the_right_views_disparity() -> None:
+    left, right = _pair()
+    left_d = sgbm_disparity(left, right, 32)
+    right_d = sgbm_right_disparity(left, right, 32)
+    # away from the borders both views see the constant shift
+    for disparity in (left_d[8:-8, 40:-8], right_d[8:-8, 8:-40]):
+        known = np.isfinite(disparity)
+        assert known.mean() > 0.9
+        assert np.abs(disparity[known] - SHIFT).max() < 0.5
+
+
+@pytest.mark.parametrize("width", [8, 16, 17, 40])
+def test_sgbm_on_narrow_images_cuts_its_range(width: int) -> None:
+    left, right = (v[:, :width] for v in _pair())
+    disparity = sgbm_disparity(left, right, 256)  # OpenCV itself fails on a range >= width
+    assert disparity.shape == left.shape[:2] and disparity.dtype == np.float32
+    if width <= 16:
+        assert np.isnan(disparity).all()
+
+
+def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
+    left, right = _pair()
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    rng = np.random.default_rng(1)
+    disparities = rng.uniform(0, 2 * SHIFT, (2, *left.shape[:2])).astype(np.float32)
+    field = torch.zeros(2, *left.shape[:2], 2)
+    field[0, ..., 0] = -torch.from_numpy(disparities[0])  # left view: x = -d
+    field[1, ..., 0] = torch.from_numpy(disparities[1])  # right view: x = +d
+    fused = fuse_with_sgbm(x0, x1, field)
+    search = sgbm_num_disparities(float(disparities.max()))
+    consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
+    expected_left = fuse_view(disparities[0], consistent[0], sgbm_disparity(left, right, search))
+    expected_right = fuse_view(disparities[1], consistent[1],
+                               sgbm_right_disparity(left, right, search))
+    assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), expected_left)
+    assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(), expected_right)
+    assert torch.equal(fused[..., 1], field[..., 1])
+    assert np.abs(expected_left[8:-8, 40:-8] - SHIFT).mean() < 0.5  # SGBM's answer won
+
+
+def test_fuse_with_sgbm_refuses_a_field_of_another_size() -> None:
+    left, right = _pair()
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    with pytest.raises(ValueError, match=r"\[2B, H, W, 2\]"):
+        fuse_with_sgbm(x0, x1, torch.zeros(2, 10, 10, 2))
+
+
+def test_predict_fields_fuses_after_the_network_by_the_models_default() -> None:
+    left, right = _pair()
+    torch.manual_seed(0)
+    model = crossview.load_model("fusion-test-stereo")
+    assert model.fuse_by_default
+    plain = predict_fields(model, left, right, "stereo", fuse=False)
+    default = predict_fields(model, left, right, "stereo")
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    fused = fuse_with_sgbm(x0, x1, plain.field)
+    assert torch.equal(default.field, fused)
+    assert torch.equal(default.valid, noc_mask(fused, 8.0))
+    assert not torch.equal(default.field, plain.field)
+
+
+def test_the_fusion_is_refused_for_flow() -> None:
+    left, right = _pair()
+    model = crossview.load_model("fusion-test-stereo")
+    with pytest.raises(UserError, match="SGBM fusion is for stereo"):
+        predict_fields(model, left, right, "flow", fuse=True)
+
+
+def test_the_bundled_default_stereo_model_fuses() -> None:
+    model = crossview.load_model("matchstereo-hybrid")
+    assert model.fuse_by_default and model.lri_by_default and model.refine_by_default
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    return done.value.code, capsys.readouterr().err
+
+
+def test_stereo_command_fuses_unless_told_not_to(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    left, right = _pair()
+    paths = tmp_path / "left.png", tmp_path / "right.png"
+    for path, image in zip(paths, (left, right), strict=True):
+        Image.fromarray(image).save(path)
+    written = {}
+    for flag in ("--fuse", "--no-fuse"):
+        torch.manual_seed(0)
+        code, err = _run(["stereo", *map(str, paths), "-o", str(tmp_path / flag),
+                          "--model", "fusion-test-stereo", "--format", "npy", flag], capsys)
+        assert code == 0, err
+        written[flag] = io.read_npy(tmp_path / flag / "left_disp.npy")
+    torch.manual_seed(0)
+    model = crossview.load_model("fusion-test-stereo")
+    for flag, fuse in (("--fuse", True), ("--no-fuse", False)):
+        expected = crossview.estimate_disparity(left, right, model=model, fuse=fuse)
+        assert np.array_equal(written[flag], expected.disparity[0].numpy())
+    assert not np.array_equal(written["--fuse"], written["--no-fuse"])
+
+
+def test_eval_scores_the_fused_model_beside_its_network_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    left, right = _pair()
+    scene = tmp_path / "scenes" / "shifted"
+    scene.mkdir(parents=True)
+    Image.fromarray(left).save(scene / "left.png")
+    Image.fromarray(right).save(scene / "right.png")
+    np.save(scene / "gt.npy", np.full(left.shape[:2], SHIFT, np.float32))
+    out = tmp_path / "eval.json"
+    code, err = _run(["eval", "--model", "fusion-test-stereo", "--dataset",
+                      f"scenes:{tmp_path / 'scenes'}", "--json", str(out)], capsys)
+    assert code == 0, err
+    report = json.loads(out.read_text())
+    assert report["fuse"] is None  # the model's default
+    names = [b["name"] for b in report["baselines"]]
+    assert names[:3] == ["network alone", "SGBM", "SGBM filled"]
+    alone = report["baselines"][0]["mean"]["bad2_holes"]
+    assert report["mean"]["bad2_holes"] != alone  # a random network: SGBM decides the fused
+
+
+def test_an_onnx_export_of_a_fusing_model_says_it_lacks_the_fusion() -> None:
+    model = crossview.load_model("fusion-test-stereo")
+    module = DenseOutputs(model, lri=False, refine=False)
+    assert dropped_defaults(module) == [("--no-fuse", "SGBM fusion")]
