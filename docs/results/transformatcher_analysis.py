@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
 from crossview.models.transformatcher.correlation import upsample_correlation
 from crossview.models.transformatcher.inference import EVAL_TAU, WEIGHTS
 from crossview.models.transformatcher.model import TransforMatcher
@@ -30,7 +31,6 @@ from crossview.models.transformatcher.softargmax import (
     pixels_to_normalised,
     soft_sample,
 )
-from crossview.train.recipes.semantic import warp_batch, warp_dataset
 
 SIZE, PAIRS = 240, 32
 LAYER_SETS = {**{f"layer {i}": [i] for i in range(11)},

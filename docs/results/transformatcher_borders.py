@@ -32,7 +32,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
 from crossview.models.transformatcher.inference import EVAL_TAU, WEIGHTS
+from crossview.models.transformatcher.loss import oracle_coords
 from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
@@ -40,7 +42,6 @@ from crossview.models.transformatcher.softargmax import (
     pixels_to_normalised,
     soft_sample,
 )
-from crossview.train.recipes.semantic import oracle_coords, warp_batch, warp_dataset
 
 SIZE = 240
 BORDER_PX = 48

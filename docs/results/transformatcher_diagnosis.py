@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
     upsample_correlation,
@@ -37,7 +38,6 @@ from crossview.models.transformatcher.softargmax import (
     pixels_to_normalised,
     soft_sample,
 )
-from crossview.train.recipes.semantic import warp_batch, warp_dataset
 
 SIZE = 240
 BINS = (0, 4, 8, 12, 16, 24, 32, 48, float("inf"))

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
 from crossview.models.transformatcher.inference import EVAL_TAU, load_transformatcher
 from crossview.models.transformatcher.softargmax import (
     grid_centres,
@@ -29,7 +30,6 @@ from crossview.models.transformatcher.softargmax import (
     normalised_to_pixels,
     pixels_to_normalised,
 )
-from crossview.train.recipes.semantic import warp_batch, warp_dataset
 
 OUT = Path(__file__).with_name("transformatcher_readout.json")
 

@@ -27,6 +27,7 @@ import torch
 
 from crossview.errors import UserError
 from crossview.eval import evaluate
+from crossview.models.multiview import MultiViewConfig
 from crossview.output import atomic_output
 from crossview.train.checkpoint import latest_checkpoint
 from crossview.train.config import Config, config_from_dict
@@ -34,6 +35,9 @@ from crossview.train.runlog import LOG_NAME
 from crossview.train.trainer import Trainer
 
 Worker = Callable[[str, int, Any, str, str], str]
+
+
+SIZES = MultiViewConfig()  # the model sizes a study starts from: the model's own defaults
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,11 @@ class StudyBudget:
     warmup: int = 80
     train_scenes: int = 1000
     test_scenes: int = 100
-    image_size: tuple[int, int] = (32, 32)
-    patch: int = 8
-    width: int = 64
-    depth: int = 4
-    heads: int = 4
+    image_size: tuple[int, int] = SIZES.image_size
+    patch: int = SIZES.patch
+    width: int = SIZES.width
+    depth: int = SIZES.depth
+    heads: int = SIZES.heads
     data_seed: int = 1234
 
     @classmethod

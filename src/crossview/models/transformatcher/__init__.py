@@ -2,8 +2,9 @@
 
 Files: ``backbone`` (ImageNet CNNs with many feature layers), ``correlation`` (Eq. 4 and 4D
 upsampling), ``layers`` (match-to-match attention, Eq. 5-7), ``softargmax`` (Eq. 10-11),
-``loss`` (Eq. 12), ``model``, ``inference`` (one pair of any sizes), ``specs`` (its
-registration); the match pictures are in :mod:`crossview.viz`.
+``loss`` (Eq. 12 and its dense form), ``model``, ``inference`` (one pair of any sizes),
+``bundle`` (a trained model as a weights file), ``specs`` (its registration); the match
+pictures are in :mod:`crossview.viz`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,12 @@ from crossview.metrics.score import MetricSpec
 from crossview.models.multiview.depth import DEPTH_CONDITIONINGS, MultiViewDepth
 from crossview.train.config import Config
 from crossview.train.recipe import Batch, register_recipe
-from crossview.train.recipes.novel_view import TEST_SEED_OFFSET, MultiViewOverrides, NovelViewRecipe
+from crossview.train.recipes.novel_view import (
+    SIZES,
+    TEST_SEED_OFFSET,
+    MultiViewOverrides,
+    NovelViewRecipe,
+)
 
 MODEL_NAME = "multiview-depth"
 KEYS = ("images", "K", "viewmats", "depth", "valid")
@@ -42,7 +47,7 @@ class DepthOverrides(MultiViewOverrides):
     """What ``model.overrides`` may set for ``model.name: multiview-depth`` (the
     ``multiview`` fields; ``conditioning`` may also be ``none``)."""
 
-    conditioning: str = settings.setting("prope", choices=DEPTH_CONDITIONINGS)
+    conditioning: str = settings.setting(SIZES.conditioning, choices=DEPTH_CONDITIONINGS)
 
 
 @dataclass

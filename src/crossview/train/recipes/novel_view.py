@@ -43,16 +43,20 @@ KEYS = ("context_images", "context_K", "context_viewmats", "target_K", "target_v
         "target_images")
 
 
+SIZES = MultiViewConfig()  # the defaults: declared once, by the model's configuration
+
+
 @dataclass
 class MultiViewOverrides:
-    """What ``model.overrides`` may set for ``model.name: multiview``."""
+    """What ``model.overrides`` may set for ``model.name: multiview`` (default: the
+    :class:`MultiViewConfig` defaults)."""
 
-    conditioning: str = settings.setting("prope", choices=CONDITIONINGS)
-    patch: int = settings.setting(8, low=1)
-    width: int = settings.setting(64, low=1)
-    depth: int = settings.setting(4, low=1)
-    heads: int = settings.setting(4, low=1)
-    mlp_ratio: int = settings.setting(4, low=1)
+    conditioning: str = settings.setting(SIZES.conditioning, choices=CONDITIONINGS)
+    patch: int = settings.setting(SIZES.patch, low=1)
+    width: int = settings.setting(SIZES.width, low=1)
+    depth: int = settings.setting(SIZES.depth, low=1)
+    heads: int = settings.setting(SIZES.heads, low=1)
+    mlp_ratio: int = settings.setting(SIZES.mlp_ratio, low=1)
 
     def __post_init__(self) -> None:
         settings.check(self)
