@@ -6,12 +6,9 @@ from __future__ import annotations
 import torch
 
 from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
+from crossview.models.keypoints.coordinates import normalised_to_pixels, pixels_to_normalised
 from crossview.models.transformatcher.loss import dense_loss, oracle_coords
-from crossview.models.transformatcher.softargmax import (
-    normalised_to_pixels,
-    pixels_to_normalised,
-    soft_sample,
-)
+from crossview.models.transformatcher.softargmax import soft_sample
 
 
 def test_oracle_coords_transfer_keypoints_through_the_exact_flow() -> None:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from crossview.models.transformatcher.softargmax import (
+from crossview.models.keypoints.coordinates import (
     grid_centres,
     normalised_to_pixels,
     pixels_to_normalised,

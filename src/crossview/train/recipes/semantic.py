@@ -35,14 +35,10 @@ from crossview.data.synthetic.warp_batches import stack_warps, warp_dataset
 from crossview.errors import UserError
 from crossview.metrics.registry import get_metrics
 from crossview.metrics.score import MetricSpec
+from crossview.models.keypoints.coordinates import normalised_to_pixels, pixels_to_normalised
 from crossview.models.transformatcher.bundle import export_transformatcher
-from crossview.models.transformatcher.inference import EVAL_TAU
 from crossview.models.transformatcher.loss import dense_loss, keypoint_loss
-from crossview.models.transformatcher.model import TASK, TransforMatcher
-from crossview.models.transformatcher.softargmax import (
-    normalised_to_pixels,
-    pixels_to_normalised,
-)
+from crossview.models.transformatcher.model import EVAL_TAU, TASK, TransforMatcher
 from crossview.models.weights import read_state_dict
 from crossview.train.config import Config
 from crossview.train.recipe import Batch, Recipe, image_tensor, register_recipe
