@@ -70,9 +70,9 @@ from crossview.models.dense.inference import (
     predict_fields,
 )
 from crossview.models.dense.inference import check_memory as check_memory
-from crossview.models.registry import Predictor
 from crossview.models.keypoints.contract import is_keypoint_matcher
 from crossview.models.keypoints.inference import match_pair
+from crossview.models.registry import Predictor
 from crossview.output import check_output_files, staged_files
 from crossview.train.logplot import plot_log as plot_log
 from crossview.train.pair_adaptation import AdaptationSettings as AdaptationSettings
