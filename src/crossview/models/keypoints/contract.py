@@ -42,10 +42,9 @@ class KeypointMatcher(Protocol):
 
     ``eval_tau``: the temperature inference and evaluation transfer keypoints with.
 
-    ``task``: ``"semantic"`` (set by the registry when a model is loaded).
+    Its spec registers it for task ``"semantic"`` (``crossview.load_model`` sets ``task``).
     """
 
-    task: str
     image_size: int
     eval_tau: float
 
