@@ -4,8 +4,12 @@ Semantic-correspondence datasets cannot be downloaded here, so the refinement is
 random warps (homography + thin-plate spline + colour jitter, :mod:`crossview.data.synthetic.warps`)
 of the training photographs, with keypoints drawn from the exact dense correspondence, and the
 loss of Eq. 12 (mean distance of soft-sampled keypoints, ``tau = 0.1``, normalised coordinates),
-plus ``recipe.dense_weight`` times :func:`dense_loss` (ours). Images are ``16 * grid`` pixels
-square (``model.overrides.grid``; ``data.height``/``data.width`` are not used).
+plus ``recipe.dense_weight`` times
+:func:`~crossview.models.transformatcher.loss.dense_loss` (ours). Images are ``16 * grid`` pixels
+square (``model.overrides.grid``; ``data.height``/``data.width`` are not used). The warps and
+their batches come from :mod:`crossview.data.synthetic.warp_batches`, the losses from
+:mod:`crossview.models.transformatcher.loss`, the exported weights file from
+:mod:`crossview.models.transformatcher.bundle`: this module only puts them together.
 
 The backbone keeps its ImageNet weights unless ``recipe.backbone_lr`` > 0 fine-tunes the layers
 that feed the correlation in their own parameter group (as the paper does, at 1e-5); its
@@ -38,7 +42,7 @@ from crossview.metrics.score import MetricSpec
 from crossview.models.keypoints.coordinates import normalised_to_pixels, pixels_to_normalised
 from crossview.models.transformatcher.bundle import export_transformatcher
 from crossview.models.transformatcher.loss import dense_loss, keypoint_loss
-from crossview.models.transformatcher.model import EVAL_TAU, TASK, TransforMatcher
+from crossview.models.transformatcher.model import TASK, TransforMatcher
 from crossview.models.weights import read_state_dict
 from crossview.train.config import Config
 from crossview.train.recipe import Batch, Recipe, image_tensor, register_recipe
@@ -154,7 +158,7 @@ class SemanticRecipe(Recipe):
                            image_tensor(sample["image1"], device))["coords"]
             points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32)).to(device)
             kp = pixels_to_normalised(points[None], size, size)
-            transferred = model.transfer(coords.float(), kp, EVAL_TAU)[0]
+            transferred = model.transfer(coords.float(), kp, model.eval_tau)[0]
             return normalised_to_pixels(transferred, size, size).cpu().numpy()
 
         return predict
