@@ -1,5 +1,5 @@
 """Commands whose modules load only when they run, so that ``crossview --help`` reads no command
-module (and stays well under half a second).
+module: it needs typer, rich and the root app alone.
 
 The root group knows each command by name, by the module and attribute that declare it (a
 command function or a typer app of subcommands) and by its one-line summary. Listing the
