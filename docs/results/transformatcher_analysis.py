@@ -20,17 +20,12 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
+from crossview.models.keypoints.coordinates import normalised_to_pixels, pixels_to_normalised
 from crossview.models.transformatcher.correlation import upsample_correlation
-from crossview.models.transformatcher.inference import EVAL_TAU, WEIGHTS
-from crossview.models.transformatcher.model import TransforMatcher
-from crossview.models.transformatcher.softargmax import (
-    hard_argmax,
-    kernel_soft_argmax,
-    normalised_to_pixels,
-    pixels_to_normalised,
-    soft_sample,
-)
-from crossview.train.recipes.semantic import warp_batch, warp_dataset
+from crossview.models.transformatcher.inference import WEIGHTS
+from crossview.models.transformatcher.model import EVAL_TAU, TransforMatcher
+from crossview.models.transformatcher.softargmax import hard_argmax, kernel_soft_argmax, soft_sample
 
 SIZE, PAIRS = 240, 32
 LAYER_SETS = {**{f"layer {i}": [i] for i in range(11)},

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crossview.train.recipes.semantic import warp_dataset
+from crossview.data.synthetic.warp_batches import warp_dataset
 
 SIZE = 240
 BORDER_PX = 48

@@ -32,15 +32,16 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from crossview.models.transformatcher.inference import EVAL_TAU, WEIGHTS
-from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
-from crossview.models.transformatcher.softargmax import (
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
+from crossview.models.keypoints.coordinates import (
     grid_centres,
     normalised_to_pixels,
     pixels_to_normalised,
-    soft_sample,
 )
-from crossview.train.recipes.semantic import oracle_coords, warp_batch, warp_dataset
+from crossview.models.transformatcher.inference import WEIGHTS
+from crossview.models.transformatcher.loss import oracle_coords
+from crossview.models.transformatcher.model import EVAL_TAU, TransforMatcher, raw_argmax_coords
+from crossview.models.transformatcher.softargmax import soft_sample
 
 SIZE = 240
 BORDER_PX = 48

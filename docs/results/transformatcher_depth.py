@@ -23,11 +23,11 @@ from pathlib import Path
 import torch
 
 from crossview.experiments.semantic_warps import evaluate_warps
+from crossview.models.transformatcher.bundle import export_transformatcher
 from crossview.models.transformatcher.inference import WEIGHTS, load_transformatcher
 from crossview.models.transformatcher.model import TASK, TransforMatcher
 from crossview.models.weights import read_state_dict
 from crossview.train.config import config_from_dict
-from crossview.train.recipes.semantic import export_transformatcher
 from crossview.train.trainer import Trainer
 
 

@@ -25,19 +25,15 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
+from crossview.models.keypoints.coordinates import normalised_to_pixels, pixels_to_normalised
 from crossview.models.transformatcher.correlation import (
     multilayer_correlation,
     upsample_correlation,
 )
-from crossview.models.transformatcher.inference import EVAL_TAU, WEIGHTS
-from crossview.models.transformatcher.model import TransforMatcher
-from crossview.models.transformatcher.softargmax import (
-    hard_argmax,
-    normalised_to_pixels,
-    pixels_to_normalised,
-    soft_sample,
-)
-from crossview.train.recipes.semantic import warp_batch, warp_dataset
+from crossview.models.transformatcher.inference import WEIGHTS
+from crossview.models.transformatcher.model import EVAL_TAU, TransforMatcher
+from crossview.models.transformatcher.softargmax import hard_argmax, soft_sample
 
 SIZE = 240
 BINS = (0, 4, 8, 12, 16, 24, 32, 48, float("inf"))

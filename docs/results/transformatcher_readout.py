@@ -21,15 +21,15 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from crossview.models.transformatcher.inference import EVAL_TAU, load_transformatcher
-from crossview.models.transformatcher.softargmax import (
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
+from crossview.models.keypoints.coordinates import (
     grid_centres,
-    hard_argmax,
-    kernel_soft_argmax,
     normalised_to_pixels,
     pixels_to_normalised,
 )
-from crossview.train.recipes.semantic import warp_batch, warp_dataset
+from crossview.models.transformatcher.inference import load_transformatcher
+from crossview.models.transformatcher.model import EVAL_TAU
+from crossview.models.transformatcher.softargmax import hard_argmax, kernel_soft_argmax
 
 OUT = Path(__file__).with_name("transformatcher_readout.json")
 

@@ -70,8 +70,9 @@ from crossview.models.dense.inference import (
     predict_fields,
 )
 from crossview.models.dense.inference import check_memory as check_memory
+from crossview.models.keypoints.contract import is_keypoint_matcher
+from crossview.models.keypoints.inference import match_pair
 from crossview.models.registry import Predictor
-from crossview.models.transformatcher.inference import match_pair
 from crossview.output import check_output_files, staged_files
 from crossview.train.logplot import plot_log as plot_log
 from crossview.train.pair_adaptation import AdaptationSettings as AdaptationSettings
@@ -681,15 +682,20 @@ def match_keypoints(src: ImageLike, tgt: ImageLike, points: torch.Tensor | np.nd
     """Transfer ``points`` (pixel ``(x, y)`` ``[N, 2]`` in ``src``) to ``tgt`` (semantic
     correspondence between two instances of a category; the images may differ in size).
 
-    ``model``: a :class:`~crossview.models.transformatcher.TransforMatcher`; default:
+    ``model``: a keypoint matcher
+    (:class:`~crossview.models.keypoints.contract.KeypointMatcher`, such as
+    :class:`~crossview.models.transformatcher.TransforMatcher`); default:
     ``load_model("transformatcher", weights)`` (the bundled weights unless ``weights``).
     Without ``points``, an 8 x 8 grid over the source. Both images are resized to the model's
-    square input (240 x 240) as in the paper; the results are mapped back to the original pixel
-    frames.
+    square input (240 x 240 for TransforMatcher) as in the paper; the results are mapped back to
+    the original pixel frames.
     """
     target = resolve_device(device)
     if model is None:
         model = load_model("transformatcher", weights)
+    if not is_keypoint_matcher(model):
+        raise UserError(f"{type(model).__name__} does not match keypoints (it keeps no "
+                        "KeypointMatcher contract, see crossview.models.keypoints)")
     x0, x1 = as_image_batch(src, "source image"), as_image_batch(tgt, "target image")
     if x0.shape[0] != 1 or x1.shape[0] != 1:
         raise UserError("match_keypoints takes one source and one target image")

@@ -88,7 +88,7 @@ def _import_dynamo_before_the_group() -> None:
     process after its work is done ("terminate called without an active exception", SIGABRT).
     Imported first, the defaults are ``None``.
     """
-    import torch._dynamo  # noqa: F401
+    import torch._dynamo  # noqa: F401  (local: importing it, at this moment, is the point)
 
 
 def close_distributed(info: DistInfo) -> None:

@@ -14,9 +14,13 @@ from crossview.cli.app import app
 
 def _commands(command: typer.core.TyperGroup, path: tuple[str, ...] = ()
               ) -> Iterator[tuple[str, ...]]:
+    """Every command path below ``command``; a lazy command is built on the way
+    (:mod:`crossview.cli.lazy_commands`)."""
     yield path
-    for name, sub in getattr(command, "commands", {}).items():
-        yield from _commands(sub, (*path, name))
+    if isinstance(command, typer.core.TyperGroup):
+        context = typer.Context(command)
+        for name in command.list_commands(context):
+            yield from _commands(command.get_command(context, name), (*path, name))
 
 
 COMMANDS = list(_commands(typer.main.get_command(app)))

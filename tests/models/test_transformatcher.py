@@ -11,6 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crossview.attention.rope4d import match_positions, rope4d_angles, rope4d_rotation
+from crossview.models.keypoints.coordinates import (
+    grid_centres,
+    normalised_to_pixels,
+    pixels_to_normalised,
+)
 from crossview.models.transformatcher import backbone as backbone_module
 from crossview.models.transformatcher.backbone import EfficientNetLite0, ResNet101
 from crossview.models.transformatcher.correlation import (
@@ -25,14 +30,7 @@ from crossview.models.transformatcher.model import (
     TransforMatcher,
     raw_argmax_coords,
 )
-from crossview.models.transformatcher.softargmax import (
-    grid_centres,
-    hard_argmax,
-    kernel_soft_argmax,
-    normalised_to_pixels,
-    pixels_to_normalised,
-    soft_sample,
-)
+from crossview.models.transformatcher.softargmax import hard_argmax, kernel_soft_argmax, soft_sample
 
 
 def test_correlation_is_relu_cosine_per_layer() -> None:

@@ -9,44 +9,15 @@ from crossview.errors import UserError
 from crossview.eval import evaluate
 from crossview.metrics import get_metrics
 from crossview.metrics.keypoints import THRESHOLD_KINDS
+from crossview.models.keypoints.inference import match_pair
 from crossview.models.transformatcher.inference import (
     ImageFeatures,
-    _dense_flow,
     keypoint_predictor,
     load_transformatcher,
-    match_pair,
     transfer_keypoints,
 )
 from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
-from crossview.models.transformatcher.softargmax import grid_centres
 from crossview.viz import match_lines, warp_source_to_target
-
-
-def test_identity_coords_give_zero_flow_and_scaled_targets() -> None:
-    coords = grid_centres(6, 6)[None]
-    torch.testing.assert_close(_dense_flow(coords, (12, 18), (12, 18)), torch.zeros(2, 12, 18),
-                               atol=1e-5, rtol=0)
-    # Into a target twice as large, pixel x maps to 2x + 0.5 (pixel centres at integers).
-    flow = _dense_flow(coords, (12, 18), (24, 36))
-    xs = torch.arange(18.0)
-    torch.testing.assert_close(flow[0, 5], 2 * xs + 0.5 - xs, atol=1e-4, rtol=0)
-    # In a shifted grid frame identity coords are still the identity.
-    torch.testing.assert_close(_dense_flow(coords, (12, 18), (12, 18), 0.1),
-                               torch.zeros(2, 12, 18), atol=1e-5, rtol=0)
-
-
-def test_dense_flow_reads_the_displacement_at_the_grid_frame_position() -> None:
-    # Displacement growing along x in the grid frame: pixel x of a 24 px image sits at grid
-    # position u + shift, and its flow is the displacement interpolated there.
-    centres = grid_centres(6, 6)
-    coords = centres.clone()[None]
-    coords[..., 0] += 0.1 * centres[..., 0]
-    shift = 2 * 1.5 / 24
-    flow = _dense_flow(coords, (24, 24), (24, 24), shift)
-    u = (2 * torch.arange(24.0) + 1) / 24 - 1  # normalised pixel centres
-    inner = (u + shift > centres[0, 0, 0]) & (u + shift < centres[0, -1, 0])
-    expected = 0.1 * (u + shift) * 24 / 2  # normalised displacement -> pixels
-    torch.testing.assert_close(flow[0, 3][inner], expected[inner], atol=1e-4, rtol=0)
 
 
 @pytest.fixture(scope="module")

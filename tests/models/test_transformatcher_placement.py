@@ -7,10 +7,10 @@ import torch
 from safetensors.torch import load_file
 
 from crossview.experiments.semantic_warps import evaluate_warps
+from crossview.models.transformatcher.bundle import export_transformatcher
 from crossview.models.transformatcher.model import TransforMatcher, uses_placement
 from crossview.models.transformatcher.placement import FEATURES, placement_features
 from crossview.train.config import config_from_dict
-from crossview.train.recipes.semantic import export_transformatcher
 from crossview.train.trainer import Trainer
 
 

@@ -14,9 +14,9 @@ from safetensors.torch import save_file
 
 from crossview.cli.app import main as crossview_main
 from crossview.errors import UserError
+from crossview.models.transformatcher.bundle import export_transformatcher
 from crossview.models.transformatcher.inference import load_transformatcher
 from crossview.models.transformatcher.model import TransforMatcher, has_tuned_backbone
-from crossview.train.recipes.semantic import export_transformatcher
 
 CLASSIFIER = ("backbone._conv_head", "backbone._bn1", "backbone._fc")
 

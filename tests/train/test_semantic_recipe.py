@@ -14,21 +14,10 @@ from safetensors import safe_open
 
 from crossview.cli.app import main
 from crossview.experiments.semantic_warps import evaluate_warps
+from crossview.models.transformatcher.bundle import export_transformatcher
 from crossview.models.transformatcher.inference import load_transformatcher
 from crossview.models.transformatcher.model import TransforMatcher
-from crossview.models.transformatcher.softargmax import (
-    normalised_to_pixels,
-    pixels_to_normalised,
-    soft_sample,
-)
 from crossview.train.config import config_from_dict
-from crossview.train.recipes.semantic import (
-    dense_loss,
-    export_transformatcher,
-    oracle_coords,
-    warp_batch,
-    warp_dataset,
-)
 from crossview.train.trainer import Trainer
 
 
@@ -165,59 +154,3 @@ def test_resume_refuses_another_backbone_choice(tmp_path, capsys) -> None:
     capsys.readouterr()
     assert cli(["train", str(config), "--resume", "--steps", "1"]) == 2
     assert "the config's 'recipe' section differs" in capsys.readouterr().err
-
-
-def test_warp_batch_keypoints_follow_the_flow() -> None:
-    data = warp_dataset("train", 48, 2, seed=0, keypoints=5)
-    batch = warp_batch(data, [0, 1])
-    assert batch["src"].shape == (2, 3, 48, 48) and batch["kp_src"].shape == (2, 5, 2)
-    sample = data[0]
-    x, y = batch["kp_src"][0, 0].long().tolist()
-    expected = batch["kp_src"][0, 0] + sample["flow"][:, y, x]
-    torch.testing.assert_close(batch["kp_tgt"][0, 0], expected)
-
-
-def test_oracle_coords_transfer_keypoints_through_the_exact_flow() -> None:
-    data = warp_dataset("heldout", 96, 2, seed=1, keypoints=16)
-    b = warp_batch(data, [0, 1])
-    coords = oracle_coords(b["flow"], 12)
-    assert coords.shape == (2, 12, 12, 2)
-    # Cell centre (x, y) = (8 i + 3.5, 8 j + 3.5) px: its target is that point plus the flow.
-    x, y = 8 * 5 + 3.5, 8 * 2 + 3.5
-    x0, y0 = int(x), int(y)  # halfway between four pixels: bilinear = their mean
-    fx, fy = b["flow"][0, :, y0:y0 + 2, x0:x0 + 2].mean(dim=(1, 2))
-    expected = pixels_to_normalised(torch.tensor([x + fx, y + fy]), 96, 96)
-    torch.testing.assert_close(coords[0, 2, 5], expected, atol=1e-5, rtol=0)
-    # Soft-sampled keypoints land close to their true matches (the warps are smooth).
-    pred = soft_sample(coords, pixels_to_normalised(b["kp_src"], 96, 96), 0.05)
-    err = (normalised_to_pixels(pred, 96, 96) - b["kp_tgt"]).norm(dim=-1)
-    assert err.median() < 2.0
-
-
-def test_oracle_in_the_grid_frame_and_dense_loss() -> None:
-    data = warp_dataset("heldout", 96, 2, seed=1, keypoints=16)
-    b = warp_batch(data, [0, 1])
-    shift = 1 / 6 - 1 / 96  # TransforMatcher(grid=6).frame_shift
-    coords = oracle_coords(b["flow"], 12, shift)
-    # Grid-frame cell (5, 2) is centred at image pixel (8 * 5 + 3.5 - 7.5, 8 * 2 + 3.5 - 7.5).
-    x, y = 8 * 5 - 4.0, 8 * 2 - 4.0
-    fx, fy = b["flow"][0, :, int(y), int(x)]  # integer pixel: no interpolation
-    expected = pixels_to_normalised(torch.tensor([x + fx, y + fy]), 96, 96) + shift
-    torch.testing.assert_close(coords[0, 2, 5], expected, atol=1e-5, rtol=0)
-    kp = pixels_to_normalised(b["kp_src"], 96, 96)
-    pred = soft_sample(coords, kp + shift, 0.05) - shift
-    err = (normalised_to_pixels(pred, 96, 96) - b["kp_tgt"]).norm(dim=-1)
-    assert err.median() < 2.0
-    # The dense loss is 0 at the exact correspondence and |offset| for a constant offset.
-    assert b["valid"].shape == (2, 96, 96) and b["valid"].dtype == torch.bool
-    assert dense_loss(coords, b["flow"], b["valid"], shift).item() < 1e-6
-    offset = torch.tensor([0.03, -0.04])
-    loss = dense_loss(coords + offset, b["flow"], b["valid"], shift)
-    torch.testing.assert_close(loss, offset.norm())
-    # Cells whose centre has no valid match are ignored.
-    wrong = coords.clone()
-    b["valid"][0, :48] = False
-    wrong[0, :5] += 1.0  # cell rows 0-4 (centres above pixel 36) are all invalid now
-    torch.testing.assert_close(dense_loss(wrong, b["flow"], b["valid"], shift),
-                               dense_loss(coords, b["flow"], b["valid"], shift), atol=1e-6,
-                               rtol=0)

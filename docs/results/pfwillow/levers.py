@@ -25,6 +25,7 @@ from rich.progress import track
 
 from crossview.data.datasets.pfwillow import PFWillow
 from crossview.data.image_batch import sample_image
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
 from crossview.metrics.keypoints import pck, sample_pck
 from crossview.models.transformatcher.backbone import LAYER_STAGES
 from crossview.models.transformatcher.correlation import multilayer_correlation, resample_layers
@@ -34,7 +35,6 @@ from crossview.models.transformatcher.inference import (
     transfer_keypoints,
 )
 from crossview.models.transformatcher.model import TransforMatcher
-from crossview.train.recipes.semantic import warp_batch, warp_dataset
 
 Method = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 

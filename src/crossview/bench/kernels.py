@@ -64,6 +64,7 @@ def model_variants(models: Sequence[str], dtypes: Sequence[str], *,
     ``models`` (keys of :data:`PUBLISHED`) run in ``dtypes``, forward and (with ``backward``)
     backward, each with the short names of the models using it (``["T", "S"]``), in order of
     first use."""
+    # gpu_compile imports Triton, the optional `gpu` extra: needed only when kernels are listed
     from crossview.attention.match.gpu_compile import Variant
 
     used: dict[Variant, list[str]] = {}
@@ -178,6 +179,7 @@ def table_rows(rows: Sequence[dict[str, Any]], used: dict[Any, list[str]]) -> li
 def _worker() -> None:
     """The child process: compile the variants of the JSON request on stdin, one JSON row per
     line on stdout."""
+    # gpu_compile imports Triton, the optional `gpu` extra: the child process is where it runs
     from crossview.attention.match.gpu_compile import Variant, compile_variant
 
     request = json.load(sys.stdin)

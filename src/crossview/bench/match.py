@@ -26,7 +26,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from crossview.bench.measure import time_call
-from crossview.models.transformatcher.inference import match_pair, transfer_keypoints
+from crossview.models.keypoints.inference import match_pair
+from crossview.models.transformatcher.inference import transfer_keypoints
 from crossview.models.transformatcher.model import MatchRefiner, TransforMatcher
 
 CHANNELS = 11  # EfficientNet-Lite0 correlation layers

@@ -1,6 +1,8 @@
 """The root typer app and the entry point that turns user errors into exit code 2.
 
-Each command (group) lives in its own module of this package and is registered below.
+Each command (group) lives in its own module of this package, named below with the summary
+``crossview --help`` lists; that module loads only when the command runs
+(:mod:`crossview.cli.lazy_commands`).
 """
 
 from __future__ import annotations
@@ -8,17 +10,46 @@ from __future__ import annotations
 import typer
 
 from crossview import __version__
-from crossview.cli import bench, experiment, export, weights
-from crossview.cli.eval import eval_command
-from crossview.cli.flow import flow_command
 from crossview.cli.help_text import App
-from crossview.cli.match import match_command
-from crossview.cli.models import models_command
-from crossview.cli.plot_log import plot_log_command
-from crossview.cli.rectify import rectify_command
+from crossview.cli.lazy_commands import LazyCommand, lazy_group
 from crossview.cli.runner import run_app
-from crossview.cli.stereo import stereo_command
-from crossview.cli.train import train_command
+
+# name -> where the command is declared and what `crossview --help` lists for it (the first
+# paragraph of its own help); its module loads when it runs
+COMMANDS = {
+    "eval": LazyCommand("crossview.cli.eval", "eval_command",
+                        "Evaluate a model on a benchmark: per-sample and mean table, optional "
+                        "JSON."),
+    "match": LazyCommand("crossview.cli.match", "match_command",
+                         "Transfer keypoints from SRC to TGT (semantic correspondence) and draw "
+                         "the matches."),
+    "models": LazyCommand("crossview.cli.models", "models_command",
+                          "List the models that --model takes: task, parameters, default "
+                          "weights and licence."),
+    "stereo": LazyCommand("crossview.cli.stereo", "stereo_command",
+                          "Estimate disparity for LEFT/RIGHT pairs (files, directories or glob "
+                          "patterns)."),
+    "rectify": LazyCommand("crossview.cli.rectify", "rectify_command",
+                           "Rectify LEFT/RIGHT; writes left.png, right.png and calib.txt (focal, "
+                           "baseline, doffs)."),
+    "flow": LazyCommand("crossview.cli.flow", "flow_command",
+                        "Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or "
+                        "glob patterns), for the consecutive frames of one video file (pip "
+                        "install 'crossview[video]') or of one folder of frames."),
+    "train": LazyCommand("crossview.cli.train", "train_command",
+                         "Train a model; checkpoints, log.jsonl and best.pt go to "
+                         "train.out_dir."),
+    "plot-log": LazyCommand("crossview.cli.plot_log", "plot_log_command",
+                            "Plot loss terms, learning rate and validation metrics of a "
+                            "training log."),
+    "bench": LazyCommand("crossview.cli.bench", "app",
+                         "Speed and memory benchmarks (tables + JSON)."),
+    "experiment": LazyCommand("crossview.cli.experiment", "app",
+                              "Reproducible experiments (results JSON, table, plot)."),
+    "export": LazyCommand("crossview.cli.export", "app", "Export models to other runtimes."),
+    "weights": LazyCommand("crossview.cli.weights", "app",
+                           "Published checkpoints by name: list, download, verify, path."),
+}
 
 app = App(
     name="crossview",
@@ -26,6 +57,7 @@ app = App(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=lazy_group(COMMANDS),
 )
 
 
@@ -42,20 +74,6 @@ def _root(
     ),
 ) -> None:
     """Cross-view matching with attention: stereo, optical flow and semantic correspondence."""
-
-
-app.add_typer(bench.app, name="bench")
-app.add_typer(experiment.app, name="experiment")
-app.add_typer(export.app, name="export")
-app.add_typer(weights.app, name="weights")
-app.command("eval")(eval_command)
-app.command("match")(match_command)
-app.command("models")(models_command)
-app.command("stereo")(stereo_command)
-app.command("rectify")(rectify_command)
-app.command("flow")(flow_command)
-app.command("train")(train_command)
-app.command("plot-log")(plot_log_command)
 
 
 def main(argv: list[str] | None = None) -> None:

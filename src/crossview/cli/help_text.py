@@ -74,10 +74,11 @@ class Group(_AsWritten, TyperGroup):
 
 
 class App(typer.Typer):
-    """A typer app whose groups are :class:`Group` and whose commands are :class:`Command`."""
+    """A typer app whose groups are :class:`Group` (or ``cls``, a subclass) and whose commands
+    are :class:`Command`."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cls=Group, **kwargs)
+    def __init__(self, *, cls: type[Group] = Group, **kwargs: Any) -> None:
+        super().__init__(cls=cls, **kwargs)
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
         return super().command(*args, cls=Command, **kwargs)

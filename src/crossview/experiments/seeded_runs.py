@@ -27,13 +27,22 @@ import torch
 
 from crossview.errors import UserError
 from crossview.eval import evaluate
+from crossview.lazy import lazy_import
+from crossview.models.multiview import MultiViewConfig
 from crossview.output import atomic_output
 from crossview.train.checkpoint import latest_checkpoint
 from crossview.train.config import Config, config_from_dict
 from crossview.train.runlog import LOG_NAME
 from crossview.train.trainer import Trainer
 
+# pyplot-free figures (savefig renders with Agg, no global backend); ~0.3 s to import:
+# loaded when a figure is drawn
+figures = lazy_import("matplotlib.figure")
+
 Worker = Callable[[str, int, Any, str, str], str]
+
+
+SIZES = MultiViewConfig()  # the model sizes a study starts from: the model's own defaults
 
 
 @dataclass(frozen=True)
@@ -47,11 +56,11 @@ class StudyBudget:
     warmup: int = 80
     train_scenes: int = 1000
     test_scenes: int = 100
-    image_size: tuple[int, int] = (32, 32)
-    patch: int = 8
-    width: int = 64
-    depth: int = 4
-    heads: int = 4
+    image_size: tuple[int, int] = SIZES.image_size
+    patch: int = SIZES.patch
+    width: int = SIZES.width
+    depth: int = SIZES.depth
+    heads: int = SIZES.heads
     data_seed: int = 1234
 
     @classmethod
@@ -243,12 +252,8 @@ def plot_seeds(path: Path, panels: Mapping[str, Mapping[str, dict[str, Any]]],
     """One panel per ``{title: {conditioning: stats}}`` entry (``stats`` from
     :func:`seed_stats`): every seed's value as a dot, the mean ± std beside it; raymaps grey,
     no cameras red, relative encodings blue. Written as a PNG to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    fig = figures.Figure(figsize=(4.2 * len(panels), 3.8))
+    axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, (title, entries) in zip(axes[0], panels.items(), strict=True):
         for i, (name, stats) in enumerate(entries.items()):
             colour = COLOURS.get(name, "#4477aa")
@@ -262,10 +267,7 @@ def plot_seeds(path: Path, panels: Mapping[str, Mapping[str, dict[str, Any]]],
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=110, format="png")
-    finally:
-        plt.close(fig)
+    fig.savefig(path, dpi=110, format="png")
 
 
 def with_budget(config: Any, steps: int | None, seeds: int | None) -> Any:

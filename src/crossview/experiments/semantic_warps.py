@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import torch
 
+from crossview.data.synthetic.warp_batches import warp_batch, warp_dataset
 from crossview.metrics.keypoints import pck
+from crossview.models.keypoints.coordinates import normalised_to_pixels, pixels_to_normalised
 from crossview.models.transformatcher.correlation import upsample_correlation
-from crossview.models.transformatcher.inference import EVAL_TAU
-from crossview.models.transformatcher.model import TransforMatcher, raw_argmax_coords
-from crossview.models.transformatcher.softargmax import (
-    kernel_soft_argmax,
-    normalised_to_pixels,
-    pixels_to_normalised,
-)
-from crossview.train.recipes.semantic import oracle_coords, warp_batch, warp_dataset
+from crossview.models.transformatcher.loss import oracle_coords
+from crossview.models.transformatcher.model import EVAL_TAU, TransforMatcher, raw_argmax_coords
+from crossview.models.transformatcher.softargmax import kernel_soft_argmax
 
 # Inverse temperature of the no-attention soft-argmax baseline, chosen on *training* warps
 # (16 pairs, 128 px: 20 -> 30.9, 50 -> 44.5, 100 -> 44.7 PCK@0.05; the hard arg-max gave 43.9).

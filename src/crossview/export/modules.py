@@ -68,10 +68,11 @@ class DenseOutputs(nn.Module):
 
 
 class MatcherOutputs(nn.Module):
-    """TransforMatcher with its final output only: ``forward(image0, image1)``, images
+    """A keypoint matcher (:class:`~crossview.models.keypoints.contract.KeypointMatcher`, such
+    as TransforMatcher) with its final output only: ``forward(image0, image1)``, images
     ``[B, 3, S, S]`` float 0..255 (S = the model's ``image_size``), returns ``coords
-    [B, G, G, 2]``: the normalised target (x, y) of every upsampled source cell (grid frame,
-    see :meth:`crossview.models.transformatcher.TransforMatcher.transfer`)."""
+    [B, G, G, 2]``: the normalised target (x, y) of every source cell (grid frame, see
+    :meth:`~crossview.models.keypoints.contract.KeypointMatcher.transfer`)."""
 
     output_names = ("coords",)
 

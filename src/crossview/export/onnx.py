@@ -39,6 +39,7 @@ from crossview.export.modules import INPUT_NAMES, DenseOutputs, MatcherOutputs
 from crossview.long_step import long_step
 from crossview.models.dense.contract import is_dense
 from crossview.models.dense.inference import fuses, initialises_low, refines
+from crossview.models.keypoints.contract import is_keypoint_matcher
 from crossview.output import atomic_output
 
 STRIDE = 32  # MatchStereo / MatchFlow sides are multiples of this (the 1/32 scale)
@@ -69,7 +70,7 @@ def export_module(model: nn.Module, *, lri: bool | None = None, refine: bool | N
             return DenseOutputs(model, bare=True).eval()
         return DenseOutputs(model, lri=initialises_low(model, lri),
                             refine=refines(model, refine)).eval()
-    if task == "semantic" and hasattr(model, "image_size"):
+    if task == "semantic" and is_keypoint_matcher(model):
         if bare or lri is not None or refine is not None:
             raise UserError(f"{name} is exported whole: --bare, --lri and --refine are "
                             "MatchStereo / MatchFlow options")
@@ -280,14 +281,6 @@ def max_differences(expected: tuple[torch.Tensor, ...], got: list[np.ndarray],
     differing elements (bool masks) between PyTorch's ``expected`` and onnxruntime's ``got``;
     a shape mismatch is infinite."""
     return {name: _compare(want, have, lambda d: float(d.max()), float("inf"))
-            for name, want, have in zip(names, expected, got, strict=True)}
-
-
-def fractions_beyond(expected: tuple[torch.Tensor, ...], got: list[np.ndarray],
-                     names: tuple[str, ...], tolerance: float) -> dict[str, float]:
-    """Per output: the fraction of elements differing by more than ``tolerance`` (bool masks:
-    differing at all) between ``expected`` and ``got``; a shape mismatch is 1."""
-    return {name: _compare(want, have, lambda d: float(np.mean(d > tolerance)), 1.0)
             for name, want, have in zip(names, expected, got, strict=True)}
 
 

@@ -25,7 +25,11 @@ from types import ModuleType
 
 from crossview.attention.build_key import build_key
 from crossview.attention.build_lock import wait_for_build_lock
+from crossview.lazy import lazy_import
 from crossview.long_step import long_step
+
+# loaded at the first build only: it pulls in setuptools (0.1 s on every import)
+cpp_extension = lazy_import("torch.utils.cpp_extension")
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "match_attention.cpp"
 # tuples: torch's load appends its own flags to the lists it is given, which would change the key
@@ -80,19 +84,18 @@ def _build() -> ModuleType | str:
         name = build_name(source)
     except (OSError, subprocess.SubprocessError) as error:
         return f"{BUILD_PROBLEM}: the C++ compiler {cxx!r} does not run ({error})"
-    # imported here, on the first build only: it pulls in setuptools (0.1 s on every import)
-    from torch.utils.cpp_extension import _get_build_directory, load
-
     try:
-        build_dir = Path(_get_build_directory(name, verbose=False))  # torch's own choice, created
+        # torch's own choice, created
+        build_dir = Path(cpp_extension._get_build_directory(name, verbose=False))
         wait_for_build_lock(build_dir)
         # a first run compiles for a minute or more: say so (a built one loads in a second)
         announce = (contextlib.nullcontext() if (build_dir / f"{name}.so").is_file()
                     else long_step(COMPILE_NOTE))
         with announce:
-            return load(name=name, sources=[str(_place_source(build_dir, source))],
-                        build_directory=str(build_dir), extra_cflags=list(CFLAGS),
-                        extra_ldflags=list(LDFLAGS), verbose=False)
+            return cpp_extension.load(name=name,
+                                      sources=[str(_place_source(build_dir, source))],
+                                      build_directory=str(build_dir), extra_cflags=list(CFLAGS),
+                                      extra_ldflags=list(LDFLAGS), verbose=False)
     except Exception as error:  # a compiler or linker failure, reported rather than raised
         detail = str(error).strip().splitlines()
         return f"{BUILD_PROBLEM}: {detail[-1] if detail else type(error).__name__}"

@@ -15,7 +15,11 @@ import re
 from typing import Any
 
 import triton
+from triton._C.libtriton import get_cache_invalidating_env_vars
 from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, make_backend
+from triton.runtime.cache import get_cache_key, get_cache_manager
+from triton.runtime.jit import create_function_from_signature
 
 
 def target(arch: str) -> GPUTarget:
@@ -29,9 +33,6 @@ def target(arch: str) -> GPUTarget:
 def launch_source(kernel: Any, args: tuple, kwargs: dict, gpu: GPUTarget) -> tuple[Any, Any, Any]:
     """Triton's ``(ASTSource, backend, options)`` for launching ``kernel(*args, **kwargs)`` on
     ``gpu``, as ``JITFunction.run`` builds them before it compiles."""
-    from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
-
     kwargs = dict(kwargs)
     kwargs["debug"] = kwargs.get("debug", kernel.debug) or triton.knobs.runtime.debug
     kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
@@ -54,9 +55,6 @@ def specialization(kernel: Any, args: tuple, kwargs: dict, arch: str = "sm_90") 
 def cached(kernel: Any, args: tuple, kwargs: dict, gpu: GPUTarget) -> bool:
     """Whether Triton's cache on disk holds the launch's compiled kernel (``triton.compile``'s
     own lookup)."""
-    from triton._C.libtriton import get_cache_invalidating_env_vars
-    from triton.runtime.cache import get_cache_key, get_cache_manager
-
     src, backend, options = launch_source(kernel, args, kwargs, gpu)
     key = get_cache_key(src, backend, options, get_cache_invalidating_env_vars())
     manager = get_cache_manager(hashlib.sha256(key.encode("utf-8")).hexdigest())

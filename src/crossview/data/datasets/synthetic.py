@@ -14,6 +14,10 @@ from typing import Any
 
 from crossview.data.datasets.registry import DatasetKind, register_dataset
 from crossview.errors import UserError
+from crossview.lazy import lazy_import
+
+# the synthetic engine (~0.13 s to import): loaded when a held-out set is made
+heldout = lazy_import("crossview.data.synthetic.heldout")
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -27,13 +31,10 @@ def heldout_factory(name: str) -> Callable[..., Sequence[dict[str, Any]]]:
     """A registry factory ``(*, length=None, size=None) -> dataset`` for benchmark ``name``."""
 
     def make(*, length: str | None = None, size: str | None = None) -> Sequence[dict[str, Any]]:
-        # the synthetic engine (~0.13 s to import) is loaded only when a held-out set is made
-        from crossview.data.synthetic.heldout import get_heldout
-
         if length is not None and not str(length).isdigit():
             raise UserError(f"length must be a positive integer, got {length!r}")
-        return get_heldout(name, length=None if length is None else int(length),
-                           size=None if size is None else _size(size))
+        return heldout.get_heldout(name, length=None if length is None else int(length),
+                                   size=None if size is None else _size(size))
 
     return make
 

@@ -49,6 +49,9 @@ class MultiViewDepth(nn.Module):
         torch.Size([1, 2, 32, 32])
     """
 
+    # forward's tensors, as depth samples name them (crossview.models.multiview.contract)
+    inputs = ("images", "K", "viewmats")
+
     def __init__(self, config: MultiViewConfig) -> None:
         super().__init__()
         check_config(config, DEPTH_CONDITIONINGS)

@@ -129,6 +129,9 @@ class MultiViewTransformer(nn.Module):
         torch.Size([1, 1, 3, 32, 32])
     """
 
+    # forward's tensors, as novel-view samples name them (crossview.models.multiview.contract)
+    inputs = ("context_images", "context_K", "context_viewmats", "target_K", "target_viewmats")
+
     def __init__(self, config: MultiViewConfig) -> None:
         super().__init__()
         check_config(config, CONDITIONINGS)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from crossview.errors import UserError
@@ -90,8 +91,6 @@ class ResNet101(nn.Module):
             raise UserError(f"ResNet-101 weight file not found: {path}")
         try:
             if path.suffix == ".safetensors":
-                from safetensors.torch import load_file
-
                 state = load_file(str(path))
             else:
                 state = torch.load(path, map_location="cpu", weights_only=True)

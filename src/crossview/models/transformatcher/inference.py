@@ -16,26 +16,20 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from crossview.data.image_batch import sample_image
 from crossview.errors import UserError
+from crossview.models.keypoints.inference import square, transfer_points
 from crossview.models.transformatcher.model import (
     TASK,
     TransforMatcher,
     raw_argmax_coords,
     uses_placement,
 )
-from crossview.models.transformatcher.softargmax import (
-    grid_centres,
-    normalised_to_pixels,
-    pixels_to_normalised,
-)
 from crossview.models.weights import read_state_dict
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "transformatcher_lite0.safetensors"
-EVAL_TAU = 0.05
 METHODS = ("refined", "raw")
 FeatureFn = Callable[[Tensor], list[list[Tensor]]]
 # what `crossview eval` scores beside the model: {variant: caption}
@@ -71,61 +65,6 @@ def transformatcher_from_state(state: dict[str, Tensor], source: str | os.PathLi
     return model
 
 
-def _dense_flow(coords: Tensor, src_size: tuple[int, int], tgt_size: tuple[int, int],
-                frame_shift: float = 0.0) -> Tensor:
-    """``coords [1, G, G, 2]`` (normalised target position of each source cell, in a grid frame
-    offset by ``frame_shift`` from the image frame, see
-    :attr:`~crossview.models.transformatcher.model.TransforMatcher.frame_shift`) -> pixel flow
-    ``[2, Hs, Ws]`` from the source frame into the target frame.
-
-    The normalised displacement is interpolated (not the positions: clamping at the border would
-    bend an identity map) at each source pixel's grid-frame position, then both ends are mapped
-    to their own pixel frames."""
-    (hs, ws), (ht, wt) = src_size, tgt_size
-    g = coords.shape[1:3]
-    shift = (coords - grid_centres(*g, coords.device, coords.dtype)).permute(0, 3, 1, 2)
-    ys, xs = torch.meshgrid(torch.arange(hs, dtype=coords.dtype, device=coords.device),
-                            torch.arange(ws, dtype=coords.dtype, device=coords.device),
-                            indexing="ij")
-    pixels = torch.stack((xs, ys), -1)
-    source = pixels_to_normalised(pixels, ws, hs)
-    shift = F.grid_sample(shift, (source + frame_shift)[None], mode="bilinear",
-                          padding_mode="border", align_corners=False)
-    target = normalised_to_pixels(source + shift[0].permute(1, 2, 0), wt, ht)
-    return (target - pixels).permute(2, 0, 1)
-
-
-def _square(model: TransforMatcher, image: Tensor) -> Tensor:
-    """``image [1, 3, H, W]`` resized to the model's square input ``[1, 3, S, S]``."""
-    return F.interpolate(image, size=(model.image_size, model.image_size), mode="bilinear",
-                         align_corners=False, antialias=True)
-
-
-def match_pair(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
-               ) -> tuple[Tensor, Tensor, Tensor]:
-    """Images ``[1, 3, Hs, Ws]``, ``[1, 3, Ht, Wt]`` (0..255), source pixel ``points [N, 2]``
-    -> ``(transferred [N, 2] target px, flow [2, Hs, Ws], flow_backward [2, Ht, Wt])``."""
-    (hs, ws), (ht, wt) = src.shape[-2:], tgt.shape[-2:]
-    corr = model.correlation(_square(model, src), _square(model, tgt))
-    # target -> source is the same correlation with the two images' axes swapped; both
-    # directions are refined as one batch of two.
-    forward, backward = model.refine(torch.cat((corr, corr.permute(0, 1, 4, 5, 2, 3))))[
-        "coords"].chunk(2)
-    shift = model.frame_shift
-    return (_transfer(model, forward, points, (hs, ws), (ht, wt)),
-            _dense_flow(forward, (hs, ws), (ht, wt), shift),
-            _dense_flow(backward, (ht, wt), (hs, ws), shift))
-
-
-def _transfer(model: TransforMatcher, coords: Tensor, points: Tensor,
-              src_size: tuple[int, int], tgt_size: tuple[int, int]) -> Tensor:
-    """Source pixel ``points [N, 2]`` through ``coords [1, G, G, 2]`` -> target pixels
-    ``[N, 2]`` (soft sampler at the evaluation temperature)."""
-    kp = pixels_to_normalised(points, src_size[1], src_size[0])[None]
-    return normalised_to_pixels(model.transfer(coords, kp, EVAL_TAU)[0], tgt_size[1],
-                                tgt_size[0])
-
-
 def transfer_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points: Tensor,
                        method: str = "refined", features: FeatureFn | None = None) -> Tensor:
     """Source pixel ``points [N, 2]`` of ``src [1, 3, Hs, Ws]`` -> their target pixels
@@ -137,12 +76,12 @@ def transfer_keypoints(model: TransforMatcher, src: Tensor, tgt: Tensor, points:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if features is None:
-        corr = model.correlation(_square(model, src), _square(model, tgt))
+        corr = model.correlation(square(model, src), square(model, tgt))
     else:
         corr = model.correlate(features(src), features(tgt))
     coords = (model.refine(corr)["coords"] if method == "refined"
               else raw_argmax_coords(corr, model.upsample))
-    return _transfer(model, coords, points, src.shape[-2:], tgt.shape[-2:])
+    return transfer_points(model, coords, points, src.shape[-2:], tgt.shape[-2:])
 
 
 class ImageFeatures:
@@ -160,7 +99,7 @@ class ImageFeatures:
         if key in self._kept:
             self._kept.move_to_end(key)
         else:
-            self._kept[key] = self.model.features(_square(self.model, image))
+            self._kept[key] = self.model.features(square(self.model, image))
             if len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)
         return self._kept[key]

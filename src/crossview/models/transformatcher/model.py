@@ -43,6 +43,7 @@ from crossview.models.transformatcher.softargmax import (
 
 BACKBONE_LAYERS = {name: sum(stages) for name, stages in LAYER_STAGES.items()}
 TASK = "semantic"  # the task recorded in exported weights (see crossview.models.weights)
+EVAL_TAU = 0.05  # the soft sampler's temperature at inference and evaluation (the paper's)
 INIT_BETA = 20.0  # initial soft-argmax inverse temperature (the correlation lies in [0, 1])
 
 
@@ -106,6 +107,8 @@ class MatchRefiner(nn.Module):
 
 class TransforMatcher(nn.Module):
     """The full model; :meth:`forward` returns a dict of correlations and dense target positions.
+    It keeps the keypoint-matching contract
+    (:class:`crossview.models.keypoints.contract.KeypointMatcher`).
 
     Example:
         >>> model = TransforMatcher().eval()
@@ -113,6 +116,8 @@ class TransforMatcher(nn.Module):
         >>> out["coords"].shape
         torch.Size([1, 30, 30, 2])
     """
+
+    eval_tau = EVAL_TAU
 
     def __init__(self, backbone: str = "efficientnet-lite0", backbone_weights: str | None = None,
                  grid: int = 15, upsample: int = 2, sigma: float = 10.0,
@@ -216,6 +221,15 @@ class TransforMatcher(nn.Module):
         frame: transfer image points with :meth:`transfer`)."""
         corr = self.correlation(src, tgt)
         return {"corr": corr, **self.refine(corr)}
+
+    def coords_both_ways(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """Images ``[B, 3, S, S]`` in 0..255 -> ``coords [B, G, G, 2]`` source -> target and
+        target -> source. The second is the same correlation with the two images' axes swapped;
+        both directions are refined as one batch."""
+        corr = self.correlation(src, tgt)
+        both = self.refine(torch.cat((corr, corr.permute(0, 1, 4, 5, 2, 3))))["coords"]
+        forward, backward = both.chunk(2)
+        return forward, backward
 
     @property
     def frame_shift(self) -> float:

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import Tensor
 
-from crossview.models.transformatcher.softargmax import cell_centres
+from crossview.models.keypoints.coordinates import cell_centres
 
 FREQUENCIES = 4
 FEATURES = 4 * (1 + 2 * FREQUENCIES)  # per axis: the coordinate, then a sine and a cosine each

@@ -1,8 +1,7 @@
 """From a 4D correlation to dense correspondences and transferred keypoints.
 
-Coordinates are normalised to ``[-1, 1]`` with the ``align_corners=False`` convention of
-``grid_sample``: cell ``i`` of an ``n``-cell axis has its centre at ``(2 * i + 1) / n - 1`` and
-pixel ``x`` of a ``W``-pixel axis sits at ``(2 * x + 1) / W - 1``. Points are ``(x, y)``.
+Coordinates are normalised to ``[-1, 1]`` (:mod:`crossview.models.keypoints.coordinates`).
+Points are ``(x, y)``.
 
 - :func:`kernel_soft_argmax` (TransforMatcher Eq. 10): for every source cell, the expected target
   position under ``softmax(beta * C)`` multiplied by a Gaussian of width ``sigma`` cells centred at
@@ -18,19 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-
-def cell_centres(cells: int, device: torch.device | None = None,
-                 dtype: torch.dtype = torch.float32) -> Tensor:
-    """Normalised centres ``(2 j + 1) / cells - 1`` ``[cells]`` of the cells of one axis."""
-    return (2 * torch.arange(cells, device=device, dtype=dtype) + 1) / cells - 1
-
-
-def grid_centres(h: int, w: int, device: torch.device | None = None,
-                 dtype: torch.dtype = torch.float32) -> Tensor:
-    """Normalised ``(x, y)`` centres of an ``h x w`` grid, ``[h, w, 2]``."""
-    gy, gx = torch.meshgrid(cell_centres(h, device, dtype), cell_centres(w, device, dtype),
-                            indexing="ij")
-    return torch.stack((gx, gy), dim=-1)
+from crossview.models.keypoints.coordinates import grid_centres
 
 
 def _check_corr(corr: Tensor) -> None:
@@ -76,15 +63,3 @@ def soft_sample(coords: Tensor, keypoints: Tensor, tau: float = 0.05) -> Tensor:
     dist = (keypoints.unsqueeze(2) - centres).norm(dim=-1)  # [B, N, hs*ws]
     weights = (-dist / tau).softmax(dim=-1)
     return weights @ coords.flatten(1, 2)
-
-
-def pixels_to_normalised(points: Tensor, width: int, height: int) -> Tensor:
-    """Pixel ``(x, y)`` (pixel centres at integers) to normalised ``[-1, 1]`` coordinates."""
-    size = points.new_tensor([width, height])
-    return (2 * points + 1) / size - 1
-
-
-def normalised_to_pixels(points: Tensor, width: int, height: int) -> Tensor:
-    """Inverse of :func:`pixels_to_normalised`."""
-    size = points.new_tensor([width, height])
-    return ((points + 1) * size - 1) / 2

@@ -28,13 +28,19 @@ from crossview import settings
 from crossview.data.synthetic.depth_scenes import make_depth_scenes
 from crossview.metrics.depth import ABS_REL, DELTA1
 from crossview.metrics.score import MetricSpec
+from crossview.models.multiview.contract import view_predictor
 from crossview.models.multiview.depth import DEPTH_CONDITIONINGS, MultiViewDepth
 from crossview.train.config import Config
 from crossview.train.recipe import Batch, register_recipe
-from crossview.train.recipes.novel_view import TEST_SEED_OFFSET, MultiViewOverrides, NovelViewRecipe
+from crossview.train.recipes.novel_view import (
+    SIZES,
+    TEST_SEED_OFFSET,
+    MultiViewOverrides,
+    NovelViewRecipe,
+)
 
 MODEL_NAME = "multiview-depth"
-KEYS = ("images", "K", "viewmats", "depth", "valid")
+KEYS = (*MultiViewDepth.inputs, "depth", "valid")
 
 
 @dataclass
@@ -42,7 +48,7 @@ class DepthOverrides(MultiViewOverrides):
     """What ``model.overrides`` may set for ``model.name: multiview-depth`` (the
     ``multiview`` fields; ``conditioning`` may also be ``none``)."""
 
-    conditioning: str = settings.setting("prope", choices=DEPTH_CONDITIONINGS)
+    conditioning: str = settings.setting(SIZES.conditioning, choices=DEPTH_CONDITIONINGS)
 
 
 @dataclass
@@ -133,7 +139,7 @@ class MultiViewDepthRecipe(NovelViewRecipe):
         return {key: torch.stack([s[key] for s in samples]) for key in KEYS}
 
     def forward(self, model: nn.Module, batch: Batch, cfg: Config) -> dict[str, Any]:
-        return {"depth": model(batch["images"], batch["K"], batch["viewmats"])}
+        return {"depth": model(*(batch[key] for key in model.inputs))}
 
     def loss(self, outputs: dict[str, Any], batch: Batch, cfg: Config
              ) -> tuple[torch.Tensor, dict[str, float]]:
@@ -144,12 +150,8 @@ class MultiViewDepthRecipe(NovelViewRecipe):
 
     def predictor(self, model: nn.Module, cfg: Config, device: torch.device
                   ) -> Callable[[Mapping[str, Any]], np.ndarray]:
-        def predict(sample: Mapping[str, Any]) -> np.ndarray:
-            inputs = (torch.as_tensor(np.asarray(sample[key], np.float32))[None].to(device)
-                      for key in KEYS[:3])
-            return model(*inputs)[0, 0].float().cpu().numpy()
-
-        return predict
+        views = view_predictor(model, device)
+        return lambda sample: views(sample)[0]  # view 0 is the one scored
 
     def metrics(self, cfg: Config) -> list[MetricSpec]:
         return [ABS_REL, DELTA1]

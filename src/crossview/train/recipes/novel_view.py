@@ -33,26 +33,30 @@ from crossview.errors import UserError
 from crossview.metrics.image import PSNR, SSIM, TASK
 from crossview.metrics.score import MetricSpec
 from crossview.models.multiview import CONDITIONINGS, MultiViewConfig, MultiViewTransformer
+from crossview.models.multiview.contract import view_predictor
 from crossview.models.weights import write_safetensors
 from crossview.train.config import Config
 from crossview.train.recipe import Batch, Recipe, register_recipe
 
 MODEL_NAME = "multiview"
 TEST_SEED_OFFSET = 1  # held-out scenes: scenes_seed + 1
-KEYS = ("context_images", "context_K", "context_viewmats", "target_K", "target_viewmats",
-        "target_images")
+KEYS = (*MultiViewTransformer.inputs, "target_images")
+
+
+SIZES = MultiViewConfig()  # the defaults: declared once, by the model's configuration
 
 
 @dataclass
 class MultiViewOverrides:
-    """What ``model.overrides`` may set for ``model.name: multiview``."""
+    """What ``model.overrides`` may set for ``model.name: multiview`` (default: the
+    :class:`MultiViewConfig` defaults)."""
 
-    conditioning: str = settings.setting("prope", choices=CONDITIONINGS)
-    patch: int = settings.setting(8, low=1)
-    width: int = settings.setting(64, low=1)
-    depth: int = settings.setting(4, low=1)
-    heads: int = settings.setting(4, low=1)
-    mlp_ratio: int = settings.setting(4, low=1)
+    conditioning: str = settings.setting(SIZES.conditioning, choices=CONDITIONINGS)
+    patch: int = settings.setting(SIZES.patch, low=1)
+    width: int = settings.setting(SIZES.width, low=1)
+    depth: int = settings.setting(SIZES.depth, low=1)
+    heads: int = settings.setting(SIZES.heads, low=1)
+    mlp_ratio: int = settings.setting(SIZES.mlp_ratio, low=1)
 
     def __post_init__(self) -> None:
         settings.check(self)
@@ -169,7 +173,7 @@ class NovelViewRecipe(Recipe):
         return {key: torch.stack([s[key] for s in samples]) for key in KEYS}
 
     def forward(self, model: nn.Module, batch: Batch, cfg: Config) -> dict[str, Any]:
-        return {"images": model(*(batch[key] for key in KEYS[:-1]))}
+        return {"images": model(*(batch[key] for key in model.inputs))}
 
     def loss(self, outputs: dict[str, Any], batch: Batch, cfg: Config
              ) -> tuple[torch.Tensor, dict[str, float]]:
@@ -178,12 +182,7 @@ class NovelViewRecipe(Recipe):
 
     def predictor(self, model: nn.Module, cfg: Config, device: torch.device
                   ) -> Callable[[Mapping[str, Any]], np.ndarray]:
-        def predict(sample: Mapping[str, Any]) -> np.ndarray:
-            inputs = (torch.as_tensor(np.asarray(sample[key], np.float32))[None].to(device)
-                      for key in KEYS[:-1])
-            return model(*inputs)[0].float().cpu().numpy()
-
-        return predict
+        return view_predictor(model, device)
 
     def metrics(self, cfg: Config) -> list[MetricSpec]:
         return [PSNR, SSIM]

@@ -4,8 +4,12 @@ Semantic-correspondence datasets cannot be downloaded here, so the refinement is
 random warps (homography + thin-plate spline + colour jitter, :mod:`crossview.data.synthetic.warps`)
 of the training photographs, with keypoints drawn from the exact dense correspondence, and the
 loss of Eq. 12 (mean distance of soft-sampled keypoints, ``tau = 0.1``, normalised coordinates),
-plus ``recipe.dense_weight`` times :func:`dense_loss` (ours). Images are ``16 * grid`` pixels
-square (``model.overrides.grid``; ``data.height``/``data.width`` are not used).
+plus ``recipe.dense_weight`` times
+:func:`~crossview.models.transformatcher.loss.dense_loss` (ours). Images are ``16 * grid`` pixels
+square (``model.overrides.grid``; ``data.height``/``data.width`` are not used). The warps and
+their batches come from :mod:`crossview.data.synthetic.warp_batches`, the losses from
+:mod:`crossview.models.transformatcher.loss`, the exported weights file from
+:mod:`crossview.models.transformatcher.bundle`: this module only puts them together.
 
 The backbone keeps its ImageNet weights unless ``recipe.backbone_lr`` > 0 fine-tunes the layers
 that feed the correlation in their own parameter group (as the paper does, at 1e-5); its
@@ -27,24 +31,19 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from crossview import settings
 from crossview.data.synthetic.textures import image_names
-from crossview.data.synthetic.warps import SyntheticWarps, WarpConfig
+from crossview.data.synthetic.warp_batches import stack_warps, warp_dataset
 from crossview.errors import UserError
 from crossview.metrics.registry import get_metrics
 from crossview.metrics.score import MetricSpec
-from crossview.models.transformatcher.inference import EVAL_TAU
-from crossview.models.transformatcher.loss import keypoint_loss
+from crossview.models.keypoints.coordinates import normalised_to_pixels, pixels_to_normalised
+from crossview.models.transformatcher.bundle import export_transformatcher
+from crossview.models.transformatcher.loss import dense_loss, keypoint_loss
 from crossview.models.transformatcher.model import TASK, TransforMatcher
-from crossview.models.transformatcher.softargmax import (
-    grid_centres,
-    normalised_to_pixels,
-    pixels_to_normalised,
-)
-from crossview.models.weights import read_state_dict, write_safetensors
+from crossview.models.weights import read_state_dict
 from crossview.train.config import Config
 from crossview.train.recipe import Batch, Recipe, image_tensor, register_recipe
 
@@ -85,79 +84,6 @@ class SemanticOptions:
 
     def __post_init__(self) -> None:
         settings.check(self)
-
-
-def stack_warps(samples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
-    """Stack warp samples: ``src``, ``tgt`` ``[B, 3, S, S]`` (0..255), pixel keypoints
-    ``kp_src``, ``kp_tgt`` ``[B, N, 2]``, the exact pixel ``flow [B, 2, S, S]`` and its
-    ``valid [B, S, S]`` mask."""
-    return {"src": torch.stack([s["image0"] for s in samples]),
-            "tgt": torch.stack([s["image1"] for s in samples]),
-            "kp_src": torch.stack([s["keypoints0"] for s in samples]),
-            "kp_tgt": torch.stack([s["keypoints1"] for s in samples]),
-            "flow": torch.stack([s["flow"] for s in samples]),
-            "valid": torch.stack([torch.as_tensor(s["valid"]) for s in samples])}
-
-
-def warp_dataset(split: str, size: int, length: int, seed: int, keypoints: int,
-                 shift: float = 0.0) -> SyntheticWarps:
-    """Square warps of ``size`` pixels with ``keypoints`` pairs per sample (``shift``: see
-    :class:`WarpConfig`; the held-out evaluation always uses 0)."""
-    return SyntheticWarps(length, seed=seed, split=split,
-                          config=WarpConfig(size=(size, size), num_keypoints=keypoints,
-                                            shift=shift))
-
-
-def _cell_centres(flow: torch.Tensor, cells: int, frame_shift: float) -> torch.Tensor:
-    """Image-frame normalised centres ``[B, cells, cells, 2]`` of the output grid's cells, for
-    sampling ``flow [B, 2, S, S]`` (the grid frame is offset by ``frame_shift``)."""
-    centres = grid_centres(cells, cells, flow.device, flow.dtype) - frame_shift
-    return centres.expand(len(flow), -1, -1, -1)
-
-
-def oracle_coords(flow: torch.Tensor, cells: int, frame_shift: float = 0.0) -> torch.Tensor:
-    """The exact correspondence as a dense map on the model's output grid: normalised target
-    ``(x, y)`` ``[B, cells, cells, 2]`` of each cell centre, from the pixel ``flow [B, 2, S, S]``
-    (bilinearly sampled at the centres), in the grid frame offset by ``frame_shift`` from the
-    image frame (:attr:`TransforMatcher.frame_shift`, 0: the image frame). Through the soft
-    sampler it bounds what any correlation on that grid can reach."""
-    size = flow.shape[-1]
-    centres = _cell_centres(flow, cells, frame_shift)
-    shift = F.grid_sample(flow, centres, mode="bilinear", padding_mode="border",
-                          align_corners=False)  # [B, 2, G, G]
-    target = normalised_to_pixels(centres, size, size) + shift.permute(0, 2, 3, 1)
-    return pixels_to_normalised(target, size, size) + frame_shift
-
-
-def dense_loss(coords: torch.Tensor, flow: torch.Tensor, valid: torch.Tensor,
-               frame_shift: float) -> torch.Tensor:
-    """Mean distance (normalised units) between the model's ``coords [B, G, G, 2]`` and the
-    exact correspondence of every output cell whose centre has a valid match (``valid [B, S,
-    S]``, nearest pixel): Eq. 12 with every output cell as a keypoint, no soft sampler."""
-    cells = coords.shape[1]
-    exact = oracle_coords(flow, cells, frame_shift)
-    inside = F.grid_sample(valid[:, None].to(flow.dtype), _cell_centres(flow, cells, frame_shift),
-                           mode="nearest", align_corners=False)[:, 0] > 0.5
-    return keypoint_loss(coords.flatten(1, 2), exact.flatten(1, 2), inside.flatten(1))
-
-
-def warp_batch(dataset: SyntheticWarps, indices: list[int]) -> dict[str, torch.Tensor]:
-    """:func:`stack_warps` of the samples ``indices`` of ``dataset``."""
-    return stack_warps([dataset[i] for i in indices])
-
-
-def export_transformatcher(model: TransforMatcher, path: str | Path,
-                           metadata: Mapping[str, str]) -> Path:
-    """Write the trained tensors (:meth:`TransforMatcher.trained_state_dict`: the refinement,
-    plus the backbone's feature layers if tuned) to a ``.safetensors`` file, atomically. The
-    metadata gets ``task`` (``"semantic"``, see :mod:`crossview.models.weights`), ``backbone``
-    (its name) and ``backbone_tuned`` (``"True"`` when the file holds the backbone) on top of
-    ``metadata``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_safetensors(path, model.trained_state_dict(), TASK,
-                             {**metadata, "backbone": model.backbone_name,
-                              "backbone_tuned": str(model.backbone_tuned)})
 
 
 class SemanticRecipe(Recipe):
@@ -232,7 +158,7 @@ class SemanticRecipe(Recipe):
                            image_tensor(sample["image1"], device))["coords"]
             points = torch.from_numpy(np.asarray(sample["keypoints0"], np.float32)).to(device)
             kp = pixels_to_normalised(points[None], size, size)
-            transferred = model.transfer(coords.float(), kp, EVAL_TAU)[0]
+            transferred = model.transfer(coords.float(), kp, model.eval_tau)[0]
             return normalised_to_pixels(transferred, size, size).cpu().numpy()
 
         return predict
