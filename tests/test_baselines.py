@@ -13,6 +13,7 @@ from crossview import baselines
 from crossview.data import io
 from crossview.data.datasets import SceneFolders
 from crossview.metrics import get_metrics
+from crossview.models.dense import classical
 
 REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "real-dev"
 STEREO = ["bad1_holes", "bad2_holes", "bad3_holes", "epe_holes"]
@@ -77,6 +78,7 @@ def two_stereo_scenes(tmp_path: Path) -> Path:
 def test_cached_output_is_used_and_holes_count(two_stereo_scenes: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(baselines, "cv2", None)
+    monkeypatch.setattr(classical, "cv2", None)
     dataset = SceneFolders(two_stereo_scenes, task="stereo")
     run = baselines.evaluate_baseline(dataset, get_metrics("stereo", STEREO))
     assert run.sources == {"cached": "cached sgbm.npy"} and run.missing == ["plain"]
@@ -85,13 +87,14 @@ def test_cached_output_is_used_and_holes_count(two_stereo_scenes: Path,
     assert run.result.mean() == pytest.approx({"bad1_holes": 12.5, "bad2_holes": 12.5,
                                                "bad3_holes": 12.5, "epe_holes": 0.5})
     payload = run.to_dict()
-    assert payload["not_available"] == "not available (pip install crossview[baselines])"
+    assert payload["not_available"] == "not available (pip install opencv-python-headless)"
     assert payload["opencv"] is None
 
 
 def test_without_opencv_or_cache_nothing_is_scored(two_stereo_scenes: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(baselines, "cv2", None)
+    monkeypatch.setattr(classical, "cv2", None)
     dataset = SceneFolders(two_stereo_scenes / "plain", task="stereo")
     run = baselines.evaluate_baseline(dataset, get_metrics("stereo", STEREO))
     assert run.result is None and run.missing == ["plain"] and run.sources == {}
@@ -172,6 +175,7 @@ def test_fill_holes_refuses_a_wrong_shape() -> None:
 def test_filled_baseline_scores_the_filled_cached_output(two_stereo_scenes: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(baselines, "cv2", None)
+    monkeypatch.setattr(classical, "cv2", None)
     dataset = SceneFolders(two_stereo_scenes / "cached", task="stereo")
     raw, filled = (baselines.evaluate_baseline(dataset, get_metrics("stereo", STEREO),
                                                baseline=method)

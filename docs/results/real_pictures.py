@@ -1,12 +1,14 @@
 """Pictures of a stereo model on real scenes: left image, predicted disparity, error map.
 
     python docs/results/real_pictures.py /work/shared/real-dev docs/images/real-dev-stereo.png \
-        [--model matchstereo-hybrid] [--compare matchstereo-mini]
+        [--model matchstereo-hybrid] [--compare matchstereo-mini] [--sgbm-filled]
 
 Rows: every stereo scene folder of the root (``left.*``, ``right.*``, ``gt.*``, read by the
 scene-folder dataset) and the Middlebury 2014 Motorcycle pair that scikit-image ships. Error
 maps show ``|d - gt|`` on known pixels (black where unknown), clipped at 4 px. Each panel's
-bad-2 and EPE are also printed.
+bad-2 and EPE are also printed. ``--sgbm-filled`` adds the classical answer as the last
+columns: OpenCV SGBM with its holes filled (:mod:`crossview.baselines`; the oracle range read
+off the ground truth, as ``crossview eval`` runs it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import numpy as np
 from skimage import data as skdata
 
 import crossview
+from crossview.baselines import fill_holes, sgbm_disparity, sgbm_num_disparities
 from crossview.data.datasets.registry import open_dataset
+
+SGBM_FILLED = "SGBM filled"
 
 
 def scenes(root: str) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
@@ -46,9 +51,11 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--model", default="matchstereo-hybrid")
     parser.add_argument("--compare", default=None)
+    parser.add_argument("--sgbm-filled", action="store_true")
     args = parser.parse_args()
-    models = [args.model] + ([args.compare] if args.compare else [])
-    loaded = {name: crossview.load_model(name) for name in models}
+    models = ([args.model] + ([args.compare] if args.compare else [])
+              + ([SGBM_FILLED] if args.sgbm_filled else []))
+    loaded = {name: crossview.load_model(name) for name in models if name != SGBM_FILLED}
     rows = scenes(args.root)
     cols = 1 + 2 * len(models)
     fig, axes = plt.subplots(len(rows), cols, figsize=(3.2 * cols, 2.4 * len(rows)),
@@ -58,8 +65,12 @@ def main() -> None:
         axes[r, 0].imshow(left)
         axes[r, 0].set_title(name, fontsize=8)
         for m, model_name in enumerate(models):
-            d = crossview.estimate_disparity(left, right, model=loaded[model_name])
-            disp = d.disparity[0].numpy()
+            if model_name == SGBM_FILLED:
+                search = sgbm_num_disparities(float(np.nanmax(gt)))
+                disp = fill_holes(sgbm_disparity(left, right, search))
+            else:
+                disp = crossview.estimate_disparity(left, right,
+                                                    model=loaded[model_name]).disparity[0].numpy()
             err = np.where(known, np.abs(disp - np.nan_to_num(gt)), np.nan)
             bad2 = 100 * np.mean(err[known] > 2)
             epe = np.mean(err[known])

@@ -620,7 +620,7 @@ def metric_depth(disparity: torch.Tensor, valid: torch.Tensor, calibration: Ster
 def rectify_stereo(left: str | os.PathLike | np.ndarray, right: str | os.PathLike | np.ndarray,
                    calibration: str | os.PathLike | RigCalibration, *,
                    alpha: float = 0.0) -> RectifiedPair:
-    """Rectify an unrectified stereo pair with OpenCV (``pip install 'crossview[baselines]'``)
+    """Rectify an unrectified stereo pair with OpenCV (``opencv-python-headless``, a dependency)
     so that :func:`estimate_disparity` and depth work on it.
 
     Args:

@@ -334,8 +334,11 @@ def test_eval_scenes_prints_model_and_baseline_rows(fake_models, scenes, tmp_pat
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     from crossview import baselines
+    from crossview.models.dense import classical
 
-    monkeypatch.setattr(baselines, "cv2", None)  # the scene without a cache has no baseline
+    # the scene without a cache has no baseline
+    monkeypatch.setattr(baselines, "cv2", None)
+    monkeypatch.setattr(classical, "cv2", None)
     monkeypatch.setenv("COLUMNS", "250")  # one table row per line
     root, written = scenes
     out = tmp_path / "stereo.json"
@@ -344,7 +347,7 @@ def test_eval_scenes_prints_model_and_baseline_rows(fake_models, scenes, tmp_pat
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert "SGBM (cached sgbm.npy)" in printed.out
-    assert "SGBM: not available (pip install crossview[baselines])" in printed.out
+    assert "SGBM: not available (pip install opencv-python-headless)" in printed.out
     assert "SGBM: not available on 1 of 2 scenes" in printed.out
     assert "oracle range" in printed.out
     payload = json.loads(out.read_text())

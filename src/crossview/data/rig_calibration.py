@@ -158,10 +158,10 @@ def _opencv_storage(path: Path) -> dict[str, object]:
 def require_opencv() -> object:
     """The ``cv2`` module, else a :class:`UserError` naming the extra that installs it."""
     try:
-        import cv2  # the optional OpenCV of the `baselines` extra
+        import cv2  # a core dependency; a broken install gets one clear error
     except ImportError:
         raise UserError("stereo rectification needs OpenCV: pip install "
-                        "'crossview[baselines]'") from None
+                        "opencv-python-headless") from None
     return cv2
 
 
