@@ -3,8 +3,13 @@
 Every configuration (model, size, precision, MatchAttention backend) runs in its own child
 process (``python -m crossview.bench.model CASE_JSON``), so the peak resident set size is that
 configuration's alone and an out-of-memory case cannot take the others down. A case times
-``crossview.estimate_disparity`` on one random pair (padding, both views and the consistency
-mask included) with randomly initialised weights: the cost does not depend on the weights.
+``crossview.estimate_disparity`` with the model's defaults (padding, both views, lri, the
+refinement, the SGBM fusion and the consistency mask included) on one random pair whose right
+view is the left shifted by :data:`SHIFT_FRACTION` of the width (155 px at 1242 px wide, a
+near range of a driving scene). Models that ship weights run with them: the SGBM fusion's
+search range follows the network's disparities, which random weights would make arbitrary
+(up to the width); the other steps cost the same with any weights, and the rest run randomly
+initialised.
 Wall-clock and process CPU time are both reported; on a shared, busy machine the wall clock is
 inflated by other processes, and CPU time / threads estimates what free cores would deliver.
 With ``device="cuda"`` the model and images are on the GPU, the fused operator is the
@@ -23,7 +28,7 @@ from typing import Any
 
 import torch
 
-from crossview.api import build_model, estimate_disparity
+from crossview.api import build_model, estimate_disparity, load_model
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
@@ -36,6 +41,7 @@ SIZES = ((384, 1248), (1536, 1536))
 BIG = ((2176, 3840), "T")  # 4K: MatchStereo-T only on CPU, every model on a GPU
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEFAULT_PRECISIONS = {"cpu": ("fp32", "bf16"), "cuda": ("fp16", "bf16")}
+SHIFT_FRACTION = 1 / 8  # the benchmark pair's disparity, as a fraction of its width
 
 
 def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
@@ -71,12 +77,15 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     device = case.get("device", "cpu")
     torch.set_num_threads(case["threads"])
     set_backend(case["backend"])
-    model = build_model(MODELS.get(case["model"], case["model"])).eval().to(device)
+    name = MODELS.get(case["model"], case["model"])
+    shipped = get_spec(name).weights_path
+    model = (load_model(name) if shipped is not None and shipped.is_file()
+             else build_model(name)).eval().to(device)
     refine = refines(model, case.get("refine"))
     h, w = case["size"]
     generator = torch.Generator().manual_seed(0)
     left = (torch.rand(1, 3, h, w, generator=generator) * 255).to(device)
-    right = torch.roll(left, -8, dims=3)
+    right = torch.roll(left, -round(w * SHIFT_FRACTION), dims=3)
     cpu: list[float] = []
 
     def run() -> None:

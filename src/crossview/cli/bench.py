@@ -291,12 +291,14 @@ def model(
         return "-" if value is None else format(value, digits)
 
     print_table(
-        f"MatchStereo forward (estimate_disparity, both views), {threads} threads, "
-        "random weights; ratio = reference / fused, same run",
-        ["model", "size", "precision", "operator", "refine", "median s", "cpu s", "peak RSS MiB",
+        f"MatchStereo forward (estimate_disparity with the model's defaults, both views), "
+        f"{threads} threads, bundled weights where a model ships them (else random), a pair "
+        "at disparity W/8; ratio = reference / fused, same run",
+        ["model", "size", "precision", "operator", "refine", "fuse", "median s", "cpu s", "peak RSS MiB",
          "peak GPU MiB", "fused speed-up", "vs fp32", "status"],
         [[r["model"], f"{r['size'][0]}x{r['size'][1]}", r["precision"], r["backend"],
           "-" if r.get("refine") is None else ("on" if r["refine"] else "off"),
+          "-" if r.get("fuse") is None else ("on" if r["fuse"] else "off"),
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
           fmt(r.get("peak_gpu_mib"), ".0f"),
           fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), r["status"]] for r in rows])
