@@ -74,7 +74,7 @@ def adapt_to_pair(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str,
 
     Returns:
         The adapted copy on ``device``, in eval mode, with the model's defaults
-        (``refine_by_default``, ``lri_by_default``, names) carried over.
+        (``refine_by_default``, ``lri_by_default``, ``fuse_by_default``, names) carried over.
     """
     adapted = model
     for step, loss, current in adaptation_steps(model, img0, img1, task, settings=settings,
