@@ -52,6 +52,7 @@ from crossview.data.rig_calibration import RigCalibration, read_rig_calibration
 from crossview.data.video import frames
 from crossview.data.video import is_video as is_video
 from crossview.data.video import open_video as open_video
+from crossview.data.video import require_video_writer as require_video_writer
 from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
 from crossview.distributed import dist_info_from_env
@@ -94,6 +95,8 @@ evaluation = lazy_import("crossview.eval")
 metrics = lazy_import("crossview.metrics")
 datasets = lazy_import("crossview.data.datasets")
 baselines = lazy_import("crossview.baselines")
+# the flow video of a run (the colour wheel draws with matplotlib): loaded when one is written
+flow_video = lazy_import("crossview.data.flow_video")
 
 ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
 video_frames = frames  # the frames [H, W, 3] uint8 of a video file, decoded one by one

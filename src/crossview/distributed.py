@@ -79,8 +79,9 @@ def init_distributed(device: str) -> DistInfo:
 def _import_dynamo_before_the_group() -> None:
     """Import ``torch._dynamo`` while no process group exists.
 
-    Its first import (a ``torch.library`` custom op, such as the fused MatchAttention op, does
-    it on its first call) pulls in torch modules with ``dist.group.WORLD`` as a default argument
+    Its first import (DistributedDataParallel, ``torch.compile``, or the first call of a kernel
+    registered with ``torch.library.custom_op``; crossview's MatchAttention op no longer is
+    one) pulls in torch modules with ``dist.group.WORLD`` as a default argument
     (``ShardedGradScaler``, ``torch.distributed.nn.functional``). Imported while the group is
     open, those defaults keep it alive after ``destroy_process_group``: gloo's threads then run
     into interpreter teardown, where one releasing a finished work's tensors needs the GIL,

@@ -1,7 +1,11 @@
-"""``crossview flow``: outputs and formats, backward flow, and the bad-input contract."""
+"""``crossview flow``: outputs and formats, backward flow, sequences and their flow video, and
+the bad-input contract."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +14,9 @@ import skimage.data
 import torch
 from PIL import Image
 
+from crossview import api
 from crossview.cli.app import main
-from crossview.data import io
+from crossview.data import flow_video, io, video
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
 from crossview.models.registry import ModelSpec, register_model
 from video_files import declare_frames, write_lossless_video
@@ -316,3 +321,140 @@ def test_a_video_holding_fewer_frames_than_it_declares_gives_its_pairs_and_one_w
                         "truncated or damaged file?); used the decoded ones"], err
     assert sorted(p.name for p in (tmp_path / "out").glob("*.npy")) == [
         "clip_000000_flow.npy", "clip_000001_flow.npy"]
+
+
+def _video_of(out_dir: Path, names: list[str], scale: float) -> None:
+    """The flow video in ``out_dir`` holds one frame per pair of ``names``, in order: each
+    pair's saved flow on the colour wheel at the video's one ``scale`` (H.264 at quality 18:
+    within a few levels of it on average)."""
+    [path] = out_dir.glob("*.mp4")
+    got = list(video.frames(path))
+    assert len(got) == len(names)
+    for frame, name in zip(got, names, strict=True):
+        want = flow_video.flow_to_colour(io.read_npy(out_dir / f"{name}_flow.npy"),
+                                         max_flow=scale)
+        assert frame.shape == (want.shape[0] + 1, want.shape[1] + 1, 3)  # odd sides padded
+        assert np.abs(frame[:-1, :-1].astype(float) - want).mean() < 4
+
+
+def _scale(out: str) -> float:
+    """The colour scale the command printed (``... full colour at S px)``)."""
+    return float(out.rsplit("full colour at ", 1)[1].split(" px")[0])
+
+
+def _sequence_of_odd_sides(tmp_path: Path, kind: str, count: int) -> Path:
+    """``count`` frames 163x161 (W x H, odd, as H.264's yuv420p does not take them) as a
+    lossless video (5 frames per second) or a folder of PNG files."""
+    rng = np.random.default_rng(4)
+    first = rng.integers(0, 256, (161, 163, 3), dtype=np.uint8)
+    frames = [np.roll(first, (i, -2 * i), axis=(0, 1)) for i in range(count)]
+    if kind == "video":
+        write_lossless_video(tmp_path / "clip.mkv", frames)
+        return tmp_path / "clip.mkv"
+    (tmp_path / "frames").mkdir()
+    for index, frame in enumerate(frames):
+        Image.fromarray(frame).save(tmp_path / "frames" / f"f{index}.png")
+    return tmp_path / "frames"
+
+
+@pytest.mark.parametrize(("kind", "options", "names", "rate"), [
+    ("video", ["--stride", "2"], ["clip_000000", "clip_000002", "clip_000004"], Fraction(5, 2)),
+    ("folder", [], ["f0", "f1", "f2", "f3", "f4", "f5"], Fraction(10)),
+])
+def test_save_video_writes_one_frame_per_pair_and_a_resumed_run_the_same_video(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        kind: str, options: list[str], names: list[str], rate: Fraction) -> None:
+    """The video is STEM_flow.mp4, one frame per pair in order at the source's rate over the
+    stride (a folder: 10 per second); a rerun with --skip-existing runs no pair and writes
+    the same file from the pairs' saved flows."""
+    pytest.importorskip("av")
+    source = _sequence_of_odd_sides(tmp_path, kind, 7)
+    out_dir = tmp_path / "out"
+    args = ["flow", str(source), "-o", str(out_dir), "--format", "npy", "--save-video", *options,
+            *FAST]
+    code, out, err = _run(args, capsys)
+    assert code == 0, err
+    stem = "clip" if kind == "video" else "frames"
+    first_line, second_line = out.splitlines()
+    assert first_line == f"wrote {len(names)} pair(s) to {out_dir}"
+    assert second_line.startswith(f"wrote {out_dir / f'{stem}_flow.mp4'} ({len(names)} frames "
+                                  f"at {float(rate):g} per second; full colour at ")
+    _video_of(out_dir, names, _scale(out))
+    assert video.open_video(out_dir / f"{stem}_flow.mp4").rate == rate
+    written = (out_dir / f"{stem}_flow.mp4").read_bytes()
+    monkeypatch.setattr(api, "estimate_flow", lambda *a, **k: pytest.fail("a pair ran"))
+    code, out, err = _run([*args, "--skip-existing"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[0] == (f"wrote 0 pair(s) to {out_dir}, skipped {len(names)} "
+                                   "already there")
+    assert (out_dir / f"{stem}_flow.mp4").read_bytes() == written
+
+
+def _interrupt_at(calls: int) -> Callable[..., object]:
+    """A wrapper that raises SIGINT (Ctrl-C) on its ``calls``-th call, after running the
+    wrapped function."""
+    done: list[int] = []
+
+    def wrap(function: Callable[..., object]) -> Callable[..., object]:
+        def interrupted(*args: object, **kwargs: object) -> object:
+            result = function(*args, **kwargs)
+            done.append(1)
+            if len(done) == calls:
+                signal.raise_signal(signal.SIGINT)
+            return result
+        return interrupted
+    return wrap
+
+
+@pytest.mark.parametrize("where", ["a pair", "the video"])
+def test_ctrl_c_leaves_no_video_and_a_resumed_run_writes_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        where: str) -> None:
+    """Ctrl-C while the second pair runs, or while the video's second frame is encoded: exit
+    code 130, the finished pairs kept, no video and no temporary file; --skip-existing
+    --save-video then runs only the missing pairs and writes the video."""
+    pytest.importorskip("av")
+    source = _sequence_of_odd_sides(tmp_path, "folder", 4)
+    out_dir = tmp_path / "out"
+    args = ["flow", str(source), "-o", str(out_dir), "--format", "npy", "--save-video", *FAST]
+    if where == "a pair":
+        monkeypatch.setattr(api, "estimate_flow", _interrupt_at(2)(api.estimate_flow))
+    else:
+        monkeypatch.setattr(flow_video, "flow_to_colour",
+                            _interrupt_at(2)(flow_video.flow_to_colour))
+    # Python's own Ctrl-C handler, also when pytest was started with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code, out, err = _run(args, capsys)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    monkeypatch.undo()
+    assert code == 130, err
+    kept = 1 if where == "a pair" else 3
+    assert out.splitlines()[0].startswith(f"wrote {kept} pair(s) to {out_dir}")
+    assert err.splitlines()[-1] == (
+        f"note: {out_dir / 'frames_flow.mp4'} not written: it needs every pair (--skip-existing "
+        "--save-video writes it once they are all there)" if where == "a pair"
+        else f"error: interrupted: {out_dir / 'frames_flow.mp4'} not written")
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(
+        f"{name}_flow{end}" for name in ("f0", "f1", "f2")[:kept]
+        for end in (".npy", "_color.png", "_noc.png"))
+    code, out, err = _run([*args, "--skip-existing"], capsys)
+    assert code == 0, err
+    _video_of(out_dir, ["f0", "f1", "f2"], _scale(out))
+
+
+def test_save_video_needs_a_video_or_a_folder_of_frames(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """One pair, or two directories, with --save-video: one error line, exit code 2, before the
+    model loads, nothing written."""
+    f0, f1 = _frames(tmp_path)
+    monkeypatch.setattr(api, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    for args in ([str(f0), str(f1)], [str(tmp_path), str(tmp_path)]):
+        code, out, err = _run(["flow", *args, "-o", str(tmp_path / "out"), "--save-video",
+                               *FAST], capsys)
+        assert code == 2 and out == "", err
+        assert err == ("error: --save-video needs one video file or one folder of frames (the "
+                       "video shows its pairs in order), not two inputs\n")
+    assert not (tmp_path / "out").exists()

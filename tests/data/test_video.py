@@ -1,9 +1,11 @@
 """Video frames through PyAV: a lossless file reads back bit for bit; what is not a video is
 one :class:`UserError` naming the file; too few frames for the caller is one too, and fewer
-frames than the container declares one warning."""
+frames than the container declares one warning. Written videos are published whole or not at
+all."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +80,29 @@ def test_fewer_frames_than_declared_is_one_warning_and_every_decoded_frame(
     assert len(got) == 3 and all((a == b).all() for a, b in zip(got, frames, strict=True))
     assert log_lines() == (f"warning: {path}: the container declares 5 frames but 3 decoded (a "
                            "truncated or damaged file?); used the decoded ones\n")
+
+
+def test_a_written_video_reads_back_with_its_frames_and_rate(tmp_path: Path) -> None:
+    """A smooth picture (H.264 at yuv420p keeps colour at half resolution) of odd sides."""
+    rows, cols = np.mgrid[0:33, 0:47]
+    first = np.stack([rows * 6, cols * 4, 200 - rows * 2 - cols * 2], axis=2)
+    frames = [(first + 20 * i).astype(np.uint8) for i in range(3)]
+    assert video.write_video(tmp_path / "v.mp4", iter(frames), Fraction(25, 2)) == 3
+    info = video.open_video(tmp_path / "v.mp4")
+    assert info.rate == Fraction(25, 2) and info.size == (34, 48)  # odd sides: one more
+    got = list(video.frames(tmp_path / "v.mp4"))
+    assert len(got) == 3
+    for have, want in zip(got, frames, strict=True):
+        assert np.abs(have[:33, :47].astype(float) - want).mean() < 3  # lossy
+
+
+@pytest.mark.parametrize("frames,message", [
+    ([], "at least one frame"),
+    ([np.zeros((32, 32, 3), np.uint8), np.zeros((32, 34, 3), np.uint8)], "one size"),
+    ([np.zeros((32, 32), np.uint8)], r"\[H, W, 3\] uint8"),
+])
+def test_a_video_that_cannot_be_written_leaves_no_file(tmp_path: Path, frames: list[np.ndarray],
+                                                      message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        video.write_video(tmp_path / "v.mp4", frames, Fraction(10))
+    assert list(tmp_path.iterdir()) == []

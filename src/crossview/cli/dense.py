@@ -284,14 +284,17 @@ def _video_pairs(path: Path, frames: FrameRange) -> Iterator[PairJob]:
 
 def run_dense(task: str, first: str, second: str | None, options: DenseOptions, *,
               views: tuple[str, str], tensors: Views,
-              extras: Sequence[ExtraOutput] = ()) -> None:
-    """Check everything, load the model, run every pair and write its outputs.
+              extras: Sequence[ExtraOutput] = ()) -> list[str]:
+    """Check everything, load the model, run every pair and write its outputs; return the
+    pairs' names in order, every pair's files then being there (written now or, with
+    ``--skip-existing``, before).
 
     The files of the pair named NAME are NAME_VIEW* for the first of ``views`` (and the second
     with ``--save-right``); ``tensors(result)`` gives their tensors; then those of each of
     ``extras`` (checked on each pair's images before it runs). One pair is all or
     nothing (exit code 2 on error); many pairs are published pair by pair
-    (:func:`crossview.cli.batch.run_batch`).
+    (:func:`crossview.cli.batch.run_batch`, which exits instead of returning when a pair
+    failed or the run was stopped).
     """
     size = parse_size(options.size) if options.size else None
     api.check_run_settings(options.device, "--device")
@@ -314,7 +317,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     if single and exists is not None and exists(jobs[0]):
         stdout.print(BatchSummary(skipped=1).lines(options.out_dir)[0], markup=False,
                      soft_wrap=True)
-        return
+        return [jobs[0].name]
     pair = jobs[0].load() if single else None  # a bad image fails before the model loads
     for extra in extras if pair is not None else ():
         extra.check([pair])
@@ -353,8 +356,11 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     if single:
         run(jobs[0], pair)
         stdout.print(f"wrote 1 pair(s) to {options.out_dir}")
-        return
-    run_batch(jobs, count, run, options.out_dir, exists=exists, label=task)
+        return [jobs[0].name]
+    names: list[str] = []
+    run_batch((names.append(job.name) or job for job in jobs), count, run, options.out_dir,
+              exists=exists, label=task)
+    return names
 
 
 def raw_writer(array: np.ndarray, fmt: str, kind: str) -> tuple[str, Callable[[Path], None]]:

@@ -10,29 +10,76 @@ consecutive frames, named ``V_000000`` (frames 0 and 1), ..., a folder of frames
 consecutive images in name order, named by the first; ``--start``, ``--stop`` and ``--stride``
 choose the frames (:class:`crossview.cli.dense.FrameRange`: frames start, start + stride, ...
 before stop; each pair is one of them and the next). Many pairs are written pair by pair
-(:mod:`crossview.cli.batch`).
+(:mod:`crossview.cli.batch`). With ``--save-video`` (a video or a folder of frames only),
+``STEM_flow.mp4`` (STEM: the video's stem or the folder's name) shows the run's pairs in
+order once every pair's files are there: it is made from those files
+(:mod:`crossview.data.flow_video`), so pairs that ``--skip-existing`` kept are in it, and it
+is published whole or not at all (a run with failed pairs, or stopped, writes none).
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crossview.cli import options
+from crossview.cli.batch import INTERRUPTED_EXIT
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
-from crossview.cli.dense import DenseOptions, FrameRange, ViewTensors, run_dense
+from crossview.cli.dense import DenseOptions, FrameRange, ViewTensors, raw_suffix, run_dense
+from crossview.console import stderr, stdout
 from crossview.defaults import DEFAULT_FLOW_MODEL
+from crossview.errors import UserError
+from crossview.lazy import lazy_import
+from crossview.output import check_output_file
 
 if TYPE_CHECKING:
     from crossview.api import FlowResult
+
+api = lazy_import("crossview.api")
+steps = lazy_import("crossview.long_step")  # its progress bar (rich.progress) loads when used
+
+FOLDER_RATE = Fraction(10)  # frames per second of a flow video of a folder of frames
 
 
 def _views(result: FlowResult) -> list[ViewTensors]:
     return [(result.flow.permute(0, 2, 3, 1), result.valid, result.self_rpos),
             (result.flow_backward.permute(0, 2, 3, 1), result.valid_backward,
              result.self_rpos_backward)]
+
+
+def _video_plan(source: str, second: str | None, out_dir: Path, stride: int
+                ) -> tuple[Path, Fraction]:
+    """``(path, rate)`` of the ``--save-video`` video of ``source`` (one video file or one
+    folder of frames): ``OUT/STEM_flow.mp4``, checked writable, at the source's frame rate
+    over ``stride`` (a folder, or a video that gives no rate: :data:`FOLDER_RATE`); a
+    :class:`UserError` for two inputs or without PyAV, before the model loads."""
+    if second is not None:
+        raise UserError("--save-video needs one video file or one folder of frames (the video "
+                        "shows its pairs in order), not two inputs")
+    api.require_video_writer()
+    path = Path(source)
+    rate = api.open_video(path).rate if api.is_video(path) else None
+    video = out_dir / f"{path.resolve().name if path.is_dir() else path.stem}_flow.mp4"
+    check_output_file(video, "--save-video")
+    return video, (rate or FOLDER_RATE) / stride
+
+
+def _write_video(video: Path, flows: list[Path], rate: Fraction) -> None:
+    """Write the flow video ``video`` of the saved ``flows``; Ctrl-C meanwhile leaves none
+    and exits with code 130."""
+    try:
+        with steps.long_step(f"writing the flow video {video} ({len(flows)} frames)",
+                             total=len(flows), after=3.0) as advance:
+            scale = api.flow_video.write_flow_video(video, flows, rate,
+                                                    on_frame=lambda: advance(1))
+    except KeyboardInterrupt:
+        stderr.print(f"error: interrupted: {video} not written", markup=False, soft_wrap=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    stdout.print(f"wrote {video} ({len(flows)} frames at {float(rate):g} per second; full "
+                 f"colour at {scale:.3g} px)", markup=False, soft_wrap=True)
 
 
 def flow_command(
@@ -71,6 +118,10 @@ def flow_command(
         "--stride", help="Video or folder of frames: use every N-th frame from --start; each "
         "pair is a used frame and the next (frames i and i+N), one pair per N frames "
         "(default 1).", show_default=False)] = None,
+    save_video: Annotated[bool, typer.Option(
+        "--save-video", help="Video or folder of frames: also write STEM_flow.mp4, the "
+        "colour-coded flow of the run's pairs in order (one colour scale for all), made from "
+        "their files once every pair is there (pip install 'crossview[video]').")] = False,
 ) -> None:
     """Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or glob patterns), for
     the consecutive frames of one video file (pip install 'crossview[video]') or of one folder
@@ -85,5 +136,17 @@ def flow_command(
                                   lambda r: [r.confidence, r.confidence_backward],
                                   dense.model_inputs())
     extras = [confidence] if save_confidence else []
-    run_dense("flow", frame0, frame1, dense, views=("flow", "flow_backward"), tensors=_views,
-              extras=extras)
+    video, video_rate = _video_plan(frame0, frame1, out_dir, 1 if stride is None else stride
+                                    ) if save_video else (None, FOLDER_RATE)
+    try:
+        names = run_dense("flow", frame0, frame1, dense, views=("flow", "flow_backward"),
+                          tensors=_views, extras=extras)
+    except typer.Exit:  # pairs failed or the run was stopped
+        if video is not None:
+            stderr.print(f"note: {video} not written: it needs every pair (--skip-existing "
+                         "--save-video writes it once they are all there)", markup=False,
+                         soft_wrap=True)
+        raise
+    if video is not None:
+        _write_video(video, [out_dir / f"{name}_flow{raw_suffix(fmt, 'flow')}" for name in names],
+                     rate=video_rate)

@@ -1,7 +1,11 @@
 """crossview::match_attention as a torch.library custom op: schema, fake kernel, autograd
-registration (opcheck) and torch.export seeing it as one op."""
+registration (opcheck), torch.export seeing it as one op, and an eager call that does not
+import torch._dynamo."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -56,3 +60,21 @@ def test_fake_tensors_give_shapes_without_running_kernels() -> None:
         out, attn = match_attention(q, k, v, rel_pos, 2, return_attn=True, backend="cpu")
     assert out.shape == (1, 5, 6, 2, 3)
     assert attn.shape == (1, 5, 6, 2, 36)
+
+
+def test_an_eager_call_does_not_import_dynamo() -> None:
+    """Forward and backward in a fresh process leave ``torch._dynamo`` unimported: its import
+    takes seconds, a large share of a one-pair ``crossview stereo`` call (``custom_op``'s
+    kernel wrapper imported it on the first call)."""
+    code = """
+import sys, torch
+from crossview.attention.match.op import match_attention_op
+q = torch.randn(1, 5, 6, 2, 4, requires_grad=True)
+out, _ = match_attention_op(q, q, q, torch.zeros(1, 5, 6, 1, 2), 1, True, 0.5, False)
+out.sum().backward()
+print("torch._dynamo" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False\n"

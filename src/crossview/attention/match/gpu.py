@@ -19,7 +19,8 @@ import torch
 from crossview.attention.match.backend import Backend
 from crossview.attention.match.checks import DTYPES, check_finite_rel_pos
 from crossview.attention.match.op import (
-    match_attention_backward_op,
+    BACKWARD,
+    FORWARD,
     match_attention_op,
     setup_context,
     weights_gradient,
@@ -92,8 +93,8 @@ def _forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.T
 
 
 if gpu_kernels is not None:
-    match_attention_op.register_kernel("cuda")(_kernels_forward)
-    match_attention_backward_op.register_kernel("cuda")(gpu_kernels.backward)
+    torch.library.register_kernel(FORWARD, "cuda", _kernels_forward)
+    torch.library.register_kernel(BACKWARD, "cuda", gpu_kernels.backward)
 
 BACKEND = Backend(name="triton", label="fused Triton", unsupported=_unsupported,
                   missing=_missing, forward=_forward, explicit_only=_explicit_only)

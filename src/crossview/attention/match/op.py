@@ -3,11 +3,16 @@
 ``crossview::match_attention`` and ``crossview::match_attention_backward`` run the C++ kernels
 of :mod:`crossview.attention.match.cpu_build` on CPU tensors; fake (meta) implementations give
 their output shapes, so ``torch.compile`` and ``torch.export`` see one opaque op, and
-``register_autograd`` connects the backward kernel. Inputs are validated by
+``torch.library.register_autograd`` connects the backward kernel. Inputs are validated by
 :func:`crossview.attention.match.match_attention`.
 
+The ops are defined by schema and their CPU kernels registered with ``torch.library.impl``,
+not with ``torch.library.custom_op``: that one wraps each kernel so that its first call
+imports ``torch._dynamo`` (about 3 s of a 10 s ``crossview stereo`` call on 2 cores), which
+an eager run never needs. Under ``torch.compile`` dynamo treats the op as opaque either way.
+
 The GPU backend (:mod:`crossview.attention.match.gpu`) adds its CUDA kernels to these two ops
-(``register_kernel("cuda")``), keeping their schema, fakes and autograd.
+(``torch.library.register_kernel(..., "cuda")``), keeping their schema, fakes and autograd.
 """
 
 from __future__ import annotations
@@ -17,11 +22,19 @@ import torch
 from crossview.attention.match import cpu_build
 from crossview.attention.match.checks import check_finite_rel_pos
 
+_LIBRARY = torch.library.Library("crossview", "DEF")
+_LIBRARY.define("match_attention(Tensor q, Tensor k, Tensor v, Tensor rel_pos, int radius, "
+                "bool l1, float scale, bool need_attn) -> (Tensor, Tensor)")
+_LIBRARY.define("match_attention_backward(Tensor grad_out, Tensor? grad_attn, Tensor q, "
+                "Tensor k, Tensor v, Tensor rel_pos, int radius, bool l1, float scale) "
+                "-> (Tensor, Tensor, Tensor, Tensor)")
+FORWARD = "crossview::match_attention"
+BACKWARD = "crossview::match_attention_backward"
 
-@torch.library.custom_op("crossview::match_attention", mutates_args=(), device_types="cpu")
-def match_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_pos: torch.Tensor,
-                       radius: int, l1: bool, scale: float, need_attn: bool,
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
+
+def _match_attention_cpu(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                         rel_pos: torch.Tensor, radius: int, l1: bool, scale: float,
+                         need_attn: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused forward: ``out [B, Hq, Wq, h, Cv]`` and the mixed weights
     ``[B, Hq, Wq, h, (2r+2)^2]`` (an empty ``[0]`` tensor unless ``need_attn``)."""
     check_finite_rel_pos(rel_pos)
@@ -29,7 +42,6 @@ def match_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_po
     return out, attn
 
 
-@match_attention_op.register_fake
 def _match_attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                           rel_pos: torch.Tensor, radius: int, l1: bool, scale: float,
                           need_attn: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,19 +50,17 @@ def _match_attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return out, attn
 
 
-@torch.library.custom_op("crossview::match_attention_backward", mutates_args=(),
-                         device_types="cpu")
-def match_attention_backward_op(grad_out: torch.Tensor, grad_attn: torch.Tensor | None,
-                                q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                rel_pos: torch.Tensor, radius: int, l1: bool, scale: float,
-                                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def _match_attention_backward_cpu(grad_out: torch.Tensor, grad_attn: torch.Tensor | None,
+                                  q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                  rel_pos: torch.Tensor, radius: int, l1: bool, scale: float,
+                                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                             torch.Tensor]:
     """Fused backward: gradients of q, k, v and rel_pos (same shapes as those inputs)."""
     grad_q, grad_k, grad_v, grad_rel = cpu_build.extension().backward(
         grad_out, grad_attn, q, k, v, rel_pos, radius, l1, scale)
     return grad_q, grad_k, grad_v, grad_rel
 
 
-@match_attention_backward_op.register_fake
 def _match_attention_backward_fake(grad_out: torch.Tensor, grad_attn: torch.Tensor | None,
                                    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                    rel_pos: torch.Tensor, radius: int, l1: bool, scale: float,
@@ -81,4 +91,13 @@ def _backward(ctx: torch.autograd.function.FunctionCtx, grad_out: torch.Tensor,
     return (*grads, None, None, None, None)
 
 
-match_attention_op.register_autograd(_backward, setup_context=setup_context)
+torch.library.impl(FORWARD, "cpu", _match_attention_cpu, lib=_LIBRARY)
+torch.library.register_fake(FORWARD, _match_attention_fake, lib=_LIBRARY)
+torch.library.impl(BACKWARD, "cpu", _match_attention_backward_cpu, lib=_LIBRARY)
+torch.library.register_fake(BACKWARD, _match_attention_backward_fake, lib=_LIBRARY)
+torch.library.register_autograd(FORWARD, _backward, setup_context=setup_context, lib=_LIBRARY)
+
+# the ops, called as functions: (q, k, v, rel_pos, radius, l1, scale, need_attn) ->
+# (out, attn); (grad_out, grad_attn, q, k, v, rel_pos, radius, l1, scale) -> the 4 gradients
+match_attention_op = torch.ops.crossview.match_attention.default
+match_attention_backward_op = torch.ops.crossview.match_attention_backward.default

@@ -35,7 +35,7 @@ class SelfMatchAttention(nn.Module):
         self.proj = nn.Linear(dim, out_dim, bias=False)
 
     def forward(self, x: torch.Tensor, rel_pos: torch.Tensor) -> torch.Tensor:
-        q, k, v = (_split_heads(lin(x), self.heads).to(rel_pos.dtype)
+        q, k, v = (_heads_in(lin(x), self.heads, rel_pos.dtype)
                    for lin in (self.q, self.k, self.v))
         out = match_attention(q, k, v, rel_pos, self.radius, scale=q.shape[-1] ** -0.5)
         return self.proj(out.flatten(-2))
@@ -65,9 +65,9 @@ class CrossMatchAttention(nn.Module):
     def forward(self, x: torch.Tensor, field: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
         other = other_view(x)
-        q = _split_heads(self.q(x), self.heads).to(field.dtype)
-        k = _split_heads(self.k(other), self.heads).to(field.dtype)
-        v = _split_heads(self.v(other), self.heads).to(field.dtype)
+        q = _heads_in(self.q(x), self.heads, field.dtype)
+        k = _heads_in(self.k(other), self.heads, field.dtype)
+        v = _heads_in(self.v(other), self.heads, field.dtype)
         result = match_attention(q, k, v, field.unsqueeze(3), self.radius,
                                  scale=q.shape[-1] ** -0.5, return_attn=self.attn_to_proj)
         out, attn = result if self.attn_to_proj else (result, None)
@@ -144,8 +144,12 @@ class MatchAttentionLayer(nn.Module):
         return LayerOutput(x, self_rpos, field_self, field, noc, attn)
 
 
-def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
-    return x.unflatten(-1, (heads, x.shape[-1] // heads))
+def _heads_in(x: torch.Tensor, heads: int, dtype: torch.dtype) -> torch.Tensor:
+    """``x [..., heads * C]`` as ``[..., heads, C]`` in ``dtype``; converted only when it is
+    another dtype (bfloat16 autocast), so that an fp32 trace for export records no conversion
+    (the export time grows with the graph)."""
+    x = x.unflatten(-1, (heads, x.shape[-1] // heads))
+    return x if x.dtype == dtype else x.to(dtype)
 
 
 def _zero_y(x: torch.Tensor) -> None:
