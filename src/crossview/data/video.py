@@ -109,7 +109,8 @@ def frames(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
 def write_video(path: str | os.PathLike[str], images: Iterable[np.ndarray], rate: Fraction,
                 on_frame: Callable[[], None] | None = None) -> int:
     """Encode ``images`` (each ``[H, W, 3]`` uint8 RGB, all of one size) at ``rate`` frames per
-    second as an H.264 MP4 file (yuv420p at quality 18, which every player shows) at ``path``;
+    second as an H.264 MP4 file (yuv420p at quality 18, which every player shows; one encoder
+    thread, so that the bytes depend on the frames alone) at ``path``;
     returns the number of frames. The file is published only once complete (written under a
     temporary name, then renamed): an error or Ctrl-C meanwhile leaves ``path`` as it was.
     yuv420p needs even sides: an odd height or width gets one more row or column, a copy of
@@ -130,6 +131,8 @@ def write_video(path: str | os.PathLike[str], images: Iterable[np.ndarray], rate
                 stream = container.add_stream("libx264", rate=Fraction(rate))
                 stream.height, stream.width = (side + side % 2 for side in shape[:2])
                 stream.pix_fmt, stream.options = "yuv420p", {"crf": "18"}
+                # one encoder thread: the same frames give the same bytes on any machine or load
+                stream.codec_context.thread_count = 1
             elif image.shape != shape or image.dtype != np.uint8:
                 raise ValueError(f"frame {count} is {image.shape} {image.dtype}, the first was "
                                  f"{shape} uint8: a video's frames have one size")

@@ -13,6 +13,7 @@ import torch
 from crossview.attention import match_attention
 from crossview.attention.match import cpu_build
 from crossview.attention.match.op import match_attention_backward_op, match_attention_op
+from hang_guard import HANG_GUARD_SECONDS
 
 pytestmark = pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
                                 reason=f"{cpu_build.unavailable_reason()}")
@@ -75,6 +76,6 @@ out.sum().backward()
 print("torch._dynamo" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG_GUARD_SECONDS)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False\n"
