@@ -25,7 +25,7 @@ import torch
 from skimage import data as skdata
 
 import crossview
-from crossview.cli.depth_output import DepthOutput
+from crossview.cli.depth_output import EDGE_RATIO
 from crossview.data.calibration import StereoCalibration
 
 CALIBRATION = StereoCalibration(focal=994.978, baseline=0.193001, doffs=31.086, cx=311.193,
@@ -53,10 +53,10 @@ def main(out: Path) -> None:
     torch.set_num_threads(1)
     left, right, _ = skdata.stereo_motorcycle()
     result = crossview.estimate_disparity(left, right)
-    depth, keep = DepthOutput(CALIBRATION, "scikit-image").filtered_depth(
-        result.disparity[0], result.valid[0])
+    metric = crossview.api.metric_depth(result.disparity[0], result.valid[0], CALIBRATION,
+                                        max_depth=None, edge_ratio=EDGE_RATIO)
     cal = CALIBRATION
-    points = crossview.depth_to_points(depth, cal.focal, cal.cx, cal.cy)[keep].numpy()
+    points, keep, depth = metric.points.numpy(), metric.keep, metric.depth
     colours = left[keep.numpy()]
     h, w = left.shape[:2]
 
