@@ -10,7 +10,7 @@ import pytest
 
 from crossview.data import io
 from crossview.data.datasets import SceneFolders, open_dataset
-from crossview.data.datasets.scenes import disparity_from_sgbm
+from crossview.data.sgbm_raw import disparity_from_sgbm
 from crossview.errors import UserError
 
 H, W = 6, 8

@@ -48,6 +48,7 @@ import numpy as np
 from crossview.data import io
 from crossview.data.datasets.base import BenchmarkDataset, Sample, finite_or_zero
 from crossview.data.datasets.registry import DatasetKind, register_dataset
+from crossview.data.sgbm_raw import SGBM_SCALE, disparity_from_sgbm
 from crossview.errors import UserError
 
 TASKS = ("stereo", "flow")
@@ -56,7 +57,6 @@ FILES = {"stereo": ("left", "right", "gt", "sgbm.npy"),
          "flow": ("frame0", "frame1", "flow", "dis_medium.npy")}
 GROUND_TRUTH_SUFFIXES = {"stereo": (".npy", ".pfm", ".png"),
                          "flow": (".npy", ".pfm", ".png", ".flo")}
-SGBM_SCALE = 16  # OpenCV's StereoSGBM returns disparity * 16 as int16
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,6 @@ class Scene:
     def name(self) -> str:
         """The folder's name (also when the root, given as ``.``, is the scene)."""
         return self.folder.resolve().name
-
-
-def disparity_from_sgbm(raw: np.ndarray) -> np.ndarray:
-    """OpenCV SGBM's raw int16 output ``[H, W]`` (disparity * 16, negative = no disparity) as
-    float32 disparity ``[H, W]`` in pixels with NaN at the holes."""
-    return np.where(raw >= 0, raw / SGBM_SCALE, np.nan).astype(np.float32)
 
 
 def _task_of(folder: Path, names: set[str]) -> str | None:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from crossview.data.datasets.scenes import disparity_from_sgbm
+from crossview.data.sgbm_raw import disparity_from_sgbm
 from crossview.errors import UserError
 
 try:
