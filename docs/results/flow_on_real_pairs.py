@@ -4,10 +4,12 @@ of a scene-folder root, its stereo scenes used as flow pairs (left to right move
 Motorcycle pair. Prints the EPE on known pixels, one row per model.
 
     OMP_NUM_THREADS=1 python docs/results/flow_on_real_pairs.py /work/shared/real-dev \
-        matchflow-hybrid [WEIGHTS.safetensors ...] [--lri] [--no-refine]
+        matchflow-hybrid [WEIGHTS.safetensors ...] [--lri] [--no-refine] \
+        [--scenes a,b,...] [--json OUT.json]
 
 A weights file is loaded into ``matchflow-hybrid``'s architecture; models run with their
-default photometric refinement unless ``--no-refine``.
+default photometric refinement unless ``--no-refine``. ``--scenes`` keeps the named scenes
+(and drops Motorcycle); ``--json`` writes ``{model: {pair: EPE}}``.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from skimage import data as skdata
 
 import crossview
 from crossview.data.datasets.registry import open_dataset
+from crossview.report import write_json
 
 
-def real_pairs(root: str) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
-    """``(name, frame0, frame1, flow [H, W, 2] with NaN unknown)`` for every pair."""
+def real_pairs(root: str, only: set[str] | None = None
+               ) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """``(name, frame0, frame1, flow [H, W, 2] with NaN unknown)`` for every pair (of the
+    scenes named in ``only``, when given)."""
     pairs = []
     flows, _ = open_dataset(f"scenes:{root}", task="flow")
     for i in range(len(flows)):
@@ -33,9 +38,13 @@ def real_pairs(root: str) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]
         pairs.append((s["name"], s["image0"], s["image1"], gt))
     stereo, _ = open_dataset(f"scenes:{root}", task="stereo")
     scenes = [stereo[i] for i in range(len(stereo))]
-    left, right, disp = skdata.stereo_motorcycle()
-    scenes.append({"name": "motorcycle", "image0": left, "image1": right, "disparity": disp,
-                   "valid": np.isfinite(disp) & (disp > 0)})
+    if only is None:
+        left, right, disp = skdata.stereo_motorcycle()
+        scenes.append({"name": "motorcycle", "image0": left, "image1": right, "disparity": disp,
+                       "valid": np.isfinite(disp) & (disp > 0)})
+    else:
+        pairs = [p for p in pairs if p[0] in only]
+        scenes = [s for s in scenes if s["name"] in only]
     for s in scenes:
         d = np.asarray(s["disparity"], np.float64).copy()
         d[~np.asarray(s["valid"], bool)] = np.nan
@@ -55,8 +64,10 @@ def main() -> None:
     parser.add_argument("models", nargs="+", help="registered flow model names or weights files")
     parser.add_argument("--lri", action="store_true", help="low-resolution initialisation")
     parser.add_argument("--no-refine", action="store_true", help="no photometric refinement")
+    parser.add_argument("--scenes", help="comma-separated scene names to keep")
+    parser.add_argument("--json", help="write {model: {pair: EPE}} here")
     args = parser.parse_args()
-    pairs = real_pairs(args.root)
+    pairs = real_pairs(args.root, set(args.scenes.split(",")) if args.scenes else None)
     print("model | " + " | ".join(p[0] for p in pairs) + " | mean")
     dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
     rows = {"DIS medium": [epe(dis.calc(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY),
@@ -72,6 +83,9 @@ def main() -> None:
     for name, values in rows.items():
         print(f"{name} | " + " | ".join(f"{v:.3f}" for v in values)
               + f" | {np.mean(values):.2f}")
+    if args.json:
+        write_json(args.json, {name: {p[0]: v for p, v in zip(pairs, values, strict=True)}
+                               for name, values in rows.items()})
 
 
 if __name__ == "__main__":

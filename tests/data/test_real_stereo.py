@@ -1,6 +1,7 @@
 """Real stereo scenes as training data: the right view's labels by forward warping, held-out
-scenes stay out, samples are pure functions of the index, both views are labelled, and the
-synthetic/real mixture keeps its proportion."""
+scenes stay out, samples are pure functions of the index, both views are labelled, the pairs
+read as flow (swapped and transposed at random) carry flows that map each frame onto the
+other, and the synthetic/real mixture keeps its proportion."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from crossview.data import io
-from crossview.data.augment import stereo_augmentor
+from crossview.data.augment import flow_augmentor, stereo_augmentor
 from crossview.data.real_stereo import (
     MixedStream,
     RealStereoTraining,
@@ -74,6 +75,63 @@ def test_validation_serves_held_out_scenes_cropped_to_multiples_of_32(root: Path
     data = RealStereoValidation(root, ["c", "a"])
     assert data.names == ["a", "c"] and len(data) == 2
     assert data[0]["image0"].shape == (3, 32, 64) and data[1]["disparity"].shape == (32, 64)
+
+
+def _lands_on_its_match(image0: torch.Tensor, image1: torch.Tensor, flow: torch.Tensor,
+                        valid: torch.Tensor) -> int:
+    """Checks ``image1[p + flow(p)] == image0[p]`` at every known pixel whose integer match is
+    inside; returns how many pixels were checked."""
+    h, w = valid.shape
+    ys, xs = torch.nonzero(valid, as_tuple=True)
+    tx = xs + flow[0, ys, xs].round().long()
+    ty = ys + flow[1, ys, xs].round().long()
+    inside = (tx >= 0) & (tx < w) & (ty >= 0) & (ty < h)
+    ys, xs, tx, ty = ys[inside], xs[inside], tx[inside], ty[inside]
+    torch.testing.assert_close(image1[:, ty, tx], image0[:, ys, xs], rtol=0, atol=0)
+    return int(inside.sum())
+
+
+def test_flow_samples_map_each_frame_onto_the_other_in_every_orientation(root: Path) -> None:
+    data = RealStereoTraining(root, 40, seed=2, holdout=["b", "c"], task="flow")
+    orientations = set()
+    for i in range(len(data)):
+        sample = data[i]
+        assert set(sample) == {"image0", "image1", "flow", "flow_backward", "valid", "valid1"}
+        for flow, valid in ((sample["flow"], sample["valid"]),
+                            (sample["flow_backward"], sample["valid1"])):
+            known = flow[:, valid]
+            assert known.shape[1] > 0 and (known == known[:, :1]).all()  # one motion
+            u, v = (float(c) for c in known[:, 0])
+            assert sorted((abs(u), abs(v))) == [0.0, 3.0]
+        orientations.add(tuple(float(c) for c in sample["flow"][:, sample["valid"]][:, 0]))
+        assert _lands_on_its_match(sample["image0"], sample["image1"], sample["flow"],
+                                   sample["valid"]) > 0
+        assert _lands_on_its_match(sample["image1"], sample["image0"],
+                                   sample["flow_backward"], sample["valid1"]) > 0
+    assert orientations == {(-3.0, 0.0), (3.0, 0.0), (0.0, -3.0), (0.0, 3.0)}
+
+
+def test_flow_samples_are_cropped_by_the_flow_augmentation(root: Path) -> None:
+    data = RealStereoTraining(root, 6, seed=3, task="flow", transform=flow_augmentor((32, 64)))
+    for i in range(len(data)):
+        sample = data[i]
+        assert sample["image0"].shape == (3, 32, 64)
+        assert sample["flow_backward"].shape == (2, 32, 64)
+        known = sample["flow"][:, sample["valid"]]
+        # rescaled and flipped, the motion stays along one axis and non-zero
+        assert ((known[0] == 0) | (known[1] == 0)).all() and (known.abs().sum(0) > 1).all()
+
+
+def test_flow_validation_keeps_the_left_image_first(root: Path) -> None:
+    data = RealStereoValidation(root, ["a"], task="flow")
+    sample = data[0]
+    assert sample["flow"].shape == (2, 32, 64)
+    assert (sample["flow"][:, sample["valid"]] == torch.tensor([[-3.0], [0.0]])).all()
+
+
+def test_an_unknown_task_is_refused(root: Path) -> None:
+    with pytest.raises(ValueError, match="task must be one of"):
+        RealStereoTraining(root, 3, task="depth")
 
 
 @pytest.mark.parametrize(("holdout", "message"), [

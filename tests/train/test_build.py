@@ -113,13 +113,29 @@ def test_real_scenes_mix_into_training_and_validate_on_the_held_out_ones(tmp_pat
     assert val[0]["img0"].shape == (3, 64, 96)
 
 
+def test_real_scenes_train_and_validate_a_flow_model(tmp_path) -> None:
+    root = _real_scenes(tmp_path)
+    cfg = config_from_dict({"task": "flow",
+                            "data": {"train": "synthetic-flow", "train_size": 8, "height": 32,
+                                     "width": 64, "real_scenes": str(root), "real_fraction": 0.5,
+                                     "real_holdout": ["s1"], "val": "real-scenes"}})
+    train, val = build_datasets(cfg)
+    samples = [train[i] for i in range(8)]
+    assert all(s["gt"].shape == (2, 32, 64, 2) for s in samples)
+    for i in (1, 3, 5, 7):  # the real crops: motion along one axis only
+        known = samples[i]["gt"][0][samples[i]["valid"][0]]
+        assert ((known[:, 0] == 0) | (known[:, 1] == 0)).all(), i
+    assert len(val) == 1 and torch.all(val[0]["gt"][0][val[0]["valid"][0]]
+                                       == torch.tensor([-3.0, 0.0]))
+
+
 def test_real_scenes_alone_and_their_mistakes(tmp_path) -> None:
     root = _real_scenes(tmp_path)
     cfg = config_from_dict({"data": {"train": "real-scenes", "train_size": 4, "height": 32,
                                      "width": 64, "real_scenes": str(root), "val_size": 0}})
     train, val = build_datasets(cfg)
     assert len(train) == 4 and val is None and train[0]["valid"].shape == (2, 32, 64)
-    with pytest.raises(UserError, match="real-scenes training needs task stereo"):
+    with pytest.raises(UserError, match="real-scenes training needs data.real_scenes"):
         build_datasets(config_from_dict({"data": {"train": "real-scenes", "val_size": 0}}))
     with pytest.raises(UserError, match=r"validates on data\.real_holdout"):
         build_datasets(config_from_dict({"data": {"val": "real-scenes", "height": 32,

@@ -116,17 +116,18 @@ def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
 
 
 def _real_training(cfg: Config) -> TrainingView:
-    """Augmented crops of the real scenes ``data.real_scenes`` minus ``data.real_holdout``
-    (cropping needs the spatial augmentation, so ``augment: none`` means ``standard`` here)."""
+    """Augmented crops of the real scenes ``data.real_scenes`` minus ``data.real_holdout``,
+    stereo or (task flow) the stereo pairs as flow (cropping needs the spatial augmentation,
+    so ``augment: none`` means ``standard`` here)."""
     data = cfg.data
-    if cfg.task != "stereo" or not data.real_scenes:
-        raise UserError("config: real-scenes training needs task stereo and data.real_scenes "
-                        "(a folder of real stereo scene folders)")
+    if not data.real_scenes:
+        raise UserError("config: real-scenes training needs data.real_scenes (a folder of real "
+                        "stereo scene folders)")
     transform = _augmentor(cfg.task, "standard" if data.augment == "none" else data.augment,
                            (data.height, data.width))
     real = RealStereoTraining(data.real_scenes, data.train_size, seed=data.seed,
-                              holdout=data.real_holdout, transform=transform)
-    return TrainingView(real, stereo_training_sample)
+                              holdout=data.real_holdout, transform=transform, task=cfg.task)
+    return TrainingView(real, _training_sample(cfg.task))
 
 
 def _real_validation(cfg: Config) -> TrainingView:
@@ -134,8 +135,13 @@ def _real_validation(cfg: Config) -> TrainingView:
     if not data.real_scenes or not data.real_holdout:
         raise UserError("config: data.val real-scenes validates on data.real_holdout, scenes "
                         "of data.real_scenes; set both")
-    return TrainingView(RealStereoValidation(data.real_scenes, data.real_holdout),
-                        stereo_training_sample)
+    return TrainingView(RealStereoValidation(data.real_scenes, data.real_holdout, cfg.task),
+                        _training_sample(cfg.task))
+
+
+def _training_sample(task: str) -> Any:
+    """The converter of a task's samples to the trainer's layout."""
+    return stereo_training_sample if task == "stereo" else flow_training_sample
 
 
 def build_model(cfg: Config) -> torch.nn.Module:

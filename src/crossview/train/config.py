@@ -119,8 +119,9 @@ class DataConfig:
     ``street_probability``: the share of training scenes that are street layouts
     (:mod:`crossview.data.synthetic.street`); validation keeps the default scenes.
 
-    ``real_scenes`` (stereo): a folder of real scene folders with ground truth
-    (:mod:`crossview.data.real_stereo`); ``real_fraction`` of the training samples are
+    ``real_scenes``: a folder of real stereo scene folders with ground truth
+    (:mod:`crossview.data.real_stereo`; task flow reads each pair as frames with horizontal
+    motion, frames swapped and transposed at random); ``real_fraction`` of the training samples are
     augmented crops of them, the rest synthetic. ``real_holdout`` names scenes kept out of
     training; ``val: real-scenes`` validates on them (whole, cropped to multiples of 32).
 

@@ -72,7 +72,7 @@ class FieldRecipe(Recipe):
 
     def __init__(self, task: str) -> None:
         self.task = task
-        self.datasets = (f"synthetic-{task}",) + (("real-scenes",) if task == "stereo" else ())
+        self.datasets = (f"synthetic-{task}", "real-scenes")
 
     def build_model(self, cfg: Config) -> nn.Module:
         return build.build_model(cfg)
