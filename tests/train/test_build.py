@@ -135,7 +135,7 @@ def test_real_scenes_alone_and_their_mistakes(tmp_path) -> None:
                                      "width": 64, "real_scenes": str(root), "val_size": 0}})
     train, val = build_datasets(cfg)
     assert len(train) == 4 and val is None and train[0]["valid"].shape == (2, 32, 64)
-    with pytest.raises(UserError, match="real-scenes training needs data.real_scenes"):
+    with pytest.raises(UserError, match=r"real-scenes training needs data\.real_scenes"):
         build_datasets(config_from_dict({"data": {"train": "real-scenes", "val_size": 0}}))
     with pytest.raises(UserError, match=r"validates on data\.real_holdout"):
         build_datasets(config_from_dict({"data": {"val": "real-scenes", "height": 32,
