@@ -92,9 +92,14 @@ class PretrainedFeatures(nn.Module):
 
     def forward(self, images: Tensor) -> list[Tensor]:
         """Channel-last features ``[B, H / 2**(s + 2), W / 2**(s + 2), dims[s]]`` for ``s = 0..3``
-        (as the ConvFormer encoder's) of images ``[B, 3, H, W]`` scaled to ``[-1, 1]``."""
+        (as the ConvFormer encoder's) of images ``[B, 3, H, W]`` scaled to ``[-1, 1]``.
+
+        The backbone runs in the channels-last memory format: oneDNN's convolutions are faster
+        in it on CPU (0.97 -> 0.69 s for a 384x1248 pair on one thread), and each tap's
+        channel-last view is then contiguous for its adapter."""
         with torch.no_grad():
-            x = imagenet_normalise((images + 1.0) * 127.5)
+            x = imagenet_normalise((images + 1.0) * 127.5).contiguous(
+                memory_format=torch.channels_last)
             taps = []
             for index, block in enumerate(self.backbone):
                 x = block(x)
