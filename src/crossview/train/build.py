@@ -69,13 +69,18 @@ class TrainingView(Dataset):
         return self.convert(self.dataset[index])
 
 
-def _augmentor(task: str, augment: str, crop: tuple[int, int]) -> Augmentor | None:
+# real stereo pairs read as flow: RAFT-Stereo's scale range, always rescaled
+REAL_FLOW_SCALE = {"min_scale": -0.2, "max_scale": 0.4, "spatial_probability": 1.0}
+
+
+def _augmentor(task: str, augment: str, crop: tuple[int, int], **overrides: object
+               ) -> Augmentor | None:
     """The training transform that ``data.augment`` names (None for ``none``)."""
     if augment == "none":
         return None
     camera = CameraEffects() if augment == "camera" else None
     make = stereo_augmentor if task == "stereo" else flow_augmentor
-    return make(crop, camera=camera)
+    return make(crop, camera=camera, **overrides)
 
 
 def _synthetic(name: str, length: int, seed: int, size: tuple[int, int],
@@ -118,13 +123,16 @@ def build_datasets(cfg: Config) -> tuple[TrainingView, TrainingView | None]:
 def _real_training(cfg: Config) -> TrainingView:
     """Augmented crops of the real scenes ``data.real_scenes`` minus ``data.real_holdout``,
     stereo or (task flow) the stereo pairs as flow (cropping needs the spatial augmentation,
-    so ``augment: none`` means ``standard`` here)."""
+    so ``augment: none`` means ``standard`` here). Flow crops keep the stereo scale range
+    (:data:`REAL_FLOW_SCALE`): the scenes' motions are already large, and RAFT's up-to-2x
+    zoom would push many of them past the crop."""
     data = cfg.data
     if not data.real_scenes:
         raise UserError("config: real-scenes training needs data.real_scenes (a folder of real "
                         "stereo scene folders)")
+    scale = REAL_FLOW_SCALE if cfg.task == "flow" else {}
     transform = _augmentor(cfg.task, "standard" if data.augment == "none" else data.augment,
-                           (data.height, data.width))
+                           (data.height, data.width), **scale)
     real = RealStereoTraining(data.real_scenes, data.train_size, seed=data.seed,
                               holdout=data.real_holdout, transform=transform, task=cfg.task)
     return TrainingView(real, _training_sample(cfg.task))
