@@ -137,4 +137,6 @@ def test_low_resolution_initialisation_follows_the_models_default_unless_told() 
                                rtol=0, atol=0)
     assert api.build_model("matchstereo-hybrid").lri_by_default == get_spec(
         "matchstereo-hybrid").lri
+    # both bundled defaults start from the half-resolution pass (chosen on held-out scenes)
+    assert get_spec("matchflow-hybrid").lri and api.build_model("matchflow-hybrid").lri_by_default
     assert not any(get_spec(n).lri for n in ("matchstereo-t", "matchstereo-b", "matchflow-b"))
