@@ -21,13 +21,19 @@ from crossview.export.modules import DenseOutputs
 from crossview.export.onnx import dropped_defaults
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
+from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.models.dense.classical import (
     sgbm_disparity,
     sgbm_num_disparities,
     sgbm_right_disparity,
 )
 from crossview.models.dense.inference import predict_fields
-from crossview.models.dense.sgbm_fusion import FUSION_CONSISTENCY_PX, fuse_view, fuse_with_sgbm
+from crossview.models.dense.sgbm_fusion import (
+    EDGE_MEDIAN,
+    FUSION_CONSISTENCY_PX,
+    fuse_view,
+    fuse_with_sgbm,
+)
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import register_model
@@ -74,6 +80,20 @@ def test_fuse_view_is_the_rule_pixel_by_pixel(seed: int) -> None:
             assert fused[y, x] == np.float32(min(near) if near else 0.0)
 
 
+def test_fuse_view_with_the_image_ends_with_the_edge_median() -> None:
+    rng = np.random.default_rng(7)
+    network = np.where(np.arange(40)[None] < 17, 30.0, 10.0).repeat(24, 0).astype(np.float32)
+    consistent = rng.random(network.shape) < 0.5
+    classical = np.where(rng.random(network.shape) < 0.5, network + 0.25, np.nan)
+    # the colour edge is 2 px left of the depth edge: columns 15 and 16 look like the far side
+    image = np.where(np.arange(40)[None, :, None] < 15, 40.0, 200.0) + rng.uniform(
+        -2, 2, (*network.shape, 3))
+    rule = fuse_view(network, consistent, classical)
+    fused = fuse_view(network, consistent, classical, image)
+    np.testing.assert_array_equal(fused, edge_weighted_median(rule, image, **EDGE_MEDIAN))
+    assert (rule[:, 15:17] > 29).mean() > 0.5 and (fused[:, 15:17] < 11).all()
+
+
 def test_fuse_view_refuses_maps_of_different_shapes() -> None:
     with pytest.raises(ValueError, match="differ in shape"):
         fuse_view(np.zeros((4, 5)), np.zeros((4, 5), bool), np.zeros((4, 6)))
@@ -110,13 +130,32 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
     fused = fuse_with_sgbm(x0, x1, field)
     search = sgbm_num_disparities(float(disparities.max()))
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
-    expected_left = fuse_view(disparities[0], consistent[0], sgbm_disparity(left, right, search))
+    expected_left = fuse_view(disparities[0], consistent[0], sgbm_disparity(left, right, search),
+                              left)
     expected_right = fuse_view(disparities[1], consistent[1],
-                               sgbm_right_disparity(left, right, search))
+                               sgbm_right_disparity(left, right, search), right)
     assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), expected_left)
     assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(), expected_right)
     assert torch.equal(fused[..., 1], field[..., 1])
     assert np.abs(expected_left[8:-8, 40:-8] - SHIFT).mean() < 0.5  # SGBM's answer won
+
+
+def test_fuse_with_sgbm_fuses_each_pair_of_a_batch_as_alone() -> None:
+    left, right = _pair()
+    pairs = [(left, right), (np.ascontiguousarray(left[::-1]), np.ascontiguousarray(right[::-1]))]
+    rng = np.random.default_rng(2)
+    fields = []
+    for _ in pairs:
+        field = torch.zeros(2, *left.shape[:2], 2)
+        field[0, ..., 0] = -torch.from_numpy(rng.uniform(0, 2 * SHIFT, left.shape[:2]))
+        field[1, ..., 0] = torch.from_numpy(rng.uniform(0, 2 * SHIFT, left.shape[:2]))
+        fields.append(field)
+    x0, x1 = (torch.stack([torch.from_numpy(p[k]).permute(2, 0, 1).float() for p in pairs])
+              for k in (0, 1))
+    both = fuse_with_sgbm(x0, x1, torch.cat([f[:1] for f in fields] + [f[1:] for f in fields]))
+    for i, field in enumerate(fields):
+        alone = fuse_with_sgbm(x0[i:i + 1], x1[i:i + 1], field)
+        assert torch.equal(both[i], alone[0]) and torch.equal(both[2 + i], alone[1])
 
 
 def test_fuse_with_sgbm_refuses_a_field_of_another_size() -> None:

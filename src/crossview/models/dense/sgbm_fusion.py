@@ -9,21 +9,29 @@ fusion keeps, per pixel of each view:
 2. in SGBM's holes, the network's where the network's two views agree within
    :data:`FUSION_CONSISTENCY_PX` (:func:`crossview.geometry.consistency.noc_mask`);
 3. what is left (occlusions, mostly) filled along the row with the farther of the nearest
-   values (:func:`~crossview.models.dense.classical.fill_holes`, Middlebury's rule).
+   values (:func:`~crossview.models.dense.classical.fill_holes`, Middlebury's rule);
+4. around the depth edges of the result, the colour-weighted median
+   (:func:`~crossview.geometry.edge_weighted_median.edge_weighted_median`, settings
+   :data:`EDGE_MEDIAN`), which puts the edges that SGBM's blocks fatten and the fill moves back
+   on the colour edges of the view's image.
 
 SGBM's search range comes from the network's largest disparity of the pair
 (:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
-The rule and its threshold were chosen by leave-one-group-out on real scenes held out of
-training (docs/results/real-stereo/README.md, ``docs/results/real_fusion.py``).
+The rule, its threshold and the median's settings were chosen by leave-one-group-out on real
+scenes (docs/results/real-stereo/README.md, ``docs/results/real_fusion.py``,
+``docs/results/real_edge_median.py``).
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
+from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.models.dense.classical import (
     fill_holes,
     sgbm_disparity,
@@ -32,17 +40,24 @@ from crossview.models.dense.classical import (
 )
 
 FUSION_CONSISTENCY_PX = 0.5  # chosen by leave-one-group-out over {0.5, 1, 2} px
+# step 4: 5 x 5 samples 6 px apart, chosen by leave-one-group-out over 16 settings that fit
+# the time budget (docs/results/real_edge_median.py)
+FUSION_THREADS = 2  # the views fused at once
+EDGE_MEDIAN = {"jump": 2.0, "width": 2, "radius": 12, "step": 6, "sigma_colour": 20.0}
 
 
-def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray) -> np.ndarray:
+def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
+              image: np.ndarray | None = None) -> np.ndarray:
     """One view's fused disparity ``[H, W]`` float32 px from the network's ``[H, W]``, its
-    consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by the rule above."""
+    consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by steps 1-3 above;
+    with the view's ``image [H, W, 3]`` (0..255), step 4 too."""
     if not network.shape == consistent.shape == classical.shape:
         raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
                          f"{classical.shape=}")
     sparse = np.where(np.isfinite(classical), classical,
                       np.where(consistent, network, np.nan))
-    return fill_holes(sparse)
+    fused = fill_holes(sparse)
+    return fused if image is None else edge_weighted_median(fused, image, **EDGE_MEDIAN)
 
 
 def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
@@ -65,14 +80,22 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).cpu().numpy()
     left = field_to_disparity(field[:b]).float().cpu().numpy()
     right = field_to_disparity(field[b:], "right").float().cpu().numpy()
-    fused = field.clone()
-    for i in range(b):
-        image0, image1 = (x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0)
-                          .cpu().numpy() for x in (x0, x1))
+    images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
+                         for i in range(b)] for x in (x0, x1))
+
+    def fuse_one(row: int) -> np.ndarray:
+        i = row % b
         search = sgbm_num_disparities(float(max(left[i].max(), right[i].max())))
-        views = ((i, -1.0, left[i], sgbm_disparity(image0, image1, search)),
-                 (b + i, 1.0, right[i], sgbm_right_disparity(image0, image1, search)))
-        for row, sign, network, classical in views:
-            disparity = fuse_view(network, consistent[row], classical)
-            fused[row, ..., 0] = sign * torch.from_numpy(disparity).to(field)
+        if row < b:
+            return fuse_view(left[i], consistent[row],
+                             sgbm_disparity(images0[i], images1[i], search), images0[i])
+        return fuse_view(right[i], consistent[row],
+                         sgbm_right_disparity(images0[i], images1[i], search), images1[i])
+
+    # OpenCV and numpy release the GIL: the views run side by side
+    with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
+        views = list(pool.map(fuse_one, range(2 * b)))
+    fused = field.clone()
+    fused[..., 0] = torch.from_numpy(np.stack(views)).to(field)
+    fused[:b, ..., 0] *= -1.0  # left views: x = -disparity
     return fused
