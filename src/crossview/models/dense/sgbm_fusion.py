@@ -86,14 +86,15 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
                          for i in range(b)] for x in (x0, x1))
 
+    searches = [sgbm_num_disparities(float(max(left[i].max(), right[i].max()))) for i in range(b)]
+
     def fuse_one(row: int) -> np.ndarray:
         i = row % b
-        search = sgbm_num_disparities(float(max(left[i].max(), right[i].max())))
         if row < b:
             return fuse_view(left[i], consistent[row],
-                             sgbm_disparity(images0[i], images1[i], search), images0[i])
+                             sgbm_disparity(images0[i], images1[i], searches[i]), images0[i])
         return fuse_view(right[i], consistent[row],
-                         sgbm_right_disparity(images0[i], images1[i], search), images1[i])
+                         sgbm_right_disparity(images0[i], images1[i], searches[i]), images1[i])
 
     # OpenCV and numpy release the GIL: the views run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
