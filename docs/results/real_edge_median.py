@@ -46,7 +46,7 @@ WINDOWS = ((2, 8, 4), (2, 10, 5), (3, 10, 5), (2, 12, 6))  # (width, radius, ste
 COSTLY_WINDOWS = ((2, 8, 2), (3, 10, 2))  # 9 x 9 and 11 x 11 samples
 SIGMAS = (10.0, 20.0)
 FIRSTS = ((2.0, 2, 12, 6, 20.0), (2.0, 3, 10, 5, 20.0), (2.0, 2, 10, 5, 20.0))
-SECONDS = tuple((2.0, width, radius, step, sigma) for width in (1, 2)
+SECONDS = tuple((jump, width, radius, step, sigma) for jump in (1.0, 2.0) for width in (1, 2)
                 for radius, step in ((2, 1), (4, 2)) for sigma in SIGMAS)
 
 

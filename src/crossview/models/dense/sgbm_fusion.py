@@ -41,10 +41,11 @@ from crossview.models.dense.classical import (
 
 FUSION_CONSISTENCY_PX = 0.5  # chosen by leave-one-group-out over {0.5, 1, 2} px
 FUSION_THREADS = 2  # the views fused at once
-# step 4: 5 x 5 samples 6 px apart, then 5 x 5 samples 2 px apart; chosen by
-# leave-one-group-out over 40 settings that fit the time budget (docs/results/real_edge_median.py)
+# step 4: 5 x 5 samples 6 px apart around jumps > 2 px, then 2 px apart around jumps > 1 px;
+# chosen by leave-one-group-out over 64 settings that fit the time budget
+# (docs/results/real_edge_median.py)
 EDGE_MEDIANS = ({"jump": 2.0, "width": 2, "radius": 12, "step": 6, "sigma_colour": 20.0},
-                {"jump": 2.0, "width": 2, "radius": 4, "step": 2, "sigma_colour": 20.0})
+                {"jump": 1.0, "width": 2, "radius": 4, "step": 2, "sigma_colour": 20.0})
 
 
 def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
