@@ -11,7 +11,7 @@ a wide sparse pass then a narrow dense one (``FIRST+SECOND``). Records in the fo
 ``real_inference_settings.py``, so that ``real_choice.py`` chooses by leave-one-group-out;
 ``seconds`` is the median's time for the left view (one thread of numpy). The time target
 (a pair in 2 s on two cores, fusion included) leaves room for windows of 5 x 5 samples only
-(about 0.03 s a view and pass at 375 x 1242): those settings are the ``records`` that
+(0.04-0.15 s a view and pass at 375 x 1242): those settings are the ``records`` that
 ``real_choice.py`` reads; the windows of 11 x 11 and 9 x 9 samples (0.25-0.7 s) are kept apart
 as ``costly`` to show what the budget gives up.
 
