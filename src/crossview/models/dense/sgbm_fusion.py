@@ -86,7 +86,6 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     right = field_to_disparity(field[b:], "right").float().cpu().numpy()
     images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
                          for i in range(b)] for x in (x0, x1))
-
     searches = [sgbm_num_disparities(float(max(left[i].max(), right[i].max()))) for i in range(b)]
 
     def fuse_one(row: int) -> np.ndarray:
