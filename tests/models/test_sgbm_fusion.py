@@ -23,6 +23,7 @@ from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.models.dense.classical import (
+    left_right_checked,
     sgbm_disparity,
     sgbm_num_disparities,
     sgbm_right_disparity,
@@ -31,6 +32,7 @@ from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
     FUSION_CONSISTENCY_PX,
+    FUSION_SGBM_CHECK_PX,
     fuse_view,
     fuse_with_sgbm,
 )
@@ -113,6 +115,68 @@ def test_the_mirrored_sgbm_gives_the_right_views_disparity() -> None:
         assert np.abs(disparity[known] - SHIFT).max() < 0.5
 
 
+@pytest.mark.parametrize("search", [16, 32])
+def test_padded_sgbm_answers_at_the_border_where_the_match_is_inside(search: int) -> None:
+    left, right = _pair()
+    plain = sgbm_disparity(left, right, search)
+    padded = sgbm_disparity(left, right, search, pad=True)
+    assert padded.shape == plain.shape and padded.dtype == np.float32
+    assert np.isnan(plain[:, :search]).all()  # OpenCV's border
+    border = padded[8:-8, SHIFT + 4:search]  # the match lies inside the right image
+    assert np.isfinite(border).mean() > 0.9
+    assert np.abs(border[np.isfinite(border)] - SHIFT).max() < 0.5
+    mirrored = sgbm_right_disparity(left, right, search, pad=True)[8:-8, -search:-SHIFT - 4]
+    assert np.isfinite(mirrored).mean() > 0.9
+    assert np.abs(mirrored[np.isfinite(mirrored)] - SHIFT).max() < 0.5
+
+
+def test_padded_sgbm_answers_on_narrow_images() -> None:
+    left, right = (v[:, :12] for v in _pair())
+    padded = sgbm_disparity(left, right, 16, pad=True)
+    assert padded.shape == (left.shape[0], 12) and np.isfinite(padded).any()
+
+
+def _checked_by_loops(disparity: np.ndarray, other: np.ndarray, threshold: float,
+                      view: str) -> np.ndarray:
+    out = np.full_like(disparity, np.nan)
+    for y, x in np.ndindex(*disparity.shape):
+        d = disparity[y, x]
+        if not np.isfinite(d):
+            continue
+        match = int(np.floor(x + (-d if view == "left" else d) + 0.5))
+        if 0 <= match < disparity.shape[1] and abs(other[y, match] - d) <= threshold:
+            out[y, x] = d
+    return out
+
+
+@pytest.mark.parametrize("view", ["left", "right"])
+@pytest.mark.parametrize("seed", range(4))
+def test_left_right_check_against_loops(view: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    # integers and quarters: no rounding ties (np.round rounds halves to even)
+    maps = rng.integers(0, 5, (2, 7, 11)) + rng.choice([0.0, 0.25], (2, 7, 11))
+    maps[rng.random(maps.shape) < 0.2] = np.nan
+    maps = maps.astype(np.float32)
+    for threshold in (0.25, 1.0):
+        checked = left_right_checked(maps[0], maps[1], threshold, view)
+        np.testing.assert_array_equal(checked, _checked_by_loops(maps[0], maps[1], threshold,
+                                                                 view))
+        assert checked.dtype == np.float32
+
+
+def test_left_right_check_keeps_a_consistent_pair_and_refuses_bad_arguments() -> None:
+    left, right = _pair()
+    left_d = sgbm_disparity(left, right, 32, pad=True)
+    right_d = sgbm_right_disparity(left, right, 32, pad=True)
+    kept = left_right_checked(left_d, right_d, 1.0)
+    interior = np.isfinite(left_d[8:-8, 16:-8])
+    assert np.isfinite(kept[8:-8, 16:-8])[interior].mean() > 0.98
+    with pytest.raises(ValueError, match="one shape"):
+        left_right_checked(left_d, right_d[:, 1:], 1.0)
+    with pytest.raises(ValueError, match="view"):
+        left_right_checked(left_d, right_d, 1.0, "up")
+
+
 @pytest.mark.parametrize("width", [8, 16, 17, 40])
 def test_sgbm_on_narrow_images_cuts_its_range(width: int) -> None:
     left, right = (v[:, :width] for v in _pair())
@@ -133,10 +197,14 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
     fused = fuse_with_sgbm(x0, x1, field)
     search = sgbm_num_disparities(float(disparities.max()))
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
-    expected_left = fuse_view(disparities[0], consistent[0], sgbm_disparity(left, right, search),
-                              left)
-    expected_right = fuse_view(disparities[1], consistent[1],
-                               sgbm_right_disparity(left, right, search), right)
+    sgbm_left = sgbm_disparity(left, right, search, pad=True)
+    sgbm_right = sgbm_right_disparity(left, right, search, pad=True)
+    expected_left = fuse_view(
+        disparities[0], consistent[0],
+        left_right_checked(sgbm_left, sgbm_right, FUSION_SGBM_CHECK_PX), left)
+    expected_right = fuse_view(
+        disparities[1], consistent[1],
+        left_right_checked(sgbm_right, sgbm_left, FUSION_SGBM_CHECK_PX, "right"), right)
     assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), expected_left)
     assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(), expected_right)
     assert torch.equal(fused[..., 1], field[..., 1])

@@ -43,31 +43,72 @@ def sgbm_num_disparities(max_disparity: float) -> int:
     return max(16, math.ceil(SGBM_RANGE_MARGIN * max_disparity / 16) * 16)
 
 
-def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int) -> np.ndarray:
+def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int, *,
+                   pad: bool = False) -> np.ndarray:
     """OpenCV SGBM with the parameters above: RGB uint8 ``[H, W, 3]`` images -> left
-    disparity ``[H, W]`` float32 px, NaN at holes. OpenCV needs a range below the width: a
-    larger one is cut to the largest multiple of 16 that fits, and images at most 16 px wide
-    (no range fits) are all holes."""
+    disparity ``[H, W]`` float32 px, NaN at holes.
+
+    OpenCV leaves the first ``num_disparities`` columns holes (their search would leave the
+    image). ``pad``: the pair is first widened on the left by ``num_disparities`` columns that
+    repeat each image's first column, so that SGBM answers there too wherever the match lies
+    inside the right image (the padding is cropped off again). Without ``pad`` OpenCV needs a
+    range below the width: a larger one is cut to the largest multiple of 16 that fits, and
+    images at most 16 px wide (no range fits) are all holes.
+    """
     opencv = require_cv2("SGBM")
     width = left.shape[1]
-    if width <= 16:
+    if pad:
+        left, right = (opencv.copyMakeBorder(np.ascontiguousarray(image), 0, 0, num_disparities,
+                                             0, opencv.BORDER_REPLICATE)
+                       for image in (left, right))
+    elif width <= 16:
         return np.full(left.shape[:2], np.nan, np.float32)
-    num_disparities = min(num_disparities, (width - 1) // 16 * 16)
+    else:
+        num_disparities = min(num_disparities, (width - 1) // 16 * 16)
     channels = left.shape[2]
     matcher = opencv.StereoSGBM_create(
         minDisparity=0, numDisparities=num_disparities, blockSize=SGBM_BLOCK,
         P1=8 * channels * SGBM_BLOCK**2, P2=32 * channels * SGBM_BLOCK**2, uniquenessRatio=10,
         speckleWindowSize=100, speckleRange=2, mode=opencv.STEREO_SGBM_MODE_SGBM_3WAY)
-    return disparity_from_sgbm(matcher.compute(np.ascontiguousarray(left),
-                                               np.ascontiguousarray(right)))
+    disparity = disparity_from_sgbm(matcher.compute(np.ascontiguousarray(left),
+                                                    np.ascontiguousarray(right)))
+    return np.ascontiguousarray(disparity[:, -width:])
 
 
-def sgbm_right_disparity(left: np.ndarray, right: np.ndarray,
-                         num_disparities: int) -> np.ndarray:
+def sgbm_right_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int, *,
+                         pad: bool = False) -> np.ndarray:
     """SGBM's disparity ``[H, W]`` (positive px, NaN at holes) of the *right* view: the pair
-    mirrored left-right, so that the right image becomes a left one."""
-    mirrored = sgbm_disparity(right[:, ::-1], left[:, ::-1], num_disparities)
+    mirrored left-right, so that the right image becomes a left one (``pad`` as in
+    :func:`sgbm_disparity`: then SGBM answers at the right view's last columns too)."""
+    mirrored = sgbm_disparity(right[:, ::-1], left[:, ::-1], num_disparities, pad=pad)
     return np.ascontiguousarray(mirrored[:, ::-1])
+
+
+def left_right_checked(disparity: np.ndarray, other: np.ndarray, threshold: float,
+                       view: str = "left") -> np.ndarray:
+    """``disparity [H, W]`` (one view's, positive px, NaN at holes) with holes where the other
+    view's map ``other [H, W]`` does not answer the same: pixel ``x`` of the left view matches
+    ``round(x - d)`` of the right (of the right view: ``round(x + d)`` of the left), and keeps
+    ``d`` only if that pixel lies inside the image and holds a disparity within ``threshold``
+    px of ``d``.
+
+    >>> left_right_checked(np.array([[np.nan, 3.0, 1.0, 1.0]]),  # outside, agrees, a hole
+    ...                    np.array([[1.0, 1.0, np.nan, 1.0]]), 0.5).tolist()
+    [[nan, nan, 1.0, nan]]
+    """
+    if disparity.ndim != 2 or other.shape != disparity.shape:
+        raise ValueError(f"need two [H, W] maps of one shape, got {disparity.shape=}, "
+                         f"{other.shape=}")
+    if view not in ("left", "right"):
+        raise ValueError(f"view must be 'left' or 'right', got {view!r}")
+    width = disparity.shape[1]
+    sign = -1.0 if view == "left" else 1.0
+    known = np.isfinite(disparity)
+    match = np.round(np.arange(width) + sign * np.where(known, disparity, 0.0)).astype(np.int64)
+    inside = known & (match >= 0) & (match < width)
+    answer = np.take_along_axis(other, np.clip(match, 0, width - 1), axis=1)
+    agree = inside & (np.abs(answer - disparity) <= threshold)  # NaN compares False
+    return np.where(agree, disparity, np.nan).astype(disparity.dtype)
 
 
 def fill_holes(disparity: np.ndarray) -> np.ndarray:

@@ -5,7 +5,10 @@ where it is unsure (occlusions, weak texture, speckles) and is sharp where it an
 network answers everywhere, smoothly, and is weakest on thin structures and depth edges. The
 fusion keeps, per pixel of each view:
 
-1. SGBM's disparity where SGBM has one;
+1. SGBM's disparity where SGBM has one and its two views agree within
+   :data:`FUSION_SGBM_CHECK_PX` (:func:`~crossview.models.dense.classical.left_right_checked`);
+   SGBM runs on the pair widened by repeated border columns (``pad=True``), so that it answers
+   at the border where OpenCV leaves ``numDisparities`` columns empty;
 2. in SGBM's holes, the network's where the network's two views agree within
    :data:`FUSION_CONSISTENCY_PX` (:func:`crossview.geometry.consistency.noc_mask`);
 3. what is left (occlusions, mostly) filled along the row with the farther of the nearest
@@ -17,9 +20,10 @@ fusion keeps, per pixel of each view:
 
 SGBM's search range comes from the network's largest disparity of the pair
 (:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
-The rule, its threshold and the median's settings were chosen by leave-one-group-out on real
-scenes (docs/results/real-stereo/README.md, ``docs/results/real_fusion.py``,
-``docs/results/real_edge_median.py``).
+The rule, its thresholds, the padding and the median's settings were chosen by
+leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
+``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
+``docs/results/real_sgbm_border.py``).
 """
 
 from __future__ import annotations
@@ -34,12 +38,15 @@ from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.models.dense.classical import (
     fill_holes,
+    left_right_checked,
     sgbm_disparity,
     sgbm_num_disparities,
     sgbm_right_disparity,
 )
 
 FUSION_CONSISTENCY_PX = 0.5  # chosen by leave-one-group-out over {0.5, 1, 2} px
+# SGBM's left-right check; chosen by leave-one-group-out over {none, 0.5, 1, 2, 4} px
+FUSION_SGBM_CHECK_PX = 1.0
 FUSION_THREADS = 2  # the views fused at once
 # step 4: 5 x 5 samples 6 px apart around jumps > 2 px, then 2 px apart around jumps > 1 px;
 # chosen by leave-one-group-out over 64 settings that fit the time budget
@@ -82,22 +89,28 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
         raise ValueError(f"field must be [2B, H, W, 2] for images {tuple(x0.shape)}, "
                          f"got {field.shape=}")
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).cpu().numpy()
-    left = field_to_disparity(field[:b]).float().cpu().numpy()
-    right = field_to_disparity(field[b:], "right").float().cpu().numpy()
+    network = np.concatenate([field_to_disparity(field[:b]).float().cpu().numpy(),
+                              field_to_disparity(field[b:], "right").float().cpu().numpy()])
     images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
                          for i in range(b)] for x in (x0, x1))
-    searches = [sgbm_num_disparities(float(max(left[i].max(), right[i].max()))) for i in range(b)]
+    searches = [sgbm_num_disparities(float(max(network[i].max(), network[b + i].max())))
+                for i in range(b)]
+    images = images0 + images1  # row r's view
+
+    def sgbm_view(row: int) -> np.ndarray:
+        i = row % b
+        matcher = sgbm_disparity if row < b else sgbm_right_disparity
+        return matcher(images0[i], images1[i], searches[i], pad=True)
 
     def fuse_one(row: int) -> np.ndarray:
-        i = row % b
-        if row < b:
-            return fuse_view(left[i], consistent[row],
-                             sgbm_disparity(images0[i], images1[i], searches[i]), images0[i])
-        return fuse_view(right[i], consistent[row],
-                         sgbm_right_disparity(images0[i], images1[i], searches[i]), images1[i])
+        view, other = ("left", row + b) if row < b else ("right", row - b)
+        checked = left_right_checked(classical[row], classical[other], FUSION_SGBM_CHECK_PX,
+                                     view)
+        return fuse_view(network[row], consistent[row], checked, images[row])
 
     # OpenCV and numpy release the GIL: the views run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
+        classical = list(pool.map(sgbm_view, range(2 * b)))
         views = list(pool.map(fuse_one, range(2 * b)))
     fused = field.clone()
     fused[..., 0] = torch.from_numpy(np.stack(views)).to(field)
