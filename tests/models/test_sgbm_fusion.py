@@ -22,6 +22,7 @@ from crossview.export.onnx import dropped_defaults
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
+from crossview.geometry.out_of_view import extend_out_of_view, out_of_view_strip_end
 from crossview.models.dense.classical import (
     left_right_checked,
     sgbm_disparity,
@@ -33,6 +34,7 @@ from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
     FUSION_CONSISTENCY_PX,
     FUSION_SGBM_CHECK_PX,
+    OUT_OF_VIEW,
     fuse_view,
     fuse_with_sgbm,
 )
@@ -82,26 +84,37 @@ def test_fuse_view_is_the_rule_pixel_by_pixel(seed: int) -> None:
             assert fused[y, x] == np.float32(min(near) if near else 0.0)
 
 
-def test_fuse_view_with_the_image_ends_with_the_edge_median() -> None:
+def test_fuse_view_with_the_image_ends_with_the_edge_median_and_the_strip() -> None:
     rng = np.random.default_rng(7)
-    network = np.where(np.arange(40)[None] < 17, 30.0, 10.0).repeat(24, 0).astype(np.float32)
+    network = np.where(np.arange(40)[None] < 17, 8.0, 2.0).repeat(24, 0).astype(np.float32)
     consistent = rng.random(network.shape) < 0.5
     classical = np.where(rng.random(network.shape) < 0.5, network + 0.25, np.nan)
     # the colour edge is 2 px left of the depth edge: columns 15 and 16 look like the far side
     image = np.where(np.arange(40)[None, :, None] < 15, 40.0, 200.0) + rng.uniform(
         -2, 2, (*network.shape, 3))
     rule = fuse_view(network, consistent, classical)
-    fused = fuse_view(network, consistent, classical, image)
-    expected = rule
+    filtered = rule
     for settings in EDGE_MEDIANS:
-        expected = edge_weighted_median(expected, image, **settings)
-    np.testing.assert_array_equal(fused, expected)
-    assert (rule[:, 15:17] > 29).mean() > 0.5 and (fused[:, 15:17] < 11).all()
+        filtered = edge_weighted_median(filtered, image, **settings)
+    fused = fuse_view(network, consistent, classical, image)
+    np.testing.assert_array_equal(fused, extend_out_of_view(filtered, **OUT_OF_VIEW))
+    assert (rule[:, 15:17] > 7).mean() > 0.5 and (fused[:, 15:17] < 3).all()
+    ends = out_of_view_strip_end(filtered)  # the strip x - d < 0 was continued, the rest kept
+    assert ends.min() >= 6 and ends.max() <= 10
+    strip = np.arange(40)[None] < ends[:, None]
+    assert (fused[strip] != filtered[strip]).any()
+    np.testing.assert_array_equal(fused[~strip], filtered[~strip])
+    mirrored = fuse_view(*(np.ascontiguousarray(m[:, ::-1]) for m in (network, consistent,
+                                                                      classical, image)),
+                         view="right")
+    np.testing.assert_array_equal(mirrored[:, ::-1], fused)
 
 
 def test_fuse_view_refuses_maps_of_different_shapes() -> None:
     with pytest.raises(ValueError, match="differ in shape"):
         fuse_view(np.zeros((4, 5)), np.zeros((4, 5), bool), np.zeros((4, 6)))
+    with pytest.raises(ValueError, match="view"):
+        fuse_view(np.zeros((4, 5)), np.zeros((4, 5), bool), np.zeros((4, 5)), view="up")
 
 
 def test_the_mirrored_sgbm_gives_the_right_views_disparity() -> None:
@@ -204,7 +217,7 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
         left_right_checked(sgbm_left, sgbm_right, FUSION_SGBM_CHECK_PX), left)
     expected_right = fuse_view(
         disparities[1], consistent[1],
-        left_right_checked(sgbm_right, sgbm_left, FUSION_SGBM_CHECK_PX, "right"), right)
+        left_right_checked(sgbm_right, sgbm_left, FUSION_SGBM_CHECK_PX, "right"), right, "right")
     assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), expected_left)
     assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(), expected_right)
     assert torch.equal(fused[..., 1], field[..., 1])

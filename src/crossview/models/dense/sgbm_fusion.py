@@ -16,14 +16,18 @@ fusion keeps, per pixel of each view:
 4. around the depth edges of the result, the colour-weighted median
    (:func:`~crossview.geometry.edge_weighted_median.edge_weighted_median`; passes
    :data:`EDGE_MEDIANS`, a wide sparse window then a narrow dense one), which puts the edges
-   that SGBM's blocks fatten and the fill moves back on the colour edges of the view's image.
+   that SGBM's blocks fatten and the fill moves back on the colour edges of the view's image;
+5. the strip along the border that the other camera does not see (a pixel whose match falls
+   outside the other image) continued linearly from the surface beside it
+   (:func:`~crossview.geometry.out_of_view.extend_out_of_view`, :data:`OUT_OF_VIEW`) instead of
+   the constant that steps 1-3 leave there.
 
 SGBM's search range comes from the network's largest disparity of the pair
 (:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
 The rule, its thresholds, the padding and the median's settings were chosen by
 leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 ``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
-``docs/results/real_sgbm_border.py``).
+``docs/results/real_sgbm_border.py``, ``docs/results/real_out_of_view.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import torch
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
+from crossview.geometry.out_of_view import extend_out_of_view
 from crossview.models.dense.classical import (
     fill_holes,
     left_right_checked,
@@ -53,22 +58,32 @@ FUSION_THREADS = 2  # the views fused at once
 # (docs/results/real_edge_median.py)
 EDGE_MEDIANS = ({"jump": 2.0, "width": 2, "radius": 12, "step": 6, "sigma_colour": 20.0},
                 {"jump": 1.0, "width": 2, "radius": 4, "step": 2, "sigma_colour": 20.0})
+# step 5: chosen by leave-one-group-out over spans {12, 16, 24} x rows {10, 25, 50, 100},
+# before or after step 4 (docs/results/real_out_of_view.py)
+OUT_OF_VIEW = {"span": 16, "rows": 100}
 
 
 def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
-              image: np.ndarray | None = None) -> np.ndarray:
+              image: np.ndarray | None = None, view: str = "left") -> np.ndarray:
     """One view's fused disparity ``[H, W]`` float32 px from the network's ``[H, W]``, its
     consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by steps 1-3 above;
-    with the view's ``image [H, W, 3]`` (0..255), step 4 too."""
+    with the view's ``image [H, W, 3]`` (0..255), steps 4 and 5 too (``view``: ``"left"`` or
+    ``"right"``, whose out-of-view strip lies along the other border)."""
     if not network.shape == consistent.shape == classical.shape:
         raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
                          f"{classical.shape=}")
+    if view not in ("left", "right"):
+        raise ValueError(f"view must be 'left' or 'right', got {view!r}")
     sparse = np.where(np.isfinite(classical), classical,
                       np.where(consistent, network, np.nan))
     fused = fill_holes(sparse)
-    for settings in EDGE_MEDIANS if image is not None else ():
+    if image is None:
+        return fused
+    for settings in EDGE_MEDIANS:
         fused = edge_weighted_median(fused, image, **settings)
-    return fused
+    if view == "left":
+        return extend_out_of_view(fused, **OUT_OF_VIEW)
+    return np.ascontiguousarray(extend_out_of_view(fused[:, ::-1], **OUT_OF_VIEW)[:, ::-1])
 
 
 def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
@@ -106,7 +121,7 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
         view, other = ("left", row + b) if row < b else ("right", row - b)
         checked = left_right_checked(classical[row], classical[other], FUSION_SGBM_CHECK_PX,
                                      view)
-        return fuse_view(network[row], consistent[row], checked, images[row])
+        return fuse_view(network[row], consistent[row], checked, images[row], view)
 
     # OpenCV and numpy release the GIL: the views run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
