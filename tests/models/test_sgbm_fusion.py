@@ -24,6 +24,7 @@ from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.geometry.out_of_view import extend_out_of_view, out_of_view_strip_end
 from crossview.models.dense.classical import (
+    hole_run_length,
     left_right_checked,
     sgbm_disparity,
     sgbm_num_disparities,
@@ -34,6 +35,7 @@ from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
     FUSION_CONSISTENCY_PX,
     FUSION_SGBM_CHECK_PX,
+    FUSION_SGBM_UNIQUENESS,
     OUT_OF_VIEW,
     fuse_view,
     fuse_with_sgbm,
@@ -57,19 +59,27 @@ def _pair(h: int = 192, w: int = 208) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(wide[:, :w]), np.ascontiguousarray(wide[:, SHIFT:SHIFT + w])
 
 
+@pytest.mark.parametrize("network_run", [0, 2])
 @pytest.mark.parametrize("seed", range(5))
-def test_fuse_view_is_the_rule_pixel_by_pixel(seed: int) -> None:
+def test_fuse_view_is_the_rule_pixel_by_pixel(seed: int, network_run: int) -> None:
     rng = np.random.default_rng(seed)
     network = rng.uniform(0, 30, (6, 9)).astype(np.float32)
     consistent = rng.random((6, 9)) < 0.5
     classical = np.where(rng.random((6, 9)) < 0.5, rng.uniform(0, 30, (6, 9)), np.nan)
-    fused = fuse_view(network, consistent, classical)
+    fused = fuse_view(network, consistent, classical, network_run=network_run)
     sparse = np.full((6, 9), np.nan)
     for y in range(6):
         for x in range(9):
+            run = 0  # the row's run of SGBM holes through (y, x)
+            while x - run - 1 >= 0 and np.isnan(classical[y, x - run - 1]):
+                run += 1
+            after = 0
+            while x + after < 9 and np.isnan(classical[y, x + after]):
+                after += 1
+            run += after
             if np.isfinite(classical[y, x]):  # 1. SGBM where it answers
                 sparse[y, x] = classical[y, x]
-            elif consistent[y, x]:  # 2. the consistent network in its holes
+            elif consistent[y, x] and run > network_run:  # 2. the consistent network in long holes
                 sparse[y, x] = network[y, x]
     for y in range(6):  # 3. the rest: the farther of the nearest values along the row
         for x in range(9):
@@ -82,6 +92,25 @@ def test_fuse_view_is_the_rule_pixel_by_pixel(seed: int) -> None:
                                                 if np.isfinite(sparse[y, i])), default=None))
                     if i is not None]
             assert fused[y, x] == np.float32(min(near) if near else 0.0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hole_run_length_against_loops(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    disparity = np.where(rng.random((5, 13)) < 0.6, np.nan, 1.0)
+    runs = hole_run_length(disparity)
+    for y in range(5):
+        x = 0
+        while x < 13:
+            end = x
+            while end < 13 and np.isnan(disparity[y, end]):
+                end += 1
+            if end == x:
+                assert runs[y, x] == 0
+                x += 1
+                continue
+            assert (runs[y, x:end] == end - x).all()
+            x = end
 
 
 def test_fuse_view_with_the_image_ends_with_the_edge_median_and_the_strip() -> None:
@@ -210,8 +239,9 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
     fused = fuse_with_sgbm(x0, x1, field)
     search = sgbm_num_disparities(float(disparities.max()))
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
-    sgbm_left = sgbm_disparity(left, right, search, pad=True)
-    sgbm_right = sgbm_right_disparity(left, right, search, pad=True)
+    sgbm_left = sgbm_disparity(left, right, search, pad=True, uniqueness=FUSION_SGBM_UNIQUENESS)
+    sgbm_right = sgbm_right_disparity(left, right, search, pad=True,
+                                      uniqueness=FUSION_SGBM_UNIQUENESS)
     expected_left = fuse_view(
         disparities[0], consistent[0],
         left_right_checked(sgbm_left, sgbm_right, FUSION_SGBM_CHECK_PX), left)

@@ -23,6 +23,7 @@ except ImportError:  # a core dependency; a broken install gets one clear error 
     cv2 = None
 
 SGBM_BLOCK = 5
+SGBM_UNIQUENESS = 10
 SGBM_RANGE_MARGIN = 1.1
 
 
@@ -44,7 +45,7 @@ def sgbm_num_disparities(max_disparity: float) -> int:
 
 
 def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int, *,
-                   pad: bool = False) -> np.ndarray:
+                   pad: bool = False, uniqueness: int = SGBM_UNIQUENESS) -> np.ndarray:
     """OpenCV SGBM with the parameters above: RGB uint8 ``[H, W, 3]`` images -> left
     disparity ``[H, W]`` float32 px, NaN at holes.
 
@@ -53,7 +54,8 @@ def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int, *,
     repeat each image's first column, so that SGBM answers there too wherever the match lies
     inside the right image (the padding is cropped off again). Without ``pad`` OpenCV needs a
     range below the width: a larger one is cut to the largest multiple of 16 that fits, and
-    images at most 16 px wide (no range fits) are all holes.
+    images at most 16 px wide (no range fits) are all holes. ``uniqueness``: OpenCV's
+    ``uniquenessRatio`` (%; the baseline's is :data:`SGBM_UNIQUENESS`).
     """
     opencv = require_cv2("SGBM")
     width = left.shape[1]
@@ -68,19 +70,22 @@ def sgbm_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int, *,
     channels = left.shape[2]
     matcher = opencv.StereoSGBM_create(
         minDisparity=0, numDisparities=num_disparities, blockSize=SGBM_BLOCK,
-        P1=8 * channels * SGBM_BLOCK**2, P2=32 * channels * SGBM_BLOCK**2, uniquenessRatio=10,
-        speckleWindowSize=100, speckleRange=2, mode=opencv.STEREO_SGBM_MODE_SGBM_3WAY)
+        P1=8 * channels * SGBM_BLOCK**2, P2=32 * channels * SGBM_BLOCK**2,
+        uniquenessRatio=uniqueness, speckleWindowSize=100, speckleRange=2,
+        mode=opencv.STEREO_SGBM_MODE_SGBM_3WAY)
     disparity = disparity_from_sgbm(matcher.compute(np.ascontiguousarray(left),
                                                     np.ascontiguousarray(right)))
     return np.ascontiguousarray(disparity[:, -width:])
 
 
 def sgbm_right_disparity(left: np.ndarray, right: np.ndarray, num_disparities: int, *,
-                         pad: bool = False) -> np.ndarray:
+                         pad: bool = False, uniqueness: int = SGBM_UNIQUENESS) -> np.ndarray:
     """SGBM's disparity ``[H, W]`` (positive px, NaN at holes) of the *right* view: the pair
-    mirrored left-right, so that the right image becomes a left one (``pad`` as in
-    :func:`sgbm_disparity`: then SGBM answers at the right view's last columns too)."""
-    mirrored = sgbm_disparity(right[:, ::-1], left[:, ::-1], num_disparities, pad=pad)
+    mirrored left-right, so that the right image becomes a left one (``pad`` and
+    ``uniqueness`` as in :func:`sgbm_disparity`; with ``pad`` SGBM answers at the right
+    view's last columns too)."""
+    mirrored = sgbm_disparity(right[:, ::-1], left[:, ::-1], num_disparities, pad=pad,
+                              uniqueness=uniqueness)
     return np.ascontiguousarray(mirrored[:, ::-1])
 
 
@@ -111,6 +116,32 @@ def left_right_checked(disparity: np.ndarray, other: np.ndarray, threshold: floa
     return np.where(agree, disparity, np.nan).astype(disparity.dtype)
 
 
+def hole_run_length(disparity: np.ndarray) -> np.ndarray:
+    """Per pixel of a sparse map ``[H, W]`` (NaN = hole) the length of the run of holes along
+    its row that holds it (0 at valid pixels): ``[H, W]`` int64.
+
+    >>> hole_run_length(np.array([[np.nan, 5.0, np.nan, np.nan, 3.0]])).tolist()
+    [[1, 0, 2, 2, 0]]
+    """
+    valid = np.isfinite(disparity)
+    before, after = nearest_valid_columns(disparity)
+    return np.where(valid, 0, after - before - 1)
+
+
+def nearest_valid_columns(disparity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pixel of a sparse map ``[H, W]`` (NaN = hole) the column of the nearest valid pixel
+    at or before it in its row (-1 if none) and at or after it (``W`` if none): two
+    ``[H, W]`` int64."""
+    if disparity.ndim != 2:
+        raise ValueError(f"disparity must be [H, W], got {disparity.shape=}")
+    valid = np.isfinite(disparity)
+    w = disparity.shape[1]
+    columns = np.arange(w)
+    before = np.maximum.accumulate(np.where(valid, columns, -1), axis=1)
+    after = np.minimum.accumulate(np.where(valid, columns, w)[:, ::-1], axis=1)[:, ::-1]
+    return before, after
+
+
 def fill_holes(disparity: np.ndarray) -> np.ndarray:
     """Middlebury's filling of a sparse disparity map ``[H, W]`` (NaN = hole): along each row a
     hole takes the smaller (farther) of the nearest valid disparities to its left and right, or
@@ -119,14 +150,8 @@ def fill_holes(disparity: np.ndarray) -> np.ndarray:
     >>> fill_holes(np.array([[np.nan, 5.0, np.nan, np.nan, 3.0, np.nan]])).tolist()
     [[5.0, 5.0, 3.0, 3.0, 3.0, 3.0]]
     """
-    if disparity.ndim != 2:
-        raise ValueError(f"disparity must be [H, W], got {disparity.shape=}")
-    valid = np.isfinite(disparity)
+    before, after = nearest_valid_columns(disparity)
     w = disparity.shape[1]
-    columns = np.arange(w)
-    # index of the nearest valid pixel at or before (after) each column, -1 (w) if none
-    before = np.maximum.accumulate(np.where(valid, columns, -1), axis=1)
-    after = np.minimum.accumulate(np.where(valid, columns, w)[:, ::-1], axis=1)[:, ::-1]
     padded = np.concatenate([disparity, np.full((disparity.shape[0], 1), np.inf)], axis=1)
     padded = np.where(np.isfinite(padded), padded, np.inf)
     rows = np.arange(disparity.shape[0])[:, None]

@@ -8,9 +8,12 @@ fusion keeps, per pixel of each view:
 1. SGBM's disparity where SGBM has one and its two views agree within
    :data:`FUSION_SGBM_CHECK_PX` (:func:`~crossview.models.dense.classical.left_right_checked`);
    SGBM runs on the pair widened by repeated border columns (``pad=True``), so that it answers
-   at the border where OpenCV leaves ``numDisparities`` columns empty;
-2. in SGBM's holes, the network's where the network's two views agree within
-   :data:`FUSION_CONSISTENCY_PX` (:func:`crossview.geometry.consistency.noc_mask`);
+   at the border where OpenCV leaves ``numDisparities`` columns empty, with a uniqueness ratio
+   of :data:`FUSION_SGBM_UNIQUENESS` (the check removes what the lower ratio lets through);
+2. in SGBM's holes that run longer than :data:`FUSION_NETWORK_RUN_PX` along the row
+   (:func:`~crossview.models.dense.classical.hole_run_length`), the network's where its two
+   views agree within :data:`FUSION_CONSISTENCY_PX`
+   (:func:`crossview.geometry.consistency.noc_mask`); shorter holes are left to step 3;
 3. what is left (occlusions, mostly) filled along the row with the farther of the nearest
    values (:func:`~crossview.models.dense.classical.fill_holes`, Middlebury's rule);
 4. around the depth edges of the result, the colour-weighted median
@@ -43,15 +46,20 @@ from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.geometry.out_of_view import extend_out_of_view
 from crossview.models.dense.classical import (
     fill_holes,
+    hole_run_length,
     left_right_checked,
     sgbm_disparity,
     sgbm_num_disparities,
     sgbm_right_disparity,
 )
 
-FUSION_CONSISTENCY_PX = 0.5  # chosen by leave-one-group-out over {0.5, 1, 2} px
 # SGBM's left-right check; chosen by leave-one-group-out over {none, 0.5, 1, 2, 4} px
 FUSION_SGBM_CHECK_PX = 1.0
+# chosen together by leave-one-group-out over uniqueness {3, 5, 10} x consistency {0, 0.25,
+# 0.5} px x runs {0, 16, 32, 64, 128} px (docs/results/real_fusion_thresholds.py)
+FUSION_SGBM_UNIQUENESS = 3
+FUSION_CONSISTENCY_PX = 0.5
+FUSION_NETWORK_RUN_PX = 128
 FUSION_THREADS = 2  # the views fused at once
 # step 4: 5 x 5 samples 6 px apart around jumps > 2 px, then 2 px apart around jumps > 1 px;
 # chosen by leave-one-group-out over 64 settings that fit the time budget
@@ -64,18 +72,20 @@ OUT_OF_VIEW = {"span": 16, "rows": 100}
 
 
 def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
-              image: np.ndarray | None = None, view: str = "left") -> np.ndarray:
+              image: np.ndarray | None = None, view: str = "left", *,
+              network_run: int = FUSION_NETWORK_RUN_PX) -> np.ndarray:
     """One view's fused disparity ``[H, W]`` float32 px from the network's ``[H, W]``, its
-    consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by steps 1-3 above;
-    with the view's ``image [H, W, 3]`` (0..255), steps 4 and 5 too (``view``: ``"left"`` or
-    ``"right"``, whose out-of-view strip lies along the other border)."""
+    consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by steps 1-3 above
+    (the network's pixels in holes longer than ``network_run`` px); with the view's ``image
+    [H, W, 3]`` (0..255), steps 4 and 5 too (``view``: ``"left"`` or ``"right"``, whose
+    out-of-view strip lies along the other border)."""
     if not network.shape == consistent.shape == classical.shape:
         raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
                          f"{classical.shape=}")
     if view not in ("left", "right"):
         raise ValueError(f"view must be 'left' or 'right', got {view!r}")
-    sparse = np.where(np.isfinite(classical), classical,
-                      np.where(consistent, network, np.nan))
+    trusted = consistent & (hole_run_length(classical) > network_run)
+    sparse = np.where(np.isfinite(classical), classical, np.where(trusted, network, np.nan))
     fused = fill_holes(sparse)
     if image is None:
         return fused
@@ -115,7 +125,8 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     def sgbm_view(row: int) -> np.ndarray:
         i = row % b
         matcher = sgbm_disparity if row < b else sgbm_right_disparity
-        return matcher(images0[i], images1[i], searches[i], pad=True)
+        return matcher(images0[i], images1[i], searches[i], pad=True,
+                       uniqueness=FUSION_SGBM_UNIQUENESS)
 
     def fuse_one(row: int) -> np.ndarray:
         view, other = ("left", row + b) if row < b else ("right", row - b)
