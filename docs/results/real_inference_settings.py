@@ -12,7 +12,7 @@ refinement. The JSON holds one record per (scene, setting); choosing among the s
 
 Run: ``OMP_NUM_THREADS=2 python docs/results/real_inference_settings.py OUT.json WEIGHTS ROOT...``
 (WEIGHTS ``bundled`` for the shipped file; ``SCENES=a,b,...`` in the environment keeps only
-those scenes).
+those scenes, ``SETTINGS=native,lri,...`` only those settings).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def run(model: torch.nn.Module, left: np.ndarray, right: np.ndarray, setting: di
     return result.disparity[0].numpy()
 
 
-def main(out: Path, weights: str, roots: list[str], only: set[str]) -> None:
+def main(out: Path, weights: str, roots: list[str], only: set[str],
+         settings: set[str]) -> None:
     model = crossview.load_model("matchstereo-hybrid",
                                  None if weights == "bundled" else weights)
     records = []
@@ -65,6 +66,8 @@ def main(out: Path, weights: str, roots: list[str], only: set[str]) -> None:
                 continue
             sample = scenes[index]
             for name, setting in SETTINGS.items():
+                if settings and name not in settings:
+                    continue
                 for refine in (True, False):
                     start = time.perf_counter()
                     disparity = run(model, sample["image0"], sample["image1"], setting, refine)
@@ -76,5 +79,6 @@ def main(out: Path, weights: str, roots: list[str], only: set[str]) -> None:
 
 
 if __name__ == "__main__":
-    scenes = os.environ.get("SCENES", "")
-    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3:], set(scenes.split(",")) - {""})
+    scenes, settings = os.environ.get("SCENES", ""), os.environ.get("SETTINGS", "")
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3:], set(scenes.split(",")) - {""},
+         set(settings.split(",")) - {""})

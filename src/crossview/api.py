@@ -258,6 +258,7 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
     model.refine_by_default = spec.refine
     model.lri_by_default = spec.lri
     model.fuse_by_default = spec.fuse
+    model.fused_network = spec.fused_network
     return model.eval()
 
 

@@ -6,6 +6,9 @@ import pytest
 import torch
 
 from crossview.bench import model as bench
+from crossview.models.matchstereo import VARIANTS
+from crossview.models.matchstereo.specs import matchstereo_spec
+from crossview.models.registry import get_spec, register_model
 
 
 def test_cases_cover_models_sizes_precisions_and_reference() -> None:
@@ -27,9 +30,20 @@ def test_cases_cover_models_sizes_precisions_and_reference() -> None:
 
 
 def test_a_refining_model_also_runs_without_its_refinement() -> None:
-    cases = bench.default_cases(["matchstereo-hybrid"], [(384, 1248)], ["fp32"], big=False,
+    register_model(matchstereo_spec("bench-refining-stereo", VARIANTS["tiny"], "stereo",
+                                    refine=True), replace=True)
+    cases = bench.default_cases(["bench-refining-stereo"], [(384, 1248)], ["fp32"], big=False,
                                 reference_sizes=[], repeats=1, threads=2)
     assert [(c["backend"], c["refine"]) for c in cases] == [("cpu", None), ("cpu", False)]
+
+
+def test_a_fusing_model_runs_its_fused_networks_refinement() -> None:
+    spec = get_spec("matchstereo-hybrid")
+    assert spec.refine and spec.fuse and not spec.fused_network.refine
+    assert not bench.refines_by_default(spec)
+    cases = bench.default_cases(["matchstereo-hybrid"], [(384, 1248)], ["fp32"], big=False,
+                                reference_sizes=[], repeats=1, threads=2)
+    assert [(c["backend"], c["refine"]) for c in cases] == [("cpu", None)]
 
 
 def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@ from crossview.models.dense.classical import (
     sgbm_num_disparities,
     sgbm_right_disparity,
 )
-from crossview.models.dense.inference import predict_fields
+from crossview.models.dense.inference import network_settings, predict_fields
 from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
     FUSION_CONSISTENCY_PX,
@@ -42,11 +42,13 @@ from crossview.models.dense.sgbm_fusion import (
 )
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
-from crossview.models.registry import register_model
+from crossview.models.registry import FusedNetwork, register_model
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(matchstereo_spec("fusion-test-stereo", SMALL, "stereo", fuse=True), replace=True)
+register_model(matchstereo_spec("fusion-test-scaled", SMALL, "stereo", fuse=True, lri=True,
+                                refine=True, fused_network=FusedNetwork(0.75)), replace=True)
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
 SHIFT = 6  # px: the right image is the left one moved left by this much (d = SHIFT)
 
@@ -303,6 +305,34 @@ def test_the_fusion_is_refused_for_flow() -> None:
 def test_the_bundled_default_stereo_model_fuses() -> None:
     model = crossview.load_model("matchstereo-hybrid")
     assert model.fuse_by_default and model.lri_by_default and model.refine_by_default
+    assert model.fused_network == FusedNetwork(scale=0.75, lri=False, refine=False)
+
+
+def test_a_fusing_run_takes_the_fused_networks_settings() -> None:
+    left, right = _pair(288, 320)
+    torch.manual_seed(0)
+    model = crossview.load_model("fusion-test-scaled")
+    default = predict_fields(model, left, right, "stereo")
+    explicit = predict_fields(model, left, right, "stereo", fuse=True, lri=False, refine=False,
+                              size=(216, 240))
+    assert torch.equal(default.field, explicit.field)
+    assert network_settings(model, "stereo", True, None, None, None, (288, 320)) == (
+        False, False, (216, 240))
+    # without the fusion, and where asked for, the model's own defaults and the request hold
+    assert network_settings(model, "stereo", False, None, None, None, (192, 208)) == (
+        True, True, None)
+    assert network_settings(model, "stereo", True, True, None, (64, 64), (192, 208)) == (
+        True, False, (64, 64))
+    # a scaled pair below the model's least size runs at its own size
+    least_h, least_w = model.min_shape("stereo")
+    assert network_settings(model, "stereo", True, None, None, None,
+                            (least_h - 31, least_w - 31)) == (False, False, None)
+
+
+def test_fused_network_scales_are_checked() -> None:
+    for scale in (0.0, 1.5):
+        with pytest.raises(ValueError, match="scale"):
+            FusedNetwork(scale)
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

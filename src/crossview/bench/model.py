@@ -32,8 +32,8 @@ from crossview.api import build_model, estimate_disparity, load_model
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
-from crossview.models.dense.inference import fuses, initialises_low, refines
-from crossview.models.registry import get_spec
+from crossview.models.dense.inference import fuses, network_settings
+from crossview.models.registry import ModelSpec, get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
 # stereo model names are benchmarked under their own name
@@ -51,7 +51,7 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                   device: str = "cpu") -> list[dict[str, Any]]:
     """The configurations to run on ``device``: the fused operator (:data:`FUSED`) everywhere,
     the reference operator for ``reference_models`` at ``reference_sizes``. A model whose
-    inference refines photometrically by default (its registry ``refine``) also runs without
+    inference refines photometrically by default (:func:`refines_by_default`) also runs without
     the refinement (``"refine": False``), so that one run shows what the polish costs. Cases
     above 1 Mpx run once, without warm-up."""
     cases = []
@@ -62,7 +62,8 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
         for precision in precisions:
             heavy = size[0] * size[1] > 1_000_000
             reference = model in reference_models and tuple(size) in map(tuple, reference_sizes)
-            refine_modes = [None, False] if get_spec(MODELS.get(model, model)).refine else [None]
+            spec = get_spec(MODELS.get(model, model))
+            refine_modes = [None, False] if refines_by_default(spec) else [None]
             for backend in [FUSED[device]] + (["reference"] if reference else []):
                 for refine in refine_modes:
                     cases.append({"model": model, "size": list(size), "precision": precision,
@@ -70,6 +71,14 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                                   "repeats": 1 if heavy else repeats,
                                   "warmup": 0 if heavy else 1, "refine": refine})
     return cases
+
+
+def refines_by_default(spec: ModelSpec) -> bool:
+    """Whether a default run of ``spec``'s model refines: its fused network's setting where it
+    fuses with one (:class:`~crossview.models.registry.FusedNetwork`), else its ``refine``."""
+    if spec.fuse and spec.fused_network is not None:
+        return spec.fused_network.refine
+    return spec.refine
 
 
 def measure(case: dict[str, Any]) -> dict[str, Any]:
@@ -81,8 +90,10 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     shipped = get_spec(name).weights_path
     model = (load_model(name) if shipped is not None and shipped.is_file()
              else build_model(name)).eval().to(device)
-    refine = refines(model, case.get("refine"))
     h, w = case["size"]
+    fuse = fuses(model, None)
+    lri, refine, size = network_settings(model, "stereo", fuse, None, case.get("refine"), None,
+                                         (h, w))
     generator = torch.Generator().manual_seed(0)
     left = (torch.rand(1, 3, h, w, generator=generator) * 255).to(device)
     right = torch.roll(left, -round(w * SHIFT_FRACTION), dims=3)
@@ -96,8 +107,8 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
 
     stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
     timed_cpu = sorted(cpu[case["warmup"]:])
-    row = {**case, "refine": refine, "lri": initialises_low(model, None),
-           "fuse": fuses(model, None),
+    row = {**case, "refine": refine, "lri": lri, "fuse": fuse,
+           "network_size": list(size or (h, w)),
            "median_s": stats["median_s"], "min_s": stats["min_s"],
            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
            "status": "ok"}

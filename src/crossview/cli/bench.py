@@ -294,9 +294,13 @@ def model(
         f"MatchStereo forward (estimate_disparity with the model's defaults, both views), "
         f"{threads} threads, bundled weights where a model ships them (else random), a pair "
         "at disparity W/8; ratio = reference / fused, same run",
-        ["model", "size", "precision", "operator", "refine", "fuse", "median s", "cpu s",
+        ["model", "size", "network at", "lri", "precision", "operator", "refine", "fuse",
+         "median s", "cpu s",
          "peak RSS MiB", "peak GPU MiB", "fused speed-up", "vs fp32", "status"],
-        [[r["model"], f"{r['size'][0]}x{r['size'][1]}", r["precision"], r["backend"],
+        [[r["model"], f"{r['size'][0]}x{r['size'][1]}",
+          "-" if "network_size" not in r else "x".join(map(str, r["network_size"])),
+          "-" if r.get("lri") is None else ("on" if r["lri"] else "off"),
+          r["precision"], r["backend"],
           "-" if r.get("refine") is None else ("on" if r["refine"] else "off"),
           "-" if r.get("fuse") is None else ("on" if r["fuse"] else "off"),
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),

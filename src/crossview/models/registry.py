@@ -47,6 +47,23 @@ PredictorBuilder = Callable[..., Predictor]
 
 
 @dataclass(frozen=True)
+class FusedNetwork:
+    """How a stereo model that fuses with SGBM runs its network when it fuses: on the pair
+    resized by ``scale`` (unless that is below the model's least size), with or without the
+    low-resolution initialisation and the photometric refinement. Fused, the network sets
+    SGBM's search range and fills SGBM's long holes only, which a smaller pass does as well
+    (chosen on real scenes: docs/results/real-stereo/README.md)."""
+
+    scale: float = 1.0
+    lri: bool = False
+    refine: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 < self.scale <= 1:
+            raise ValueError(f"scale must be in (0, 1], got {self.scale}")
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A registered model.
 
@@ -79,6 +96,8 @@ class ModelSpec:
         fuse: stereo models only: whether inference fuses the network's disparities with
             OpenCV SGBM's (:mod:`crossview.models.dense.sgbm_fusion`) unless told otherwise (on
             where it was chosen on held-out real scenes; off for published ones).
+        fused_network: how the network runs when it fuses (:class:`FusedNetwork`) unless told
+            otherwise; ``None``: as when it does not (``lri``, ``refine``, full size).
     """
 
     name: str
@@ -93,6 +112,7 @@ class ModelSpec:
     refine: bool = False
     lri: bool = False
     fuse: bool = False
+    fused_network: FusedNetwork | None = None
 
     @property
     def weights_path(self) -> Path | None:

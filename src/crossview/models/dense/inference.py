@@ -129,7 +129,9 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         fuse: stereo only: fuse both views' disparities with OpenCV SGBM's
             (:func:`crossview.models.dense.sgbm_fusion.fuse_with_sgbm`, after the refinement);
             ``None``: ``model.fuse_by_default`` (set by :func:`crossview.load_model` from the
-            registry; off for a bare network).
+            registry; off for a bare network). A fusing run of a model with
+            ``model.fused_network`` takes its ``lri``, ``refine`` and ``size`` (a scale of the
+            pair) from there where they are ``None`` (:func:`network_settings`).
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -146,12 +148,13 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     size = _run_size(size)
     if fuse and task != "stereo":
         raise UserError(f"the SGBM fusion is for stereo, not {task}")
-    lri, refine = initialises_low(model, lri), refines(model, refine)
+    x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     fuse = task == "stereo" and fuses(model, fuse)
+    lri, refine, size = network_settings(model, task, fuse, lri, refine, size,
+                                         tuple(x0.shape[-2:]))
     if lri and not getattr(model, "accepts_init_field", False):
         raise UserError(f"model {getattr(model, 'model_name', type(model).__name__)!r} has no "
                         "low-resolution initialisation (lri)")
-    x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     if x0.shape[0] != x1.shape[0]:
         raise UserError(f"the two images differ in batch size: the first holds {x0.shape[0]} "
                         f"images, the second {x1.shape[0]} ([B, 3, H, W])")
@@ -235,6 +238,24 @@ def fuses(model: nn.Module, fuse: bool | None) -> bool:
     (``model.fuse_by_default``, set by :func:`crossview.load_model`; off for a bare
     network)."""
     return bool(getattr(model, "fuse_by_default", False)) if fuse is None else fuse
+
+
+def network_settings(model: nn.Module, task: str, fuse: bool, lri: bool | None,
+                     refine: bool | None, size: tuple[int, int] | None,
+                     shape: tuple[int, int]) -> tuple[bool, bool, tuple[int, int] | None]:
+    """The ``(lri, refine, size)`` a run of ``model`` on ``shape = (H, W)`` pairs uses: what
+    was asked, else the model's defaults; a fusing run (``fuse``) of a model with
+    ``model.fused_network`` (:class:`crossview.models.registry.FusedNetwork`, set by
+    :func:`crossview.load_model`) takes that one's lri, refinement and scale instead (the
+    scaled size only where it is at least the model's least size)."""
+    preset = getattr(model, "fused_network", None) if fuse else None
+    if preset is None:
+        return initialises_low(model, lri), refines(model, refine), size
+    if size is None and preset.scale != 1:
+        scaled = (round(shape[0] * preset.scale), round(shape[1] * preset.scale))
+        size = scaled if _fits(model, *scaled, task) else None
+    return (preset.lri if lri is None else lri, preset.refine if refine is None else refine,
+            size)
 
 
 def initialises_low(model: nn.Module, lri: bool | None) -> bool:

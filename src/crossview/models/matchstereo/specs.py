@@ -19,7 +19,13 @@ from crossview.models.dense.inference import NETWORK_ALONE, NETWORK_ALONE_CAPTIO
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.published import PublishedWeights
-from crossview.models.registry import WEIGHTS_DIR, ModelSpec, configured, register_model
+from crossview.models.registry import (
+    WEIGHTS_DIR,
+    FusedNetwork,
+    ModelSpec,
+    configured,
+    register_model,
+)
 
 # the MatchAttention authors' Hugging Face model repository; a file's download is this + name
 PUBLISHED_AT = "https://huggingface.co/Tingman/MatchAttention/resolve/main/"
@@ -28,20 +34,22 @@ PUBLISHED_AT = "https://huggingface.co/Tingman/MatchAttention/resolve/main/"
 def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
                      weights: str | None = None, description: str = "",
                      published: str | None = None, refine: bool = False,
-                     lri: bool = False, fuse: bool = False) -> ModelSpec:
+                     lri: bool = False, fuse: bool = False,
+                     fused_network: FusedNetwork | None = None) -> ModelSpec:
     """The spec of a MatchStereo (``task="stereo"``) or MatchFlow (``"flow"``) network of
     ``config``; overrides replace config fields. ``published``: the file name of the authors'
     checkpoint under :data:`PUBLISHED_AT`; ``refine``: photometric refinement by default
     (:attr:`~crossview.models.registry.ModelSpec.refine`); ``lri``: low-resolution
     initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`); ``fuse``:
     fused with SGBM by default (:attr:`~crossview.models.registry.ModelSpec.fuse`), and then
-    scored beside its network alone (the variant ``network``)."""
+    scored beside its network alone (the variant ``network``); ``fused_network``: how the
+    network runs then (:attr:`~crossview.models.registry.ModelSpec.fused_network`)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
                      predictor=dense_predictor,
                      published=None if published is None
                      else PublishedWeights(published, PUBLISHED_AT + published),
-                     refine=refine, lri=lri, fuse=fuse,
+                     refine=refine, lri=lri, fuse=fuse, fused_network=fused_network,
                      variants={NETWORK_ALONE: NETWORK_ALONE_CAPTION} if fuse else {})
 
 
@@ -56,7 +64,9 @@ def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
                 meta["name"], config, meta["task"],
                 weights=str(folder / meta.get("weights", f"{description.stem}.safetensors")),
                 description=meta.get("description", ""), refine=bool(meta.get("refine", False)),
-                lri=bool(meta.get("lri", False)), fuse=bool(meta.get("fuse", False)))
+                lri=bool(meta.get("lri", False)), fuse=bool(meta.get("fuse", False)),
+                fused_network=None if "fused_network" not in meta
+                else FusedNetwork(**meta["fused_network"]))
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{description}: bad bundled model description ({error!r})") from None
         register_model(spec, replace=True)
