@@ -203,9 +203,10 @@ def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list
                         "nan.safetensors: tensor 'up_masks.4.2.weight' holds NaN or infinite"),
         "NaN weights pth": ([str(left), str(right), "--weights", str(nan_pth), *FAST],
                             "nan.pth: tensor 'up_masks.4.2.weight' holds NaN or infinite"),
+        # fused, the default runs its network at 0.75 of the pair
         "huge image": ([str(huge[0]), str(huge[1])],
-                       f"{huge[0]} and {huge[1]}: {DEFAULT_STEREO_MODEL} at 8000x8000 px "
-                       "needs about "),
+                       f"{huge[0]} and {huge[1]}: {DEFAULT_STEREO_MODEL} at 6000x6000 px "
+                       "(images of 8000x8000 px resized) needs about "),
         "huge image advice": ([str(huge[0]), str(huge[1])],
                               "more than the 16 GiB available ($CROSSVIEW_MAX_MEMORY_GB); run "
                               "at a lower resolution with --size HxW, or give smaller images"),
