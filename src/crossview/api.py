@@ -391,13 +391,14 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast; fields stay float32).
         lri: low-resolution initialisation: a half-resolution pass gives the initial field;
             ``None``: the model's default (``model.lri_by_default``: on for the bundled
-            ``matchstereo-hybrid``, where it was chosen on held-out real scenes).
+            ``matchstereo-hybrid``, where it was chosen on held-out real scenes; off where it
+            fuses, see ``fuse``).
         size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
         threshold: left-right consistency threshold in px for ``valid``.
         refine: polish both fields photometrically
             (:mod:`crossview.geometry.photometric_refinement`); ``None``: the model's default
             (``model.refine_by_default``: on for crossview's hybrid models, off for the
-            published ones).
+            published ones; off where ``matchstereo-hybrid`` fuses, see ``fuse``).
         min_confidence: pixels whose confidence is below this (in [0, 1]) are not ``valid``
             either (0: the consistency mask alone).
         advice: what a pair refused for its memory tells to change (before anything runs:
@@ -406,11 +407,13 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             steps of the self-supervised loss first (:func:`adapt_to_pair`, the default
             learning rate; several times the cost of inference); 0: off.
         fuse: fuse both views' disparities with OpenCV SGBM's
-            (:mod:`crossview.models.dense.sgbm_fusion`: SGBM where it answers, the network's
-            left-right consistent pixels in its holes, the rest filled along the row);
-            ``None``: the model's default (``model.fuse_by_default``: on for the bundled
-            ``matchstereo-hybrid``, where it was chosen on held-out real scenes). The
-            attention-peak part of ``confidence`` stays the network's.
+            (:mod:`crossview.models.dense.sgbm_fusion`: left-right checked SGBM where it
+            answers, the network's consistent pixels in its long holes, the rest filled along
+            the row, then edge medians and the out-of-view strip); ``None``: the model's
+            default (``model.fuse_by_default``: on for the bundled ``matchstereo-hybrid``,
+            where it was chosen on held-out real scenes; fused, that model runs its network at
+            0.75 of the pair without lri and refinement unless ``lri``, ``refine`` or ``size``
+            say otherwise). The attention-peak part of ``confidence`` stays the network's.
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).

@@ -21,14 +21,17 @@ Precision = Annotated[str, typer.Option("--precision", help="fp32, bf16 or fp16.
 OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]
 Lri = Annotated[bool | None, typer.Option(
     "--lri/--no-lri", help="Low-resolution initialisation: a half-resolution pass first "
-    "(default: the model's; on for matchstereo-hybrid).", show_default=False)]
+    "(default: the model's; on for matchstereo-hybrid's network alone, off when it fuses).",
+    show_default=False)]
 Refine = Annotated[bool | None, typer.Option(
     "--refine/--no-refine", help="Polish the field photometrically (default: the model's; on "
-    "for the hybrid models, off for the published ones).", show_default=False)]
+    "for the hybrid models, but off for matchstereo-hybrid when it fuses; off for the "
+    "published ones).", show_default=False)]
 Fuse = Annotated[bool | None, typer.Option(
-    "--fuse/--no-fuse", help="Fuse the network's disparities with OpenCV SGBM's: SGBM where it "
-    "answers, the network's consistent pixels in its holes (default: the model's; on for "
-    "matchstereo-hybrid).", show_default=False)]
+    "--fuse/--no-fuse", help="Fuse the network's disparities with OpenCV SGBM's: checked SGBM "
+    "where it answers, the network's consistent pixels in its long holes (default: the "
+    "model's; on for matchstereo-hybrid, whose network then runs at 0.75 of the pair).",
+    show_default=False)]
 Adapt = Annotated[int, typer.Option(
     "--adapt", min=0, help="Test-time adaptation: first fit a copy of the model to each pair "
     "with N steps of a self-supervised loss (each step several times the cost of inference; "
