@@ -436,8 +436,11 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                   size: tuple[int, int] | None = None,
                   threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                   min_confidence: float = 0.0,
-                  advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0) -> FlowResult:
-    """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`.
+                  advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0,
+                  fuse: bool | None = None) -> FlowResult:
+    """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`
+    (``fuse``: with OpenCV DIS's flow, :mod:`crossview.models.dense.dis_fusion`; ``None``: the
+    model's default, on for the bundled ``matchflow-hybrid``).
 
     Returns:
         :class:`FlowResult` (float32 tensors on ``device``).
@@ -446,7 +449,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine, advice=advice,
-                                        adapt=adapt)
+                                        adapt=adapt, fuse=fuse)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)

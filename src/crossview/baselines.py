@@ -44,6 +44,7 @@ from crossview.eval import EvalResult, SampleCallback, evaluate
 from crossview.metrics.score import MetricSpec, Reduction
 from crossview.models.dense.classical import (
     cv2,
+    dis_flow,
     fill_holes,
     opencv_version,
     sgbm_disparity,
@@ -51,14 +52,6 @@ from crossview.models.dense.classical import (
 )
 
 INSTALL_HINT = "pip install opencv-python-headless"
-
-
-def dis_flow(frame0: np.ndarray, frame1: np.ndarray) -> np.ndarray:
-    """OpenCV DIS (medium preset) on the grey frames: RGB uint8 ``[H, W, 3]`` frames -> flow
-    ``[H, W, 2]`` float32 (u, v) px."""
-    grey0, grey1 = (cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
-                    for frame in (frame0, frame1))
-    return cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(grey0, grey1, None)
 
 
 def _sgbm(sample: Mapping[str, Any]) -> np.ndarray:

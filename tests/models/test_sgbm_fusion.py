@@ -16,7 +16,6 @@ from PIL import Image
 import crossview
 from crossview.cli.app import main
 from crossview.data import io
-from crossview.errors import UserError
 from crossview.export.modules import DenseOutputs
 from crossview.export.onnx import dropped_defaults
 from crossview.geometry.consistency import noc_mask
@@ -293,13 +292,6 @@ def test_predict_fields_fuses_after_the_network_by_the_models_default() -> None:
     assert torch.equal(default.field, fused)
     assert torch.equal(default.valid, noc_mask(fused, 8.0))
     assert not torch.equal(default.field, plain.field)
-
-
-def test_the_fusion_is_refused_for_flow() -> None:
-    left, right = _pair()
-    model = crossview.load_model("fusion-test-stereo")
-    with pytest.raises(UserError, match="SGBM fusion is for stereo"):
-        predict_fields(model, left, right, "flow", fuse=True)
 
 
 def test_the_bundled_default_stereo_model_fuses() -> None:

@@ -79,7 +79,7 @@ class DenseOptions:
     frames: FrameRange | None = None  # flow: which frames of a video or folder (None: all)
     min_confidence: float = 0.0
     adapt: int = 0  # test-time adaptation steps per pair (0: off)
-    fuse: bool | None = None  # stereo: the SGBM fusion (None: the model's default)
+    fuse: bool | None = None  # the SGBM (stereo) or DIS (flow) fusion; None: the model's default
 
     def model_inputs(self) -> str:
         """The inputs besides the images that make a result what it is, as the user gave them:

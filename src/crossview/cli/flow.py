@@ -97,6 +97,7 @@ def flow_command(
     precision: options.Precision = "fp32",
     lri: options.Lri = None,
     refine: options.Refine = None,
+    fuse: options.FuseFlow = None,
     adapt: options.Adapt = 0,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
@@ -131,7 +132,7 @@ def flow_command(
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
                          refine=refine, frames=frames,
-                         min_confidence=min_confidence, adapt=adapt)
+                         min_confidence=min_confidence, adapt=adapt, fuse=fuse)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_backward],
                                   dense.model_inputs())

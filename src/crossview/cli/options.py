@@ -32,6 +32,10 @@ Fuse = Annotated[bool | None, typer.Option(
     "where it answers, the network's consistent pixels in its long holes (default: the "
     "model's; on for matchstereo-hybrid, whose network then runs at 0.75 of the pair).",
     show_default=False)]
+FuseFlow = Annotated[bool | None, typer.Option(
+    "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's: DIS where the "
+    "network's forward-backward error exceeds 0.5 px and DIS's does not (default: the "
+    "model's; on for matchflow-hybrid).", show_default=False)]
 Adapt = Annotated[int, typer.Option(
     "--adapt", min=0, help="Test-time adaptation: first fit a copy of the model to each pair "
     "with N steps of a self-supervised loss (each step several times the cost of inference; "

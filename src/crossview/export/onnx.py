@@ -132,15 +132,15 @@ def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
 def dropped_defaults(module: DenseOutputs) -> list[tuple[str, str]]:
     """``(option, what)`` for each step ``crossview stereo`` / ``flow`` do by default for
     ``module``'s model and the module does not: ``("--no-lri", "low-resolution
-    initialisation")``, ``("--no-refine", "photometric refinement")``, and for a stereo
-    model that fuses with SGBM by default ``("--no-fuse", "SGBM fusion")`` (OpenCV is not in
-    an ONNX graph)."""
+    initialisation")``, ``("--no-refine", "photometric refinement")``, and for a model that
+    fuses by default ``("--no-fuse", "SGBM fusion")`` (stereo) or ``("--no-fuse", "DIS
+    fusion")`` (flow) (OpenCV is not in an ONNX graph)."""
     model = module.model
-    fused = module.task == "stereo" and fuses(model, None)
+    fusion = "SGBM fusion" if module.task == "stereo" else "DIS fusion"
     return [(option, what) for option, what, default, chosen in (
         ("--no-lri", "low-resolution initialisation", initialises_low(model, None), module.lri),
         ("--no-refine", "photometric refinement", refines(model, None), module.refine),
-        ("--no-fuse", "SGBM fusion", fused, False))
+        ("--no-fuse", fusion, fuses(model, None), False))
         if default and not chosen]
 
 

@@ -93,9 +93,10 @@ class ModelSpec:
         lri: dense models only: whether inference starts from a half-resolution pass
             (low-resolution initialisation) unless told otherwise (on where it was chosen on
             held-out real scenes; off for published ones).
-        fuse: stereo models only: whether inference fuses the network's disparities with
-            OpenCV SGBM's (:mod:`crossview.models.dense.sgbm_fusion`) unless told otherwise (on
-            where it was chosen on held-out real scenes; off for published ones).
+        fuse: whether inference fuses the network's fields with the classical matcher's,
+            OpenCV SGBM (stereo, :mod:`crossview.models.dense.sgbm_fusion`) or DIS (flow,
+            :mod:`crossview.models.dense.dis_fusion`), unless told otherwise (on where it was
+            chosen on real scenes; off for published ones).
         fused_network: how the network runs when it fuses (:class:`FusedNetwork`) unless told
             otherwise; ``None``: as when it does not (``lri``, ``refine``, full size).
     """

@@ -1,5 +1,5 @@
-"""The classical stereo matcher crossview scores and fuses with: OpenCV's semi-global block
-matching (SGBM), and Middlebury's filling of a sparse disparity map.
+"""The classical matchers crossview scores and fuses with: OpenCV's semi-global block matching
+(SGBM) with Middlebury's filling of a sparse disparity map, and OpenCV's DIS optical flow.
 
 SGBM runs in 3-way mode on the RGB images, ``blockSize`` 5, ``P1 = 8*3*25``, ``P2 = 32*3*25``,
 ``uniquenessRatio`` 10, speckle window 100 / range 2, ``minDisparity`` 0, and a search range
@@ -140,6 +140,16 @@ def nearest_valid_columns(disparity: np.ndarray) -> tuple[np.ndarray, np.ndarray
     before = np.maximum.accumulate(np.where(valid, columns, -1), axis=1)
     after = np.minimum.accumulate(np.where(valid, columns, w)[:, ::-1], axis=1)[:, ::-1]
     return before, after
+
+
+def dis_flow(frame0: np.ndarray, frame1: np.ndarray) -> np.ndarray:
+    """OpenCV DIS (medium preset) on the grey frames: RGB uint8 ``[H, W, 3]`` frames -> flow
+    ``[H, W, 2]`` float32 (u, v) px."""
+    opencv = require_cv2("DIS optical flow")
+    grey0, grey1 = (opencv.cvtColor(np.ascontiguousarray(frame), opencv.COLOR_RGB2GRAY)
+                    for frame in (frame0, frame1))
+    return opencv.DISOpticalFlow_create(opencv.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(
+        grey0, grey1, None)
 
 
 def fill_holes(disparity: np.ndarray) -> np.ndarray:

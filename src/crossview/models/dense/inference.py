@@ -28,11 +28,14 @@ from crossview.geometry.confidence import attention_peak
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.photometric_refinement import refine_field
+from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.registry import Predictor
 
 NETWORK_ALONE = "network"  # the predictor variant of a fusing model without the fusion
-NETWORK_ALONE_CAPTION = "network alone: the same model without the SGBM fusion"
+# the caption of the network-alone row, per task: what the fusion adds
+NETWORK_ALONE_CAPTIONS = {"stereo": "network alone: the same model without the SGBM fusion",
+                          "flow": "network alone: the same model without the DIS fusion"}
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CONSISTENCY_THRESHOLD = 8.0  # px, as the published inference script
 # Fixed-resolution inference also holds full-size tensors besides the run: the float images,
@@ -126,8 +129,9 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             only); ``None``: ``model.refine_by_default`` (set by :func:`crossview.load_model`
             from the registry; off for a bare network).
         advice: what a run refused for its memory (:func:`check_memory`) tells to change.
-        fuse: stereo only: fuse both views' disparities with OpenCV SGBM's
-            (:func:`crossview.models.dense.sgbm_fusion.fuse_with_sgbm`, after the refinement);
+        fuse: fuse both views' fields with the classical matcher's, after the refinement:
+            stereo with OpenCV SGBM's (:func:`crossview.models.dense.sgbm_fusion.fuse_with_sgbm`),
+            flow with OpenCV DIS's (:func:`crossview.models.dense.dis_fusion.fuse_with_dis`);
             ``None``: ``model.fuse_by_default`` (set by :func:`crossview.load_model` from the
             registry; off for a bare network). A fusing run of a model with
             ``model.fused_network`` takes its ``lri``, ``refine`` and ``size`` (a scale of the
@@ -146,10 +150,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     if dtype is None:
         raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     size = _run_size(size)
-    if fuse and task != "stereo":
-        raise UserError(f"the SGBM fusion is for stereo, not {task}")
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
-    fuse = task == "stereo" and fuses(model, fuse)
+    fuse = fuses(model, fuse)
     lri, refine, size = network_settings(model, task, fuse, lri, refine, size,
                                          tuple(x0.shape[-2:]))
     if lri and not getattr(model, "accepts_init_field", False):
@@ -174,7 +176,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         if refine:
             field = refine_fields(x0, x1, field, task)
         if fuse:
-            field = fuse_with_sgbm(x0, x1, field)
+            fusion = fuse_with_sgbm if task == "stereo" else fuse_with_dis
+            field = fusion(x0, x1, field)
     return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
 
 
@@ -210,7 +213,8 @@ def dense_predictor(model: nn.Module, device: str, precision: str,
     """A :func:`crossview.eval.evaluate` predictor for a loaded dense model (its ``task``): the
     first view's disparity ``[H, W]`` (stereo) or forward flow ``[H, W, 2]`` (flow) of a
     sample's ``image0``, ``image1``; ``refine``, ``lri``, ``fuse`` as in
-    :func:`predict_fields`. ``variant`` :data:`NETWORK_ALONE`: without the SGBM fusion."""
+    :func:`predict_fields`. ``variant`` :data:`NETWORK_ALONE`: without the fusion (SGBM or
+    DIS)."""
     if variant not in (None, NETWORK_ALONE):
         raise ValueError(f"dense models have one variant, {NETWORK_ALONE!r}, got {variant!r}")
     if variant == NETWORK_ALONE:
@@ -234,7 +238,8 @@ def refines(model: nn.Module, refine: bool | None) -> bool:
 
 
 def fuses(model: nn.Module, fuse: bool | None) -> bool:
-    """Whether a stereo run fuses with SGBM: ``fuse``, or the model's default when ``None``
+    """Whether a run fuses with the classical matcher (SGBM for stereo, DIS for flow):
+    ``fuse``, or the model's default when ``None``
     (``model.fuse_by_default``, set by :func:`crossview.load_model`; off for a bare
     network)."""
     return bool(getattr(model, "fuse_by_default", False)) if fuse is None else fuse

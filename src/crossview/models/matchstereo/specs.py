@@ -15,7 +15,7 @@ import json
 from functools import partial
 from pathlib import Path
 
-from crossview.models.dense.inference import NETWORK_ALONE, NETWORK_ALONE_CAPTION, dense_predictor
+from crossview.models.dense.inference import NETWORK_ALONE, NETWORK_ALONE_CAPTIONS, dense_predictor
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.published import PublishedWeights
@@ -41,16 +41,17 @@ def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
     checkpoint under :data:`PUBLISHED_AT`; ``refine``: photometric refinement by default
     (:attr:`~crossview.models.registry.ModelSpec.refine`); ``lri``: low-resolution
     initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`); ``fuse``:
-    fused with SGBM by default (:attr:`~crossview.models.registry.ModelSpec.fuse`), and then
-    scored beside its network alone (the variant ``network``); ``fused_network``: how the
-    network runs then (:attr:`~crossview.models.registry.ModelSpec.fused_network`)."""
+    fused with SGBM (stereo) or DIS (flow) by default
+    (:attr:`~crossview.models.registry.ModelSpec.fuse`), and then scored beside its network
+    alone (the variant ``network``); ``fused_network``: how the network runs then
+    (:attr:`~crossview.models.registry.ModelSpec.fused_network`)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
                      predictor=dense_predictor,
                      published=None if published is None
                      else PublishedWeights(published, PUBLISHED_AT + published),
                      refine=refine, lri=lri, fuse=fuse, fused_network=fused_network,
-                     variants={NETWORK_ALONE: NETWORK_ALONE_CAPTION} if fuse else {})
+                     variants={NETWORK_ALONE: NETWORK_ALONE_CAPTIONS[task]} if fuse else {})
 
 
 def register_bundled(folder: Path = WEIGHTS_DIR) -> None:

@@ -1,0 +1,49 @@
+"""A flow network's fields fused with OpenCV DIS's, by forward-backward consistency.
+
+The two fail in different places: the network where its training held few motions like the
+pair's (large ones, weak texture), DIS (:func:`crossview.models.dense.classical.dis_flow`) at
+occlusions and on thin structures. Both run in both directions; per pixel of each direction,
+the fusion keeps DIS's flow where the network's forward-backward error
+(:func:`crossview.geometry.consistency.consistency_error`) exceeds :data:`FUSION_DIS_FB_PX`
+and DIS's does not, and the network's elsewhere. No ground truth is read; the rule and its
+threshold were chosen by leave-one-group-out on real scenes used as flow pairs
+(docs/real-eval.md, ``docs/results/flow_dis_fusion.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from crossview.geometry.consistency import consistency_error
+from crossview.models.dense.classical import dis_flow
+
+# chosen by leave-one-group-out over {0, 0.5, 1, 2, 4} px, two rules (docs/real-eval.md)
+FUSION_DIS_FB_PX = 0.5
+
+
+def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+    """Both directions' flow fields fused with DIS's.
+
+    Args:
+        x0, x1: the first and second frames ``[B, 3, H, W]``, 0..255 (rounded to uint8 for
+            DIS).
+        field: the network's fields ``[2B, H, W, 2]`` (forward rows first, then backward), as
+            :func:`crossview.models.dense.inference.predict_fields` holds them.
+
+    Returns:
+        The fused fields ``[2B, H, W, 2]``, on ``field``'s device and dtype.
+    """
+    b = x0.shape[0]
+    if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
+        raise ValueError(f"field must be [2B, H, W, 2] for frames {tuple(x0.shape)}, "
+                         f"got {field.shape=}")
+    frames0, frames1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
+                         for i in range(b)] for x in (x0, x1))
+    classical = torch.from_numpy(np.stack(
+        [dis_flow(frames0[i], frames1[i]) for i in range(b)]
+        + [dis_flow(frames1[i], frames0[i]) for i in range(b)])).to(field)
+    error_network = consistency_error(field)[0]
+    error_classical = consistency_error(classical)[0]
+    use_classical = (error_network > FUSION_DIS_FB_PX) & (error_classical <= FUSION_DIS_FB_PX)
+    return torch.where(use_classical[..., None], classical, field)

@@ -1,0 +1,97 @@
+"""The DIS fusion of optical flow (crossview.models.dense.dis_fusion): the rule pixel by pixel
+against the two forward-backward errors, the fusion as the default of the bundled flow model
+through the api, and what an ONNX export says it leaves out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import crossview
+from crossview.export.modules import DenseOutputs
+from crossview.export.onnx import dropped_defaults
+from crossview.geometry.consistency import consistency_error
+from crossview.models.dense.classical import dis_flow
+from crossview.models.dense.dis_fusion import FUSION_DIS_FB_PX, fuse_with_dis
+from crossview.models.dense.inference import predict_fields
+from crossview.models.matchstereo import MatchStereoConfig
+from crossview.models.matchstereo.specs import matchstereo_spec
+from crossview.models.registry import register_model
+
+SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+register_model(matchstereo_spec("fusion-test-flow", SMALL, "flow", fuse=True), replace=True)
+pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
+SHIFT = (5, -3)  # px: frame 1 is frame 0 moved by this flow (u, v)
+
+
+def _frames(h: int = 192, w: int = 208) -> tuple[np.ndarray, np.ndarray]:
+    """A textured frame and the same scene moved by SHIFT ``[H, W, 3]`` uint8."""
+    rng = np.random.default_rng(0)
+    pad = 8
+    coarse = rng.integers(0, 256, ((h + 2 * pad) // 4, (w + 2 * pad) // 4, 3), dtype=np.uint8)
+    wide = np.asarray(Image.fromarray(coarse).resize((w + 2 * pad, h + 2 * pad), Image.BICUBIC))
+    u, v = SHIFT
+    frame0 = wide[pad:pad + h, pad:pad + w]
+    frame1 = wide[pad - v:pad - v + h, pad - u:pad - u + w]  # frame1(p + (u, v)) = frame0(p)
+    return np.ascontiguousarray(frame0), np.ascontiguousarray(frame1)
+
+
+def _tensors(*frames: np.ndarray) -> list[torch.Tensor]:
+    return [torch.from_numpy(f).permute(2, 0, 1)[None].float() for f in frames]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_rule_pixel_by_pixel(seed: int) -> None:
+    frame0, frame1 = _frames(64, 80)
+    rng = np.random.default_rng(seed)
+    field = torch.from_numpy(rng.normal(0, 2, (2, 64, 80, 2))).float()
+    field[0, ..., 0] += SHIFT[0]
+    field[0, ..., 1] += SHIFT[1]
+    field[1, ..., 0] -= SHIFT[0]
+    field[1, ..., 1] -= SHIFT[1]
+    fused = fuse_with_dis(*_tensors(frame0, frame1), field)
+    classical = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
+    error_network = consistency_error(field)[0].numpy()
+    error_classical = consistency_error(classical)[0].numpy()
+    for row, y, x in np.ndindex(2, 64, 80):
+        takes_dis = (error_network[row, y, x] > FUSION_DIS_FB_PX
+                     and error_classical[row, y, x] <= FUSION_DIS_FB_PX)
+        expected = classical[row, y, x] if takes_dis else field[row, y, x]
+        assert torch.equal(fused[row, y, x], expected)
+    assert fused.dtype == field.dtype and fused.shape == field.shape
+
+
+def test_a_bad_network_field_gives_way_to_dis_on_a_translation() -> None:
+    frame0, frame1 = _frames()
+    field = torch.zeros(2, 192, 208, 2)  # the network says: nothing moved (consistent!)
+    field[0, :, :, 0] = torch.linspace(-20, 20, 208)  # and now it is not
+    fused = fuse_with_dis(*_tensors(frame0, frame1), field)
+    interior = fused[0, 16:-16, 16:-16]
+    error = (interior - torch.tensor(SHIFT, dtype=torch.float32)).norm(dim=-1)
+    assert (error < 0.5).float().mean() > 0.9
+    with pytest.raises(ValueError, match=r"\[2B, H, W, 2\]"):
+        fuse_with_dis(*_tensors(frame0, frame1), field[:1])
+
+
+def test_predict_fields_fuses_flow_after_the_network_by_the_models_default() -> None:
+    frame0, frame1 = _frames()
+    torch.manual_seed(0)
+    model = crossview.load_model("fusion-test-flow")
+    assert model.fuse_by_default
+    plain = predict_fields(model, frame0, frame1, "flow", fuse=False)
+    default = predict_fields(model, frame0, frame1, "flow")
+    fused = fuse_with_dis(*_tensors(frame0, frame1), plain.field)
+    assert torch.equal(default.field, fused)
+    assert not torch.equal(default.field, plain.field)
+    result = crossview.estimate_flow(frame0, frame1, model=model, fuse=False)
+    assert torch.equal(result.flow, plain.field[:1].permute(0, 3, 1, 2))
+
+
+def test_the_bundled_flow_model_fuses_and_its_export_says_it_leaves_dis_out() -> None:
+    model = crossview.load_model("matchflow-hybrid")
+    assert model.fuse_by_default and model.fused_network is None
+    module = DenseOutputs(model, lri=True, refine=True)
+    assert ("--no-fuse", "DIS fusion") in dropped_defaults(module)
