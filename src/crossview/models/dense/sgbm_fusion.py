@@ -30,7 +30,8 @@ SGBM's search range comes from the network's largest disparity of the pair
 The rule, its thresholds, the padding and the median's settings were chosen by
 leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 ``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
-``docs/results/real_sgbm_border.py``, ``docs/results/real_out_of_view.py``).
+``docs/results/real_sgbm_border.py``, ``docs/results/real_out_of_view.py``,
+``docs/results/real_fusion_thresholds.py``).
 """
 
 from __future__ import annotations
