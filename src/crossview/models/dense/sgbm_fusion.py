@@ -27,6 +27,11 @@ fusion keeps, per pixel of each view:
 
 SGBM's search range comes from the network's largest disparity of the pair
 (:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
+Every length and disparity threshold above was chosen on images at most
+:data:`FUSION_REFERENCE_WIDTH` px wide; a wider pair scales them all by its width over that
+(:func:`fusion_scale`), so that the fusion does on a larger photograph what it does on the
+same scene at the reference size (chosen on the real-train scenes upsampled twice:
+docs/results/real_fusion_scale.py).
 The rule, its thresholds, the padding and the median's settings were chosen by
 leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 ``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
@@ -70,31 +75,49 @@ EDGE_MEDIANS = ({"jump": 2.0, "width": 2, "radius": 12, "step": 6, "sigma_colour
 # step 5: chosen by leave-one-group-out over spans {12, 16, 24} x rows {10, 25, 50, 100},
 # before or after step 4 (docs/results/real_out_of_view.py)
 OUT_OF_VIEW = {"span": 16, "rows": 100}
+FUSION_REFERENCE_WIDTH = 740  # px: the widest real-train scene the settings were chosen on
+
+
+def fusion_scale(width: int) -> float:
+    """The factor of the fusion's lengths and thresholds for images ``width`` px wide:
+    ``max(1, width / FUSION_REFERENCE_WIDTH)``."""
+    return max(1.0, width / FUSION_REFERENCE_WIDTH)
+
+
+def scaled_median(settings: dict, scale: float) -> dict:
+    """An :data:`EDGE_MEDIANS` pass with its jump, band and window scaled by ``scale`` (as
+    many samples: the step scales, the radius stays that many steps)."""
+    step = max(1, round(settings["step"] * scale))
+    return {**settings, "jump": settings["jump"] * scale,
+            "width": max(1, round(settings["width"] * scale)),
+            "radius": settings["radius"] // settings["step"] * step, "step": step}
 
 
 def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
               image: np.ndarray | None = None, view: str = "left", *,
-              network_run: int = FUSION_NETWORK_RUN_PX) -> np.ndarray:
+              network_run: int = FUSION_NETWORK_RUN_PX, scale: float = 1.0) -> np.ndarray:
     """One view's fused disparity ``[H, W]`` float32 px from the network's ``[H, W]``, its
     consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by steps 1-3 above
-    (the network's pixels in holes longer than ``network_run`` px); with the view's ``image
-    [H, W, 3]`` (0..255), steps 4 and 5 too (``view``: ``"left"`` or ``"right"``, whose
-    out-of-view strip lies along the other border)."""
+    (the network's pixels in holes longer than ``network_run * scale`` px); with the view's
+    ``image [H, W, 3]`` (0..255), steps 4 and 5 too, their lengths times ``scale``
+    (``view``: ``"left"`` or ``"right"``, whose out-of-view strip lies along the other
+    border)."""
     if not network.shape == consistent.shape == classical.shape:
         raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
                          f"{classical.shape=}")
     if view not in ("left", "right"):
         raise ValueError(f"view must be 'left' or 'right', got {view!r}")
-    trusted = consistent & (hole_run_length(classical) > network_run)
+    trusted = consistent & (hole_run_length(classical) > network_run * scale)
     sparse = np.where(np.isfinite(classical), classical, np.where(trusted, network, np.nan))
     fused = fill_holes(sparse)
     if image is None:
         return fused
     for settings in EDGE_MEDIANS:
-        fused = edge_weighted_median(fused, image, **settings)
+        fused = edge_weighted_median(fused, image, **scaled_median(settings, scale))
+    strip = {key: max(1, round(value * scale)) for key, value in OUT_OF_VIEW.items()}
     if view == "left":
-        return extend_out_of_view(fused, **OUT_OF_VIEW)
-    return np.ascontiguousarray(extend_out_of_view(fused[:, ::-1], **OUT_OF_VIEW)[:, ::-1])
+        return extend_out_of_view(fused, **strip)
+    return np.ascontiguousarray(extend_out_of_view(fused[:, ::-1], **strip)[:, ::-1])
 
 
 def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
@@ -114,7 +137,8 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
         raise ValueError(f"field must be [2B, H, W, 2] for images {tuple(x0.shape)}, "
                          f"got {field.shape=}")
-    consistent = noc_mask(field, FUSION_CONSISTENCY_PX).cpu().numpy()
+    scale = fusion_scale(x0.shape[-1])
+    consistent = noc_mask(field, FUSION_CONSISTENCY_PX * scale).cpu().numpy()
     network = np.concatenate([field_to_disparity(field[:b]).float().cpu().numpy(),
                               field_to_disparity(field[b:], "right").float().cpu().numpy()])
     images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
@@ -131,9 +155,9 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
 
     def fuse_one(row: int) -> np.ndarray:
         view, other = ("left", row + b) if row < b else ("right", row - b)
-        checked = left_right_checked(classical[row], classical[other], FUSION_SGBM_CHECK_PX,
-                                     view)
-        return fuse_view(network[row], consistent[row], checked, images[row], view)
+        checked = left_right_checked(classical[row], classical[other],
+                                     FUSION_SGBM_CHECK_PX * scale, view)
+        return fuse_view(network[row], consistent[row], checked, images[row], view, scale=scale)
 
     # OpenCV and numpy release the GIL: the views run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
