@@ -1,5 +1,6 @@
 """The fusion's lengths on larger images: the real-train scenes upsampled twice, with the lengths
-and thresholds as chosen (``fixed``) and scaled by the factor (``scaled``).
+and thresholds as chosen (``fixed``), scaled by the factor (``scaled``), or only the lengths
+scaled (``lengths``: windows, bands, hole runs, strip spans; the disparity thresholds kept).
 
 Every length and disparity threshold of :mod:`crossview.models.dense.sgbm_fusion` was chosen on
 scenes at most 740 px wide; a user's photograph is often larger. For every stereo scene under
@@ -80,10 +81,12 @@ def main(out: Path, root: str, only: set[str]) -> None:
         sgbm = sgbm_disparity(left, right, search, pad=True, uniqueness=FUSION_SGBM_UNIQUENESS)
         sgbm_right = sgbm_right_disparity(left, right, search, pad=True,
                                           uniqueness=FUSION_SGBM_UNIQUENESS)
-        for setting, scale in (("fixed", 1), ("scaled", FACTOR)):
-            fused = fuse_view(net, noc_mask(field, FUSION_CONSISTENCY_PX * scale)[0].numpy(),
-                              left_right_checked(sgbm, sgbm_right, FUSION_SGBM_CHECK_PX * scale),
-                              left, scale=scale)
+        for setting, scale, thresholds in (("fixed", 1, 1), ("scaled", FACTOR, FACTOR),
+                                           ("lengths", FACTOR, 1)):
+            fused = fuse_view(
+                net, noc_mask(field, FUSION_CONSISTENCY_PX * thresholds)[0].numpy(),
+                left_right_checked(sgbm, sgbm_right, FUSION_SGBM_CHECK_PX * thresholds), left,
+                scale=scale, jumps=thresholds)
             records.append({"root": root, "scene": name, "refine": False, "setting": setting,
                             "seconds": 0.0, **scores(fused / FACTOR, truth / FACTOR, valid)})
         print(name, {r["setting"]: round(r["bad2"], 2) for r in records if r["scene"] == name},

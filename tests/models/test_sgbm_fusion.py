@@ -33,13 +33,11 @@ from crossview.models.dense.inference import network_settings, predict_fields
 from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
     FUSION_CONSISTENCY_PX,
-    FUSION_REFERENCE_WIDTH,
     FUSION_SGBM_CHECK_PX,
     FUSION_SGBM_UNIQUENESS,
     OUT_OF_VIEW,
     fuse_view,
     fuse_with_sgbm,
-    fusion_scale,
     scaled_median,
 )
 from crossview.models.matchstereo import MatchStereoConfig
@@ -143,9 +141,7 @@ def test_fuse_view_with_the_image_ends_with_the_edge_median_and_the_strip() -> N
     np.testing.assert_array_equal(mirrored[:, ::-1], fused)
 
 
-def test_the_fusions_lengths_scale_with_wide_images() -> None:
-    assert fusion_scale(FUSION_REFERENCE_WIDTH) == fusion_scale(100) == 1.0
-    assert fusion_scale(2 * FUSION_REFERENCE_WIDTH) == 2.0
+def test_a_scaled_median_pass_keeps_its_samples() -> None:
     for settings in EDGE_MEDIANS:
         assert scaled_median(settings, 1.0) == settings
         doubled = scaled_median(settings, 2.0)
@@ -153,6 +149,7 @@ def test_the_fusions_lengths_scale_with_wide_images() -> None:
         assert (doubled["radius"], doubled["step"]) == (2 * settings["radius"],
                                                          2 * settings["step"])
         assert doubled["radius"] // doubled["step"] == settings["radius"] // settings["step"]
+        assert scaled_median(settings, 2.0, jumps=1.0)["jump"] == settings["jump"]
 
 
 def test_fuse_view_at_a_scale_scales_every_step() -> None:
@@ -283,27 +280,6 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
     assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(), expected_right)
     assert torch.equal(fused[..., 1], field[..., 1])
     assert np.abs(expected_left[8:-8, 40:-8] - SHIFT).mean() < 0.5  # SGBM's answer won
-
-
-def test_fuse_with_sgbm_scales_its_thresholds_on_a_wide_pair() -> None:
-    left, right = _pair(48, 900)
-    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    rng = np.random.default_rng(4)
-    disparities = rng.uniform(0, 2 * SHIFT, (2, *left.shape[:2])).astype(np.float32)
-    field = torch.zeros(2, *left.shape[:2], 2)
-    field[0, ..., 0] = -torch.from_numpy(disparities[0])
-    field[1, ..., 0] = torch.from_numpy(disparities[1])
-    scale = 900 / FUSION_REFERENCE_WIDTH
-    fused = fuse_with_sgbm(x0, x1, field)
-    search = sgbm_num_disparities(float(disparities.max()))
-    consistent = noc_mask(field, FUSION_CONSISTENCY_PX * scale).numpy()
-    sgbm_left = sgbm_disparity(left, right, search, pad=True, uniqueness=FUSION_SGBM_UNIQUENESS)
-    sgbm_right = sgbm_right_disparity(left, right, search, pad=True,
-                                      uniqueness=FUSION_SGBM_UNIQUENESS)
-    expected = fuse_view(disparities[0], consistent[0],
-                         left_right_checked(sgbm_left, sgbm_right, FUSION_SGBM_CHECK_PX * scale),
-                         left, scale=scale)
-    assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), expected)
 
 
 def test_fuse_with_sgbm_fuses_each_pair_of_a_batch_as_alone() -> None:

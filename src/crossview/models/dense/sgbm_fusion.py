@@ -27,11 +27,10 @@ fusion keeps, per pixel of each view:
 
 SGBM's search range comes from the network's largest disparity of the pair
 (:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
-Every length and disparity threshold above was chosen on images at most
-:data:`FUSION_REFERENCE_WIDTH` px wide; a wider pair scales them all by its width over that
-(:func:`fusion_scale`), so that the fusion does on a larger photograph what it does on the
-same scene at the reference size (chosen on the real-train scenes upsampled twice:
-docs/results/real_fusion_scale.py).
+The lengths and thresholds above are in pixels, chosen on images at most 740 px wide;
+:func:`fuse_view` takes a ``scale`` for them, which the default leaves at 1 (scaling with the
+image width helped on real-train scenes upsampled twice but hurt the KITTI scene, whose width
+is field of view, not resolution: docs/results/real_fusion_scale.py).
 The rule, its thresholds, the padding and the median's settings were chosen by
 leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 ``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
@@ -75,33 +74,28 @@ EDGE_MEDIANS = ({"jump": 2.0, "width": 2, "radius": 12, "step": 6, "sigma_colour
 # step 5: chosen by leave-one-group-out over spans {12, 16, 24} x rows {10, 25, 50, 100},
 # before or after step 4 (docs/results/real_out_of_view.py)
 OUT_OF_VIEW = {"span": 16, "rows": 100}
-FUSION_REFERENCE_WIDTH = 740  # px: the widest real-train scene the settings were chosen on
 
 
-def fusion_scale(width: int) -> float:
-    """The factor of the fusion's lengths and thresholds for images ``width`` px wide:
-    ``max(1, width / FUSION_REFERENCE_WIDTH)``."""
-    return max(1.0, width / FUSION_REFERENCE_WIDTH)
-
-
-def scaled_median(settings: dict, scale: float) -> dict:
-    """An :data:`EDGE_MEDIANS` pass with its jump, band and window scaled by ``scale`` (as
-    many samples: the step scales, the radius stays that many steps)."""
+def scaled_median(settings: dict, scale: float, jumps: float | None = None) -> dict:
+    """An :data:`EDGE_MEDIANS` pass with its band and window scaled by ``scale`` (as many
+    samples: the step scales, the radius stays that many steps) and its jump by ``jumps``
+    (default ``scale``)."""
     step = max(1, round(settings["step"] * scale))
-    return {**settings, "jump": settings["jump"] * scale,
+    return {**settings, "jump": settings["jump"] * (scale if jumps is None else jumps),
             "width": max(1, round(settings["width"] * scale)),
             "radius": settings["radius"] // settings["step"] * step, "step": step}
 
 
 def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
               image: np.ndarray | None = None, view: str = "left", *,
-              network_run: int = FUSION_NETWORK_RUN_PX, scale: float = 1.0) -> np.ndarray:
+              network_run: int = FUSION_NETWORK_RUN_PX, scale: float = 1.0,
+              jumps: float | None = None) -> np.ndarray:
     """One view's fused disparity ``[H, W]`` float32 px from the network's ``[H, W]``, its
     consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by steps 1-3 above
     (the network's pixels in holes longer than ``network_run * scale`` px); with the view's
-    ``image [H, W, 3]`` (0..255), steps 4 and 5 too, their lengths times ``scale``
-    (``view``: ``"left"`` or ``"right"``, whose out-of-view strip lies along the other
-    border)."""
+    ``image [H, W, 3]`` (0..255), steps 4 and 5 too, their lengths times ``scale`` and the
+    median's jumps times ``jumps`` (default ``scale``) (``view``: ``"left"`` or ``"right"``,
+    whose out-of-view strip lies along the other border)."""
     if not network.shape == consistent.shape == classical.shape:
         raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
                          f"{classical.shape=}")
@@ -113,7 +107,7 @@ def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray
     if image is None:
         return fused
     for settings in EDGE_MEDIANS:
-        fused = edge_weighted_median(fused, image, **scaled_median(settings, scale))
+        fused = edge_weighted_median(fused, image, **scaled_median(settings, scale, jumps))
     strip = {key: max(1, round(value * scale)) for key, value in OUT_OF_VIEW.items()}
     if view == "left":
         return extend_out_of_view(fused, **strip)
@@ -137,8 +131,7 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
         raise ValueError(f"field must be [2B, H, W, 2] for images {tuple(x0.shape)}, "
                          f"got {field.shape=}")
-    scale = fusion_scale(x0.shape[-1])
-    consistent = noc_mask(field, FUSION_CONSISTENCY_PX * scale).cpu().numpy()
+    consistent = noc_mask(field, FUSION_CONSISTENCY_PX).cpu().numpy()
     network = np.concatenate([field_to_disparity(field[:b]).float().cpu().numpy(),
                               field_to_disparity(field[b:], "right").float().cpu().numpy()])
     images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
@@ -155,9 +148,9 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
 
     def fuse_one(row: int) -> np.ndarray:
         view, other = ("left", row + b) if row < b else ("right", row - b)
-        checked = left_right_checked(classical[row], classical[other],
-                                     FUSION_SGBM_CHECK_PX * scale, view)
-        return fuse_view(network[row], consistent[row], checked, images[row], view, scale=scale)
+        checked = left_right_checked(classical[row], classical[other], FUSION_SGBM_CHECK_PX,
+                                     view)
+        return fuse_view(network[row], consistent[row], checked, images[row], view)
 
     # OpenCV and numpy release the GIL: the views run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
