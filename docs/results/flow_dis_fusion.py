@@ -1,5 +1,5 @@
 """The default flow model against OpenCV DIS on real pairs with large motions, and a
-forward-backward fusion of the two, per pair (a study: the fusion is not shipped).
+forward-backward fusion of the two, per pair (the study behind the shipped rule).
 
 Pairs: the stereo scenes of ``../shared/real-dev`` and ``../shared/real-train`` used as flow
 pairs (left to right moves by ``(-d, 0)``; the model is not told the motion is horizontal), the
@@ -29,6 +29,7 @@ import crossview
 from crossview.baselines import dis_flow
 from crossview.data.datasets.scenes import SceneFolders
 from crossview.geometry.consistency import consistency_error
+from crossview.models.dense.dis_fusion import forward_backward_choice
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -78,7 +79,7 @@ def settings(network: torch.Tensor, dis: torch.Tensor) -> dict[str, np.ndarray]:
     net, classical = network[0].numpy(), dis[0].numpy()
     out = {"net": net, "dis": classical}
     for t in THRESHOLDS_PX:
-        out[f"fb{t:g}"] = np.where(((error_net > t) & (error_dis <= t))[..., None], classical, net)
+        out[f"fb{t:g}"] = forward_backward_choice(network, dis, t)[0].numpy()
         out[f"fbless{t:g}"] = np.where(((error_net > t) & (error_dis < error_net))[..., None],
                                        classical, net)
     return out
@@ -88,7 +89,7 @@ def main(out: Path, roots: list[str]) -> None:
     model = crossview.load_model("matchflow-hybrid")
     table: dict[str, dict] = {}
     for root, name, frame0, frame1, truth, known in pairs(roots):
-        result = crossview.estimate_flow(frame0, frame1, model=model)
+        result = crossview.estimate_flow(frame0, frame1, model=model, fuse=False)
         network = torch.cat([result.flow, result.flow_backward]).permute(0, 2, 3, 1)
         dis = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
         table[name] = {"root": root, **{setting: epe(flow, truth, known)

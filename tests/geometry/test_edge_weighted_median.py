@@ -10,6 +10,7 @@ import pytest
 from crossview.geometry.edge_weighted_median import (
     depth_edge_band,
     edge_weighted_median,
+    edge_weighted_median_flow,
     weighted_median_at,
 )
 
@@ -78,6 +79,36 @@ def test_map_without_edges_is_unchanged() -> None:
     np.testing.assert_array_equal(out, disparity)
 
 
+def test_flow_components_share_the_band_of_either_motion_edge() -> None:
+    rng = np.random.default_rng(2)
+    h, w = 12, 16
+    flow = rng.uniform(-1, 1, (h, w, 2)).astype(np.float32)
+    flow[:, 8:, 1] += 10.0  # a motion edge in v only
+    image = rng.uniform(100, 110, (h, w, 3))  # colours close: the neighbours weigh
+    settings = {"radius": 2, "step": 1, "sigma_colour": 20.0}
+    out = edge_weighted_median_flow(flow, image, jump=2.0, width=1, **settings)
+    band = depth_edge_band(flow[..., 1], 2.0, 1)
+    assert not depth_edge_band(flow[..., 0], 2.0, 1).any()
+    for c in range(2):  # u is filtered at v's edge too
+        expected = weighted_median_at(np.ascontiguousarray(flow[..., c]), image, band, **settings)
+        np.testing.assert_array_equal(out[..., c], expected)
+    assert not np.array_equal(out[..., 0], flow[..., 0])
+
+
+def test_fattened_moving_object_goes_back_to_its_colour_edge() -> None:
+    h, w, true_edge, fattened = 24, 48, 20, 2
+    image = np.where(np.arange(w)[None, :, None] < true_edge, 40.0, 200.0)
+    image = np.broadcast_to(image, (h, w, 3))
+    inside = np.arange(w)[None] < true_edge + fattened
+    flow = np.stack([np.where(inside, 6.0, -1.0), np.where(inside, -4.0, 0.5)], -1)
+    flow = flow.repeat(h, 0).astype(np.float32)
+    out = edge_weighted_median_flow(flow, image, jump=2.0, width=3, radius=6, step=1,
+                                    sigma_colour=20.0)
+    truly_inside = (np.arange(w)[None] < true_edge).repeat(h, 0)
+    np.testing.assert_array_equal(out[..., 0], np.where(truly_inside, 6.0, -1.0))
+    np.testing.assert_array_equal(out[..., 1], np.where(truly_inside, -4.0, 0.5))
+
+
 def test_bad_arguments_are_refused() -> None:
     d, image, mask = np.zeros((4, 5)), np.zeros((4, 5, 3)), np.ones((4, 5), bool)
     with pytest.raises(ValueError, match=r"image \[H, W, 3\]"):
@@ -86,3 +117,6 @@ def test_bad_arguments_are_refused() -> None:
         weighted_median_at(d, image, mask, 1, 0, 10.0)
     with pytest.raises(ValueError, match=r"\[H, W\]"):
         depth_edge_band(np.zeros((1, 4, 5)), 2.0, 1)
+    with pytest.raises(ValueError, match=r"\[H, W, 2\]"):
+        edge_weighted_median_flow(np.zeros((4, 5, 3)), image, jump=1.0, width=1, radius=1,
+                                  step=1, sigma_colour=10.0)

@@ -1,5 +1,5 @@
 """The DIS fusion of optical flow (crossview.models.dense.dis_fusion): the rule pixel by pixel
-against the two forward-backward errors, the fusion as the default of the bundled flow model
+against the two forward-backward errors, then each direction's edge medians, the fusion as the default of the bundled flow model
 through the api, and what an ONNX export says it leaves out."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import crossview
 from crossview.export.modules import DenseOutputs
 from crossview.export.onnx import dropped_defaults
 from crossview.geometry.consistency import consistency_error
+from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.classical import dis_flow
-from crossview.models.dense.dis_fusion import FUSION_DIS_FB_PX, fuse_with_dis
+from crossview.models.dense.dis_fusion import FLOW_EDGE_MEDIANS, FUSION_DIS_FB_PX, fuse_with_dis
 from crossview.models.dense.inference import predict_fields
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
@@ -56,11 +57,15 @@ def test_the_rule_pixel_by_pixel(seed: int) -> None:
     classical = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
     error_network = consistency_error(field)[0].numpy()
     error_classical = consistency_error(classical)[0].numpy()
+    expected = np.empty((2, 64, 80, 2), np.float32)
     for row, y, x in np.ndindex(2, 64, 80):
         takes_dis = (error_network[row, y, x] > FUSION_DIS_FB_PX
                      and error_classical[row, y, x] <= FUSION_DIS_FB_PX)
-        expected = classical[row, y, x] if takes_dis else field[row, y, x]
-        assert torch.equal(fused[row, y, x], expected)
+        expected[row, y, x] = (classical if takes_dis else field)[row, y, x]
+    for row, guide in enumerate((frame0, frame1)):  # then each direction's edge medians
+        for settings in FLOW_EDGE_MEDIANS:
+            expected[row] = edge_weighted_median_flow(expected[row], guide, **settings)
+    np.testing.assert_array_equal(fused.numpy(), expected)
     assert fused.dtype == field.dtype and fused.shape == field.shape
 
 

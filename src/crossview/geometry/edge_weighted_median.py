@@ -8,6 +8,9 @@ neighbour's weight falling with its colour difference from the pixel (the edge-a
 post-processing of stereo matching: Ma et al., "Constant time weighted median filtering for
 stereo matching and beyond", ICCV 2013). A pixel thus takes the disparity of the side of the
 edge whose colour it shares. Pixels away from the jumps are left as they are.
+:func:`edge_weighted_median_flow` does the same for a flow field around its motion edges, each
+component on its own (the weighted median is the classical post-processing of optical flow:
+Sun, Roth and Black, "Secrets of optical flow estimation and their principles", CVPR 2010).
 
 The weighted median of values ``v_j`` with weights ``w_j`` is the smallest ``v_k`` such that
 the weights of the values up to ``v_k`` reach half of all weight.
@@ -96,3 +99,15 @@ def edge_weighted_median(disparity: np.ndarray, image: np.ndarray, *, jump: floa
     width)``: ``disparity [H, W]``, ``image [H, W, 3]`` (0..255) -> ``[H, W]``."""
     band = depth_edge_band(disparity, jump, width)
     return weighted_median_at(disparity, image, band, radius, step, sigma_colour)
+
+
+def edge_weighted_median_flow(flow: np.ndarray, image: np.ndarray, *, jump: float, width: int,
+                              radius: int, step: int, sigma_colour: float) -> np.ndarray:
+    """:func:`weighted_median_at` each component of ``flow [H, W, 2]`` at the pixels near a
+    motion edge (:func:`depth_edge_band` of either component), guided by the frame ``image
+    [H, W, 3]`` (0..255) the flow starts from -> ``[H, W, 2]``."""
+    if flow.ndim != 3 or flow.shape[-1] != 2:
+        raise ValueError(f"flow must be [H, W, 2], got {flow.shape}")
+    band = depth_edge_band(flow[..., 0], jump, width) | depth_edge_band(flow[..., 1], jump, width)
+    return np.stack([weighted_median_at(np.ascontiguousarray(flow[..., c]), image, band, radius,
+                                        step, sigma_colour) for c in range(2)], axis=-1)

@@ -5,9 +5,13 @@ pair's (large ones, weak texture), DIS (:func:`crossview.models.dense.classical.
 occlusions and on thin structures. Both run in both directions; per pixel of each direction,
 the fusion keeps DIS's flow where the network's forward-backward error
 (:func:`crossview.geometry.consistency.consistency_error`) exceeds :data:`FUSION_DIS_FB_PX`
-and DIS's does not, and the network's elsewhere. No ground truth is read; the rule and its
-threshold were chosen by leave-one-group-out on real scenes used as flow pairs
-(docs/real-eval.md, ``docs/results/flow_dis_fusion.py``).
+and DIS's does not, and the network's elsewhere. Around the motion edges of the result, each
+direction then takes the colour-weighted median of its frame
+(:func:`crossview.geometry.edge_weighted_median.edge_weighted_median_flow`, the stereo fusion's
+:data:`~crossview.models.dense.sgbm_fusion.EDGE_MEDIANS` passes), which puts motion edges on
+colour edges. No ground truth is read; the rule, its threshold and the median's passes were
+chosen by leave-one-group-out on real scenes used as flow pairs (docs/real-eval.md,
+``docs/results/flow_dis_fusion.py``, ``docs/results/flow_edge_median.py``).
 """
 
 from __future__ import annotations
@@ -16,10 +20,26 @@ import numpy as np
 import torch
 
 from crossview.geometry.consistency import consistency_error
+from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.classical import dis_flow
+from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS
 
 # chosen by leave-one-group-out over {0, 0.5, 1, 2, 4} px, two rules (docs/real-eval.md)
 FUSION_DIS_FB_PX = 0.5
+# the stereo fusion's two passes, chosen by leave-one-group-out over them and 12 single passes
+# (docs/results/flow_edge_median.py)
+FLOW_EDGE_MEDIANS = EDGE_MEDIANS
+
+
+def forward_backward_choice(field: torch.Tensor, classical: torch.Tensor,
+                            threshold: float = FUSION_DIS_FB_PX) -> torch.Tensor:
+    """Per pixel ``classical``'s flow where ``field``'s forward-backward error exceeds
+    ``threshold`` px and ``classical``'s does not, else ``field``'s: both ``[2B, H, W, 2]``
+    (forward rows first) -> ``[2B, H, W, 2]``."""
+    error_network = consistency_error(field)[0]
+    error_classical = consistency_error(classical)[0]
+    use_classical = (error_network > threshold) & (error_classical <= threshold)
+    return torch.where(use_classical[..., None], classical, field)
 
 
 def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
@@ -32,7 +52,8 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
             :func:`crossview.models.dense.inference.predict_fields` holds them.
 
     Returns:
-        The fused fields ``[2B, H, W, 2]``, on ``field``'s device and dtype.
+        The fused fields ``[2B, H, W, 2]`` after the edge medians, on ``field``'s device and
+        dtype.
     """
     b = x0.shape[0]
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
@@ -43,7 +64,9 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
     classical = torch.from_numpy(np.stack(
         [dis_flow(frames0[i], frames1[i]) for i in range(b)]
         + [dis_flow(frames1[i], frames0[i]) for i in range(b)])).to(field)
-    error_network = consistency_error(field)[0]
-    error_classical = consistency_error(classical)[0]
-    use_classical = (error_network > FUSION_DIS_FB_PX) & (error_classical <= FUSION_DIS_FB_PX)
-    return torch.where(use_classical[..., None], classical, field)
+    fused = forward_backward_choice(field, classical).float().cpu().numpy()
+    guides = frames0 + frames1  # row r's first frame
+    for row, guide in enumerate(guides):
+        for settings in FLOW_EDGE_MEDIANS:
+            fused[row] = edge_weighted_median_flow(fused[row], guide, **settings)
+    return torch.from_numpy(fused).to(field)
