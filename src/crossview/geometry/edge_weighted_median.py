@@ -42,13 +42,14 @@ def depth_edge_band(disparity: np.ndarray, jump: float, width: int) -> np.ndarra
     return maximum_filter(edge, size=2 * width + 1, mode="constant", cval=False)
 
 
-def weighted_median_at(disparity: np.ndarray, image: np.ndarray, mask: np.ndarray,
+def weighted_median_at(values: np.ndarray, image: np.ndarray, mask: np.ndarray,
                        radius: int, step: int, sigma_colour: float,
                        chunk: int = 32768) -> np.ndarray:
-    """The colour-weighted median of ``disparity`` at the pixels of ``mask``.
+    """The colour-weighted median of ``values`` at the pixels of ``mask``.
 
     Args:
-        disparity: ``[H, W]`` float.
+        values: ``[H, W]`` float (a disparity map), or ``[H, W, C]`` (a flow field: each
+            channel's median with the same weights).
         image: the view's image ``[H, W, 3]`` (0..255), the guide of the weights.
         mask: ``[H, W]`` bool, the pixels to filter; the others are returned as they are.
         radius, step: the window's samples are the offsets ``-radius, -radius + step, ...,
@@ -58,38 +59,42 @@ def weighted_median_at(disparity: np.ndarray, image: np.ndarray, mask: np.ndarra
         chunk: pixels filtered at a time (bounds the memory: ``chunk x samples`` floats).
 
     Returns:
-        ``[H, W]``, ``disparity``'s dtype.
+        ``values``' shape and dtype.
     """
-    if disparity.ndim != 2 or image.shape != (*disparity.shape, 3) or mask.shape != disparity.shape:
-        raise ValueError(f"need disparity [H, W], image [H, W, 3] and mask [H, W]; got "
-                         f"{disparity.shape}, {image.shape}, {mask.shape}")
+    size = values.shape[:2]
+    if values.ndim not in (2, 3) or image.shape != (*size, 3) or mask.shape != size:
+        raise ValueError(f"need values [H, W] or [H, W, C], image [H, W, 3] and mask [H, W]; "
+                         f"got {values.shape}, {image.shape}, {mask.shape}")
     if radius < 0 or step < 1 or sigma_colour <= 0:
         raise ValueError(f"need radius >= 0, step >= 1 and sigma_colour > 0; got {radius=}, "
                          f"{step=}, {sigma_colour=}")
-    width = disparity.shape[1] + 2 * radius
-    values_at = np.pad(disparity, radius, mode="edge").ravel()
+    planes = values if values.ndim == 3 else values[..., None]
+    width = size[1] + 2 * radius
+    values_at = [np.pad(planes[..., c], radius, mode="edge").ravel()
+                 for c in range(planes.shape[-1])]
     channels = [np.pad(image[..., c].astype(np.float32), radius, mode="edge").ravel()
                 for c in range(3)]
     ys, xs = np.nonzero(mask)
     centres = (ys + radius) * width + (xs + radius)
     offsets = np.arange(-radius, radius + 1, step)
     deltas = (offsets[:, None] * width + offsets[None, :]).reshape(1, -1)
-    out = disparity.copy()
-    filtered = np.empty(len(centres), disparity.dtype)
+    out = planes.copy()
+    filtered = np.empty((len(centres), planes.shape[-1]), values.dtype)
     for start in range(0, len(centres), chunk):
         centre = centres[start:start + chunk, None]
         samples = centre + deltas  # [n, K] indices into the padded maps
         colour = sum(np.abs(c.take(samples) - c.take(centre)) for c in channels)
         weights = np.exp(colour * np.float32(-1.0 / sigma_colour))
-        values = values_at.take(samples)
-        # the order among equal values does not change the median's value
-        order = np.argsort(values, axis=1)
-        cumulative = np.cumsum(np.take_along_axis(weights, order, axis=1), axis=1)
-        median_at = (cumulative < 0.5 * cumulative[:, -1:]).sum(axis=1, keepdims=True)
-        filtered[start:start + chunk] = np.take_along_axis(
-            np.take_along_axis(values, order, axis=1), median_at, axis=1)[:, 0]
+        for plane, value_at in enumerate(values_at):
+            sampled = value_at.take(samples)
+            # the order among equal values does not change the median's value
+            order = np.argsort(sampled, axis=1)
+            cumulative = np.cumsum(np.take_along_axis(weights, order, axis=1), axis=1)
+            median_at = (cumulative < 0.5 * cumulative[:, -1:]).sum(axis=1, keepdims=True)
+            filtered[start:start + chunk, plane] = np.take_along_axis(
+                np.take_along_axis(sampled, order, axis=1), median_at, axis=1)[:, 0]
     out[ys, xs] = filtered
-    return out
+    return out if values.ndim == 3 else out[..., 0]
 
 
 def edge_weighted_median(disparity: np.ndarray, image: np.ndarray, *, jump: float,
@@ -109,5 +114,4 @@ def edge_weighted_median_flow(flow: np.ndarray, image: np.ndarray, *, jump: floa
     if flow.ndim != 3 or flow.shape[-1] != 2:
         raise ValueError(f"flow must be [H, W, 2], got {flow.shape}")
     band = depth_edge_band(flow[..., 0], jump, width) | depth_edge_band(flow[..., 1], jump, width)
-    return np.stack([weighted_median_at(np.ascontiguousarray(flow[..., c]), image, band, radius,
-                                        step, sigma_colour) for c in range(2)], axis=-1)
+    return weighted_median_at(flow, image, band, radius, step, sigma_colour)

@@ -16,13 +16,15 @@ chosen by leave-one-group-out on real scenes used as flow pairs (docs/real-eval.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import torch
 
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.classical import dis_flow
-from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS
+from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_THREADS
 
 # chosen by leave-one-group-out over {0, 0.5, 1, 2, 4} px, two rules (docs/real-eval.md)
 FUSION_DIS_FB_PX = 0.5
@@ -61,12 +63,16 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
                          f"got {field.shape=}")
     frames0, frames1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
                          for i in range(b)] for x in (x0, x1))
-    classical = torch.from_numpy(np.stack(
-        [dis_flow(frames0[i], frames1[i]) for i in range(b)]
-        + [dis_flow(frames1[i], frames0[i]) for i in range(b)])).to(field)
-    fused = forward_backward_choice(field, classical).float().cpu().numpy()
-    guides = frames0 + frames1  # row r's first frame
-    for row, guide in enumerate(guides):
+    firsts, seconds = frames0 + frames1, frames1 + frames0  # row r's frames
+
+    def medians(flow: np.ndarray, guide: np.ndarray) -> np.ndarray:
         for settings in FLOW_EDGE_MEDIANS:
-            fused[row] = edge_weighted_median_flow(fused[row], guide, **settings)
+            flow = edge_weighted_median_flow(flow, guide, **settings)
+        return flow
+
+    # OpenCV and numpy release the GIL: the directions run side by side
+    with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
+        classical = torch.from_numpy(np.stack(list(pool.map(dis_flow, firsts, seconds))))
+        fused = forward_backward_choice(field, classical.to(field)).float().cpu().numpy()
+        fused = np.stack(list(pool.map(medians, fused, firsts)))
     return torch.from_numpy(fused).to(field)
