@@ -85,20 +85,22 @@ def settings(network: torch.Tensor, dis: torch.Tensor) -> dict[str, np.ndarray]:
     return out
 
 
-def main(out: Path, roots: list[str]) -> None:
-    model = crossview.load_model("matchflow-hybrid")
-    table: dict[str, dict] = {}
-    for root, name, frame0, frame1, truth, known in pairs(roots):
-        result = crossview.estimate_flow(frame0, frame1, model=model, fuse=False)
-        network = torch.cat([result.flow, result.flow_backward]).permute(0, 2, 3, 1)
-        dis = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
-        table[name] = {"root": root, **{setting: epe(flow, truth, known)
-                                        for setting, flow in settings(network, dis).items()}}
-        print(name, {k: round(v, 3) for k, v in table[name].items() if k != "root"}, flush=True)
-        write_json(out, table)
+def network_and_dis(model: torch.nn.Module, frame0: np.ndarray,
+                    frame1: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both directions' flow ``[2, H, W, 2]`` of the model's network (its defaults, no fusion)
+    and of DIS medium, for frames ``[H, W, 3]``."""
+    result = crossview.estimate_flow(frame0, frame1, model=model, fuse=False)
+    network = torch.cat([result.flow, result.flow_backward]).permute(0, 2, 3, 1)
+    dis = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
+    return network, dis
+
+
+def print_choice(table: dict[str, dict], roots: list[str], names: list[str],
+                 digits: int = 3) -> None:
+    """Print the mean EPE of each of ``names`` over the real-train pairs of ``table`` and the
+    leave-one-group-out choice among them (the groups of real-train's README)."""
     train = [n for n in table if "real-train" in table[n]["root"]]
     groups = scene_groups(Path(next(r for r in roots if "real-train" in r)))
-    names = [k for k in next(iter(table.values())) if k != "root"]
     left_out = {}
     for group in sorted({groups.get(n, n) for n in train}):
         others = [n for n in train if groups.get(n, n) != group]
@@ -106,10 +108,22 @@ def main(out: Path, roots: list[str]) -> None:
         left_out.update({n: (chosen, table[n][chosen]) for n in train
                          if groups.get(n, n) == group})
     print("mean EPE over the real-train pairs:",
-          {k: round(float(np.mean([table[n][k] for n in train])), 3) for k in names})
+          {k: round(float(np.mean([table[n][k] for n in train])), digits) for k in names})
     print("leave-one-group-out: left-out mean",
-          round(float(np.mean([v for _, v in left_out.values()])), 3), "chosen",
+          round(float(np.mean([v for _, v in left_out.values()])), digits), "chosen",
           sorted({c for c, _ in left_out.values()}))
+
+
+def main(out: Path, roots: list[str]) -> None:
+    model = crossview.load_model("matchflow-hybrid")
+    table: dict[str, dict] = {}
+    for root, name, frame0, frame1, truth, known in pairs(roots):
+        network, dis = network_and_dis(model, frame0, frame1)
+        table[name] = {"root": root, **{setting: epe(flow, truth, known)
+                                        for setting, flow in settings(network, dis).items()}}
+        print(name, {k: round(v, 3) for k, v in table[name].items() if k != "root"}, flush=True)
+        write_json(out, table)
+    print_choice(table, roots, [k for k in next(iter(table.values())) if k != "root"])
 
 
 if __name__ == "__main__":

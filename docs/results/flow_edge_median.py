@@ -21,19 +21,19 @@ import itertools
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
-
 import crossview
-from crossview.baselines import dis_flow
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.dis_fusion import forward_backward_choice
 from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flow_dis_fusion import epe, pairs  # the pairs and the score of the fusion study
-from real_choice import scene_groups  # the groups of real-train's README
+from flow_dis_fusion import (  # the pairs, runs, score and choice of the fusion study
+    epe,
+    network_and_dis,
+    pairs,
+    print_choice,
+)
 
 PASSES: dict[str, tuple[dict, ...]] = {"fused": ()}
 for jump, (radius, step), sigma in itertools.product((1.0, 2.0), ((4, 2), (12, 6), (8, 2)),
@@ -47,9 +47,7 @@ def main(out: Path, roots: list[str]) -> None:
     model = crossview.load_model("matchflow-hybrid")
     table: dict[str, dict] = {}
     for root, name, frame0, frame1, truth, known in pairs(roots):
-        result = crossview.estimate_flow(frame0, frame1, model=model, fuse=False)
-        network = torch.cat([result.flow, result.flow_backward]).permute(0, 2, 3, 1)
-        dis = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
+        network, dis = network_and_dis(model, frame0, frame1)
         fused = forward_backward_choice(network, dis)[0].numpy()
         scores = {"net": epe(network[0].numpy(), truth, known), "dis": epe(dis[0].numpy(), truth,
                                                                             known)}
@@ -62,19 +60,7 @@ def main(out: Path, roots: list[str]) -> None:
         print(name, {k: round(v, 4) for k, v in scores.items()
                      if k in ("net", "dis", "fused", "wm2_stereo")}, flush=True)
         write_json(out, table)
-    train = [n for n in table if "real-train" in table[n]["root"]]
-    groups = scene_groups(Path(next(r for r in roots if "real-train" in r)))
-    left_out = {}
-    for group in sorted({groups.get(n, n) for n in train}):
-        others = [n for n in train if groups.get(n, n) != group]
-        chosen = min(PASSES, key=lambda k: np.mean([table[n][k] for n in others]))
-        left_out.update({n: (chosen, table[n][chosen]) for n in train
-                         if groups.get(n, n) == group})
-    print("mean EPE over the real-train pairs:",
-          {k: round(float(np.mean([table[n][k] for n in train])), 4) for k in PASSES})
-    print("leave-one-group-out: left-out mean",
-          round(float(np.mean([v for _, v in left_out.values()])), 4), "chosen",
-          sorted({c for c, _ in left_out.values()}))
+    print_choice(table, roots, list(PASSES), digits=4)
 
 
 if __name__ == "__main__":
