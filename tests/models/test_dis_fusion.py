@@ -69,6 +69,19 @@ def test_the_rule_pixel_by_pixel(seed: int) -> None:
     assert fused.dtype == field.dtype and fused.shape == field.shape
 
 
+def test_each_pair_of_a_batch_is_fused_as_alone() -> None:
+    frame0, frame1 = _frames(64, 80)
+    other0, other1 = np.ascontiguousarray(frame1[::-1]), np.ascontiguousarray(frame0[::-1])
+    rng = np.random.default_rng(5)
+    fields = torch.from_numpy(rng.normal(0, 3, (4, 64, 80, 2))).float()  # f0, f1, b0, b1
+    x0, x1 = (torch.cat(t) for t in zip(_tensors(frame0, frame1), _tensors(other0, other1),
+                                          strict=True))
+    batch = fuse_with_dis(x0, x1, fields)
+    first = fuse_with_dis(*_tensors(frame0, frame1), fields[[0, 2]])
+    second = fuse_with_dis(*_tensors(other0, other1), fields[[1, 3]])
+    assert torch.equal(batch[[0, 2]], first) and torch.equal(batch[[1, 3]], second)
+
+
 def test_a_bad_network_field_gives_way_to_dis_on_a_translation() -> None:
     frame0, frame1 = _frames()
     field = torch.zeros(2, 192, 208, 2)  # the network says: nothing moved (consistent!)
