@@ -203,13 +203,18 @@ def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list
                         "nan.safetensors: tensor 'up_masks.4.2.weight' holds NaN or infinite"),
         "NaN weights pth": ([str(left), str(right), "--weights", str(nan_pth), *FAST],
                             "nan.pth: tensor 'up_masks.4.2.weight' holds NaN or infinite"),
-        # fused, the default runs its network at 0.75 of the pair
-        "huge image": ([str(huge[0]), str(huge[1])],
-                       f"{huge[0]} and {huge[1]}: {DEFAULT_STEREO_MODEL} at 6000x6000 px "
-                       "(images of 8000x8000 px resized) needs about "),
-        "huge image advice": ([str(huge[0]), str(huge[1])],
+        # the network alone runs at the pair's size
+        "huge image": ([str(huge[0]), str(huge[1]), "--no-fuse"],
+                       f"{huge[0]} and {huge[1]}: {DEFAULT_STEREO_MODEL} at 8000x8000 px "
+                       "needs about "),
+        "huge image advice": ([str(huge[0]), str(huge[1]), "--no-fuse"],
                               "more than the 16 GiB available ($CROSSVIEW_MAX_MEMORY_GB); run "
                               "at a lower resolution with --size HxW, or give smaller images"),
+        # fused, the default works at 0.7 megapixels (its network at 0.75 of that) and holds
+        # the full-size images and fields besides (a limit of 8 GiB for this case)
+        "huge fused": ([str(huge[0]), str(huge[1])],
+                       f"{huge[0]} and {huge[1]}: {DEFAULT_STEREO_MODEL} at 627x627 px "
+                       "(images of 8000x8000 px resized) needs about "),
         "huge size": ([str(left), str(right), "--size", "100000x100000"],
                       f"{DEFAULT_STEREO_MODEL} at 100000x100000 px (images of 192x200 px resized) "
                       "needs about "),
@@ -242,14 +247,15 @@ NEEDS = {"device cuda": pytest.mark.skipif(torch.cuda.is_available(), reason="ha
     for case in ["missing", "corrupt", "size mismatch", "too small", "unwritable", "format",
                  "size option", "weights", "model", "truncated", "flow model", "pickled weights",
                  "text weights", "precision", "read-only", "flow weights", "os.system pickle",
-                 "NaN weights", "NaN weights pth", "huge image", "huge image advice",
+                 "NaN weights", "NaN weights pth", "huge image", "huge image advice", "huge fused",
                  "huge size", "large size", "large size advice", "device mps", "device meta",
                  "device foo", "device cuda", "empty folders", "mismatched names",
                  "video for stereo"]])
 def test_bad_input_is_one_line_exit_2_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 huge_pair: tuple[Path, Path], case: str) -> None:
-    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "16")  # the same limit on every machine
+    # the same limit on every machine
+    monkeypatch.setenv("CROSSVIEW_MAX_MEMORY_GB", "8" if case == "huge fused" else "16")
     args, message = _bad_inputs(tmp_path, huge_pair)[case]
     out_dir = tmp_path / "out"
     if "-o" not in args:

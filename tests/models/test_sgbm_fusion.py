@@ -324,7 +324,8 @@ def test_predict_fields_fuses_after_the_network_by_the_models_default() -> None:
 def test_the_bundled_default_stereo_model_fuses() -> None:
     model = crossview.load_model("matchstereo-hybrid")
     assert model.fuse_by_default and model.lri_by_default and model.refine_by_default
-    assert model.fused_network == FusedNetwork(scale=0.75, lri=False, refine=False)
+    assert model.fused_network == FusedNetwork(scale=0.75, lri=False, refine=False,
+                                               max_pixels=700_000)
 
 
 def test_a_fusing_run_takes_the_fused_networks_settings() -> None:

@@ -52,15 +52,22 @@ class FusedNetwork:
     resized by ``scale`` (unless that is below the model's least size), with or without the
     low-resolution initialisation and the photometric refinement. Fused, the network sets
     SGBM's search range and fills SGBM's long holes only, which a smaller pass does as well
-    (chosen on real scenes: docs/results/real-stereo/README.md)."""
+    (chosen on real scenes: docs/results/real-stereo/README.md). Pairs of more than
+    ``max_pixels`` pixels are fused at a working size of that many (the fusion's lengths and
+    thresholds were chosen on images of at most half a megapixel)."""
 
     scale: float = 1.0
     lri: bool = False
     refine: bool = False
+    # a pair of more pixels runs whole (network and fusion) on the pair resized to about this
+    # many, its fields resized back (None: every pair at its own size)
+    max_pixels: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.scale <= 1:
             raise ValueError(f"scale must be in (0, 1], got {self.scale}")
+        if self.max_pixels is not None and self.max_pixels < 1:
+            raise ValueError(f"max_pixels must be positive or None, got {self.max_pixels}")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ half-resolution pass gives the initial field (low-resolution initialisation).
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -135,7 +136,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             ``None``: ``model.fuse_by_default`` (set by :func:`crossview.load_model` from the
             registry; off for a bare network). A fusing run of a model with
             ``model.fused_network`` takes its ``lri``, ``refine`` and ``size`` (a scale of the
-            pair) from there where they are ``None`` (:func:`network_settings`).
+            pair) from there where they are ``None`` (:func:`network_settings`), and runs
+            whole at :func:`working_size` on pairs of more than its ``max_pixels``.
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -152,6 +154,16 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     size = _run_size(size)
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     fuse = fuses(model, fuse)
+    work = working_size(model, task, fuse, size, tuple(x0.shape[-2:]))
+    if work is not None and x0.shape == x1.shape:
+        # the full-size images and fields besides the run at the working size
+        run_lri, _, run_size = network_settings(model, task, True, lri, refine, None, work)
+        check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=run_lri,
+                     size=run_size or work, device=target, refine=False, advice=advice)
+        small = predict_fields(model, _shrink(x0, work), _shrink(x1, work), task, device=device,
+                               precision=precision, lri=lri, threshold=threshold,
+                               refine=refine, advice=advice, fuse=True)
+        return _enlarge(small, tuple(x0.shape[-2:]), threshold)
     lri, refine, size = network_settings(model, task, fuse, lri, refine, size,
                                          tuple(x0.shape[-2:]))
     if lri and not getattr(model, "accepts_init_field", False):
@@ -261,6 +273,45 @@ def network_settings(model: nn.Module, task: str, fuse: bool, lri: bool | None,
         size = scaled if _fits(model, *scaled, task) else None
     return (preset.lri if lri is None else lri, preset.refine if refine is None else refine,
             size)
+
+
+def working_size(model: nn.Module, task: str, fuse: bool, size: tuple[int, int] | None,
+                 shape: tuple[int, int]) -> tuple[int, int] | None:
+    """The ``(H, W)`` a fusing run of ``model`` on a pair of ``shape = (H, W)`` works at:
+    the pair resized, aspect kept, to at most ``model.fused_network.max_pixels``
+    (:class:`crossview.models.registry.FusedNetwork`) when it has more pixels, no ``size`` was
+    asked and the working size is at least the model's least size; else ``None`` (the pair as
+    it is)."""
+    preset = getattr(model, "fused_network", None) if fuse else None
+    cap = None if preset is None else preset.max_pixels
+    if cap is None or size is not None or shape[0] * shape[1] <= cap:
+        return None
+    factor = math.sqrt(cap / (shape[0] * shape[1]))
+    work = (max(1, math.floor(shape[0] * factor)), max(1, math.floor(shape[1] * factor)))
+    return work if _fits(model, *work, task) else None
+
+
+def _shrink(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """``[B, 3, H, W]`` images (0..255) resized down to ``size``, antialiased."""
+    return F.interpolate(x.float(), size=size, mode="bilinear", align_corners=False,
+                         antialias=True)
+
+
+def _enlarge(fields: Fields, shape: tuple[int, int], threshold: float) -> Fields:
+    """``fields`` of a pair shrunk by :func:`_shrink`, resized back to ``shape = (H, W)``:
+    bilinear, x values times ``W / w`` and y values times ``H / h``; the consistency mask
+    recomputed at the full size."""
+    h, w = fields.field.shape[1:3]
+    factors = torch.tensor([shape[1] / w, shape[0] / h], device=fields.field.device)
+
+    def vectors(field: torch.Tensor) -> torch.Tensor:
+        return F.interpolate(field.permute(0, 3, 1, 2), size=shape, mode="bilinear",
+                             align_corners=False).permute(0, 2, 3, 1) * factors
+
+    peak = None if fields.attention_peak is None else F.interpolate(
+        fields.attention_peak[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]
+    field = vectors(fields.field)
+    return Fields(field, vectors(fields.self_rpos), noc_mask(field, threshold), peak)
 
 
 def initialises_low(model: nn.Module, lri: bool | None) -> bool:
