@@ -8,7 +8,7 @@ import torch
 from crossview.bench import model as bench
 from crossview.models.matchstereo import VARIANTS
 from crossview.models.matchstereo.specs import matchstereo_spec
-from crossview.models.registry import get_spec, register_model
+from crossview.models.registry import FusedNetwork, get_spec, register_model
 
 
 def test_cases_cover_models_sizes_precisions_and_reference() -> None:
@@ -75,6 +75,24 @@ def test_measure_runs_one_small_case(model: str) -> None:
         set_backend(None)
     assert row["status"] == "ok" and row["median_s"] > 0 and row["peak_rss_mib"] > 0
     assert row["model"] == model
+
+
+def test_a_fused_pair_above_the_cap_reports_the_network_at_its_working_size() -> None:
+    from crossview.attention import set_backend
+
+    register_model(matchstereo_spec("bench-capped-stereo", VARIANTS["tiny"], "stereo", fuse=True,
+                                    fused_network=FusedNetwork(0.75, max_pixels=256 * 320)),
+                   replace=True)
+    threads = torch.get_num_threads()
+    try:
+        row = bench.measure({"model": "bench-capped-stereo", "size": [512, 640],
+                             "precision": "fp32", "backend": "cpu", "threads": 1, "repeats": 1,
+                             "warmup": 0})
+    finally:
+        torch.set_num_threads(threads)
+        set_backend(None)
+    assert row["status"] == "ok" and row["fuse"]
+    assert row["network_size"] == [192, 240]  # 0.75 of the 256x320 working size
 
 
 def test_on_a_gpu_every_model_runs_4k_on_the_triton_backend() -> None:

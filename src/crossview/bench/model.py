@@ -32,7 +32,7 @@ from crossview.api import build_model, estimate_disparity, load_model
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
-from crossview.models.dense.inference import fuses, network_settings
+from crossview.models.dense.inference import fuses, network_settings, working_size
 from crossview.models.registry import ModelSpec, get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
@@ -92,8 +92,10 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
              else build_model(name)).eval().to(device)
     h, w = case["size"]
     fuse = fuses(model, None)
+    # a fused pair above the model's max_pixels runs whole at its working size
+    shape = working_size(model, "stereo", fuse, None, (h, w)) or (h, w)
     lri, refine, size = network_settings(model, "stereo", fuse, None, case.get("refine"), None,
-                                         (h, w))
+                                         shape)
     generator = torch.Generator().manual_seed(0)
     left = (torch.rand(1, 3, h, w, generator=generator) * 255).to(device)
     right = torch.roll(left, -round(w * SHIFT_FRACTION), dims=3)
@@ -108,7 +110,7 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
     timed_cpu = sorted(cpu[case["warmup"]:])
     row = {**case, "refine": refine, "lri": lri, "fuse": fuse,
-           "network_size": list(size or (h, w)),
+           "network_size": list(size or shape),
            "median_s": stats["median_s"], "min_s": stats["min_s"],
            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
            "status": "ok"}
