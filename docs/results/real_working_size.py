@@ -77,23 +77,30 @@ def main(out: Path, root: str) -> None:
                                      round(v["seconds"], 1)) for c, v in row.items()}, flush=True)
             write_json(out, table)
     model.fused_network = preset
+    print_cap_choice(table, root, [str(c) for c in CAPS], ("bad2", "bad2_own", "seconds"))
+
+
+def print_cap_choice(table: dict[str, dict], root: str, caps: list[str],
+                     metrics: tuple[str, ...]) -> None:
+    """Leave-one-group-out over ``caps`` by the mean of ``metrics[0]`` (a scene's enlarged
+    copies in its group; the groups of ROOT's README); prints each factor's mean of every
+    metric per cap, the left-out means and the caps chosen. ``table``: ``{scene@xF: {"scene",
+    "factor", cap: {metric: value}}}``."""
     groups = scene_groups(Path(root))
-    caps = [str(c) for c in CAPS]
     group_of = {key: groups.get(entry["scene"], entry["scene"]) for key, entry in table.items()}
     left_out = {}
     for group in sorted(set(group_of.values())):
         others = [k for k in table if group_of[k] != group]
-        chosen = min(caps, key=lambda c: np.mean([table[k][c]["bad2"] for k in others]))
+        chosen = min(caps, key=lambda c: np.mean([table[k][c][metrics[0]] for k in others]))
         left_out.update({k: (chosen, table[k][chosen]) for k in table if group_of[k] == group})
-    for factor in FACTORS:
+    for factor in sorted({entry["factor"] for entry in table.values()}):
         keys = [k for k in table if table[k]["factor"] == factor]
-        for metric in ("bad2", "bad2_own", "seconds"):
+        for metric in metrics:
             print(f"x{factor} {metric}:", {c: round(float(np.mean([table[k][c][metric]
                                                                    for k in keys])), 3)
                                            for c in caps},
                   "left-out", round(float(np.mean([left_out[k][1][metric] for k in keys])), 3))
     print("chosen", sorted({c for c, _ in left_out.values()}))
-
 
 if __name__ == "__main__":
     main(Path(sys.argv[1]), sys.argv[2])
