@@ -20,7 +20,7 @@ from crossview.models.dense.dis_fusion import FLOW_EDGE_MEDIANS, FUSION_DIS_FB_P
 from crossview.models.dense.inference import predict_fields
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
-from crossview.models.registry import register_model
+from crossview.models.registry import FusedNetwork, register_model
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -111,6 +111,7 @@ def test_predict_fields_fuses_flow_after_the_network_by_the_models_default() -> 
 
 def test_the_bundled_flow_model_fuses_and_its_export_says_it_leaves_dis_out() -> None:
     model = crossview.load_model("matchflow-hybrid")
-    assert model.fuse_by_default and model.fused_network is None
+    assert model.fuse_by_default  # a large pair runs whole at 0.5 MP, as itself below
+    assert model.fused_network == FusedNetwork(1.0, lri=True, refine=True, max_pixels=500_000)
     module = DenseOutputs(model, lri=True, refine=True)
     assert ("--no-fuse", "DIS fusion") in dropped_defaults(module)

@@ -48,13 +48,15 @@ PredictorBuilder = Callable[..., Predictor]
 
 @dataclass(frozen=True)
 class FusedNetwork:
-    """How a stereo model that fuses with SGBM runs its network when it fuses: on the pair
-    resized by ``scale`` (unless that is below the model's least size), with or without the
-    low-resolution initialisation and the photometric refinement. Fused, the network sets
-    SGBM's search range and fills SGBM's long holes only, which a smaller pass does as well
-    (chosen on real scenes: docs/results/real-stereo/README.md). Pairs of more than
-    ``max_pixels`` pixels are fused at a working size of that many (the fusion's lengths and
-    thresholds were chosen on images of at most half a megapixel)."""
+    """How a model that fuses with a classical matcher runs when it fuses. Stereo (SGBM): its
+    network on the pair resized by ``scale`` (unless that is below the model's least size),
+    with or without the low-resolution initialisation and the photometric refinement; fused,
+    the network sets SGBM's search range and fills SGBM's long holes only, which a smaller pass
+    does as well (chosen on real scenes: docs/results/real-stereo/README.md). Stereo and flow:
+    pairs of more than ``max_pixels`` pixels run whole (network and fusion) at a working size
+    of at most that many, their fields enlarged back (the fusions' lengths and thresholds were
+    chosen on images of at most half a megapixel, and the flow network on motions of that
+    scale)."""
 
     scale: float = 1.0
     lri: bool = False
