@@ -333,8 +333,8 @@ def test_a_fusing_run_takes_the_fused_networks_settings() -> None:
     torch.manual_seed(0)
     model = crossview.load_model("fusion-test-scaled")
     default = predict_fields(model, left, right, "stereo")
-    explicit = predict_fields(model, left, right, "stereo", fuse=True, lri=False, refine=False,
-                              size=(216, 240))
+    # the preset's lri and refinement (off), where the model's own defaults are on
+    explicit = predict_fields(model, left, right, "stereo", fuse=True, lri=False, refine=False)
     assert torch.equal(default.field, explicit.field)
     assert network_settings(model, "stereo", True, None, None, None, (288, 320)) == (
         False, False, (216, 240))

@@ -123,7 +123,9 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             (skipped for images whose half is below the model's least size);
             ``None``: ``model.lri_by_default`` (set by :func:`crossview.load_model` from the
             registry; off for a bare network).
-        size: fixed-resolution inference ``(H, W)``: run at that size, resize back.
+        size: fixed-resolution inference ``(H, W)``: run the network at that size, resize
+            its fields back; a fusing run runs whole (network, refinement and fusion) at that
+            size (:func:`working_size`).
         threshold: consistency threshold in px of the mask.
         refine: polish both fields with
             :func:`crossview.geometry.photometric_refinement.refine_field` (stereo along x
@@ -137,7 +139,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             registry; off for a bare network). A fusing run of a model with
             ``model.fused_network`` takes its ``lri``, ``refine`` and ``size`` (a scale of the
             pair) from there where they are ``None`` (:func:`network_settings`), and runs
-            whole at :func:`working_size` on pairs of more than its ``max_pixels``.
+            whole at :func:`working_size` on pairs of more than its ``max_pixels`` (unless a
+            ``size`` is given).
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -152,20 +155,33 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     if dtype is None:
         raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     size = _run_size(size)
+    if size is not None:
+        _check_size(model, *size, task, f"size={size} is")
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     fuse = fuses(model, fuse)
-    work = working_size(model, task, fuse, size, tuple(x0.shape[-2:]))
+    shape = tuple(x0.shape[-2:])
+    work = working_size(model, task, fuse, size, shape)
     if work is not None and x0.shape == x1.shape:
+        lri, refine, run_size = network_settings(model, task, True, lri, refine, None, work)
         # the full-size images and fields besides the run at the working size
-        run_lri, _, run_size = network_settings(model, task, True, lri, refine, None, work)
-        check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=run_lri,
+        check_memory(model, *shape, task=task, batch=x0.shape[0], lri=lri,
                      size=run_size or work, device=target, refine=False, advice=advice)
-        small = predict_fields(model, _shrink(x0, work), _shrink(x1, work), task, device=device,
-                               precision=precision, lri=lri, threshold=threshold,
-                               refine=refine, advice=advice, fuse=True)
-        return _enlarge(small, tuple(x0.shape[-2:]), threshold)
-    lri, refine, size = network_settings(model, task, fuse, lri, refine, size,
-                                         tuple(x0.shape[-2:]))
+        fields = _predict(model, _images_at(x0, work), _images_at(x1, work), task, target,
+                          dtype, lri=lri, refine=refine, size=run_size, threshold=threshold,
+                          advice=advice, fuse=True)
+        return _fields_at(fields, shape, threshold)
+    lri, refine, size = network_settings(model, task, fuse, lri, refine, size, shape)
+    return _predict(model, x0, x1, task, target, dtype, lri=lri, refine=refine, size=size,
+                    threshold=threshold, advice=advice, fuse=fuse)
+
+
+def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
+             target: torch.device, dtype: torch.dtype, *, lri: bool, refine: bool,
+             size: tuple[int, int] | None, threshold: float, advice: MemoryAdvice,
+             fuse: bool) -> Fields:
+    """:func:`predict_fields` on image batches ``[B, 3, H, W]`` (0..255) with its settings
+    resolved: checked, then the network (at ``size`` if given), the refinement and the fusion
+    at the pair's own size."""
     if lri and not getattr(model, "accepts_init_field", False):
         raise UserError(f"model {getattr(model, 'model_name', type(model).__name__)!r} has no "
                         "low-resolution initialisation (lri)")
@@ -277,28 +293,34 @@ def network_settings(model: nn.Module, task: str, fuse: bool, lri: bool | None,
 
 def working_size(model: nn.Module, task: str, fuse: bool, size: tuple[int, int] | None,
                  shape: tuple[int, int]) -> tuple[int, int] | None:
-    """The ``(H, W)`` a fusing run of ``model`` on a pair of ``shape = (H, W)`` works at:
-    the pair resized, aspect kept, to at most ``model.fused_network.max_pixels``
-    (:class:`crossview.models.registry.FusedNetwork`) when it has more pixels, no ``size`` was
-    asked and the working size is at least the model's least size; else ``None`` (the pair as
-    it is)."""
-    preset = getattr(model, "fused_network", None) if fuse else None
+    """The ``(H, W)`` a fusing run (``fuse``) of ``model`` on a pair of ``shape = (H, W)``
+    works at, network, refinement and fusion together, or ``None`` for the pair as it is:
+    the ``size`` asked, if one was; else the pair resized, aspect kept, to at most
+    ``model.fused_network.max_pixels`` (:class:`crossview.models.registry.FusedNetwork`) when
+    it has more pixels and that size is at least the model's least size. A run that does not
+    fuse never has one (its ``size`` is the network's only)."""
+    if not fuse:
+        return None
+    if size is not None:
+        return None if tuple(size) == tuple(shape) else tuple(size)
+    preset = getattr(model, "fused_network", None)
     cap = None if preset is None else preset.max_pixels
-    if cap is None or size is not None or shape[0] * shape[1] <= cap:
+    if cap is None or shape[0] * shape[1] <= cap:
         return None
     factor = math.sqrt(cap / (shape[0] * shape[1]))
     work = (max(1, math.floor(shape[0] * factor)), max(1, math.floor(shape[1] * factor)))
     return work if _fits(model, *work, task) else None
 
 
-def _shrink(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """``[B, 3, H, W]`` images (0..255) resized down to ``size``, antialiased."""
+def _images_at(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """``[B, 3, H, W]`` images (0..255) resized to ``size`` (bilinear, antialiased when
+    shrinking)."""
     return F.interpolate(x.float(), size=size, mode="bilinear", align_corners=False,
                          antialias=True)
 
 
-def _enlarge(fields: Fields, shape: tuple[int, int], threshold: float) -> Fields:
-    """``fields`` of a pair shrunk by :func:`_shrink`, resized back to ``shape = (H, W)``:
+def _fields_at(fields: Fields, shape: tuple[int, int], threshold: float) -> Fields:
+    """``fields`` of a pair resized by :func:`_images_at`, resized back to ``shape = (H, W)``:
     bilinear, x values times ``W / w`` and y values times ``H / h``; the consistency mask
     recomputed at the full size."""
     h, w = fields.field.shape[1:3]
