@@ -1,5 +1,6 @@
 """The classical matchers crossview scores and fuses with: OpenCV's semi-global block matching
-(SGBM) with Middlebury's filling of a sparse disparity map, and OpenCV's DIS optical flow.
+(SGBM) with Middlebury's filling of a sparse disparity map, OpenCV's DIS optical flow and its
+variational refinement.
 
 SGBM runs in 3-way mode on the RGB images, ``blockSize`` 5, ``P1 = 8*3*25``, ``P2 = 32*3*25``,
 ``uniquenessRatio`` 10, speckle window 100 / range 2, ``minDisparity`` 0, and a search range
@@ -146,10 +147,34 @@ def dis_flow(frame0: np.ndarray, frame1: np.ndarray) -> np.ndarray:
     """OpenCV DIS (medium preset) on the grey frames: RGB uint8 ``[H, W, 3]`` frames -> flow
     ``[H, W, 2]`` float32 (u, v) px."""
     opencv = require_cv2("DIS optical flow")
-    grey0, grey1 = (opencv.cvtColor(np.ascontiguousarray(frame), opencv.COLOR_RGB2GRAY)
-                    for frame in (frame0, frame1))
     return opencv.DISOpticalFlow_create(opencv.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(
-        grey0, grey1, None)
+        _grey(frame0), _grey(frame1), None)
+
+
+def variational_refinement(flow: np.ndarray, frame0: np.ndarray, frame1: np.ndarray, *,
+                           iterations: int, sor_iterations: int, alpha: float, delta: float,
+                           gamma: float) -> np.ndarray:
+    """A flow ``[H, W, 2]`` (u, v px, ``frame0`` to ``frame1``) polished by OpenCV's variational
+    refinement, the energy DIS polishes each of its scales with, on the grey frames (RGB uint8
+    ``[H, W, 3]``): ``iterations`` fixed-point iterations of ``sor_iterations`` successive
+    over-relaxation steps each, minimising ``delta`` x brightness constancy + ``gamma`` x
+    gradient constancy + ``alpha`` x smoothness (robust penalties, at the one full scale).
+    Returns a new ``[H, W, 2]`` float32 array."""
+    opencv = require_cv2("variational flow refinement")
+    refinement = opencv.VariationalRefinement_create()
+    refinement.setFixedPointIterations(iterations)
+    refinement.setSorIterations(sor_iterations)
+    refinement.setAlpha(alpha)
+    refinement.setDelta(delta)
+    refinement.setGamma(gamma)
+    refined = np.array(flow, dtype=np.float32, order="C")  # refined in place
+    refinement.calc(_grey(frame0), _grey(frame1), refined)
+    return refined
+
+
+def _grey(frame: np.ndarray) -> np.ndarray:
+    """An RGB uint8 ``[H, W, 3]`` frame as OpenCV's grey ``[H, W]`` uint8."""
+    return cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
 
 
 def fill_holes(disparity: np.ndarray) -> np.ndarray:

@@ -9,9 +9,13 @@ and DIS's does not, and the network's elsewhere. Around the motion edges of the 
 direction then takes the colour-weighted median of its frame
 (:func:`crossview.geometry.edge_weighted_median.edge_weighted_median_flow`, the stereo fusion's
 :data:`~crossview.models.dense.sgbm_fusion.EDGE_MEDIANS` passes), which puts motion edges on
-colour edges. No ground truth is read; the rule, its threshold and the median's passes were
-chosen by leave-one-group-out on real scenes used as flow pairs (docs/real-eval.md,
-``docs/results/flow_dis_fusion.py``, ``docs/results/flow_edge_median.py``).
+colour edges. Last, each direction is polished by OpenCV's variational refinement
+(:func:`crossview.models.dense.classical.variational_refinement`, :data:`FLOW_VARIATIONAL`),
+the energy DIS itself ends each scale with: the network's and the median's flow carry no
+smoothness term at full resolution. No ground truth is read; the rule, its threshold, the
+median's passes and the refinement's settings were chosen by leave-one-group-out on real scenes
+used as flow pairs (docs/real-eval.md, ``docs/results/flow_dis_fusion.py``,
+``docs/results/flow_edge_median.py``, ``docs/results/flow_variational.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import torch
 
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
-from crossview.models.dense.classical import dis_flow
+from crossview.models.dense.classical import dis_flow, variational_refinement
 from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_THREADS
 
 # chosen by leave-one-group-out over {0, 0.5, 1, 2, 4} px, two rules (docs/real-eval.md)
@@ -31,6 +35,10 @@ FUSION_DIS_FB_PX = 0.5
 # the stereo fusion's two passes, chosen by leave-one-group-out over them and 12 single passes
 # (docs/results/flow_edge_median.py)
 FLOW_EDGE_MEDIANS = EDGE_MEDIANS
+# chosen by leave-one-group-out among the 34 of 43 settings (iterations, weights, before or
+# after the medians) within 10 x 5 iterations (docs/results/flow_variational.py)
+FLOW_VARIATIONAL = {"iterations": 10, "sor_iterations": 5, "alpha": 40.0, "delta": 1.0,
+                    "gamma": 20.0}
 
 
 def forward_backward_choice(field: torch.Tensor, classical: torch.Tensor,
@@ -54,8 +62,8 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
             :func:`crossview.models.dense.inference.predict_fields` holds them.
 
     Returns:
-        The fused fields ``[2B, H, W, 2]`` after the edge medians, on ``field``'s device and
-        dtype.
+        The fused fields ``[2B, H, W, 2]`` after the edge medians and the variational
+        refinement, on ``field``'s device and dtype.
     """
     b = x0.shape[0]
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
@@ -65,14 +73,14 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
                          for i in range(b)] for x in (x0, x1))
     firsts, seconds = frames0 + frames1, frames1 + frames0  # row r's frames
 
-    def medians(flow: np.ndarray, guide: np.ndarray) -> np.ndarray:
+    def polish(flow: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
         for settings in FLOW_EDGE_MEDIANS:
-            flow = edge_weighted_median_flow(flow, guide, **settings)
-        return flow
+            flow = edge_weighted_median_flow(flow, first, **settings)
+        return variational_refinement(flow, first, second, **FLOW_VARIATIONAL)
 
     # OpenCV and numpy release the GIL: the directions run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
         classical = torch.from_numpy(np.stack(list(pool.map(dis_flow, firsts, seconds))))
         fused = forward_backward_choice(field, classical.to(field)).float().cpu().numpy()
-        fused = np.stack(list(pool.map(medians, fused, firsts)))
+        fused = np.stack(list(pool.map(polish, fused, firsts, seconds)))
     return torch.from_numpy(fused).to(field)
