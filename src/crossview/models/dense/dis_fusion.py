@@ -35,7 +35,7 @@ FUSION_DIS_FB_PX = 0.5
 # the stereo fusion's two passes, chosen by leave-one-group-out over them and 12 single passes
 # (docs/results/flow_edge_median.py)
 FLOW_EDGE_MEDIANS = EDGE_MEDIANS
-# chosen by leave-one-group-out among the 34 of 43 settings (iterations, weights, before or
+# chosen by leave-one-group-out among the 33 of 43 settings (iterations, weights, before or
 # after the medians) within 10 x 5 iterations (docs/results/flow_variational.py)
 FLOW_VARIATIONAL = {"iterations": 10, "sor_iterations": 5, "alpha": 40.0, "delta": 1.0,
                     "gamma": 20.0}
