@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -49,14 +50,20 @@ def enlarged(image: np.ndarray, factor: int) -> np.ndarray:
     return x.clamp(0, 255).round()[0].permute(1, 2, 0).to(torch.uint8).numpy()
 
 
+def scenes_with_truth(root: str) -> Iterator[tuple[str, dict, np.ndarray, np.ndarray]]:
+    """``(name, sample, disparity [H, W] with NaN as 0, known [H, W] bool)`` of every stereo
+    scene folder of ``root``."""
+    scenes = SceneFolders(root, task="stereo")
+    for index, name in enumerate(scenes.names()):
+        sample = scenes[index]
+        yield name, sample, np.nan_to_num(sample["disparity"]), np.asarray(sample["valid"], bool)
+
+
 def main(out: Path, root: str) -> None:
     model = crossview.load_model("matchstereo-hybrid")
     preset = model.fused_network
-    scenes = SceneFolders(root, task="stereo")
     table: dict[str, dict] = {}
-    for index, name in enumerate(scenes.names()):
-        sample = scenes[index]
-        truth, valid = np.nan_to_num(sample["disparity"]), np.asarray(sample["valid"], bool)
+    for name, sample, truth, valid in scenes_with_truth(root):
         for factor in FACTORS:
             left, right = enlarged(sample["image0"], factor), enlarged(sample["image1"], factor)
             big_truth = np.kron(truth, np.ones((factor, factor), np.float32)) * factor
@@ -81,11 +88,11 @@ def main(out: Path, root: str) -> None:
 
 
 def print_cap_choice(table: dict[str, dict], root: str, caps: list[str],
-                     metrics: tuple[str, ...]) -> None:
+                     metrics: tuple[str, ...], label: str = "x") -> None:
     """Leave-one-group-out over ``caps`` by the mean of ``metrics[0]`` (a scene's enlarged
     copies in its group; the groups of ROOT's README); prints each factor's mean of every
-    metric per cap, the left-out means and the caps chosen. ``table``: ``{scene@xF: {"scene",
-    "factor", cap: {metric: value}}}``."""
+    metric per cap (the factor printed after ``label``), the left-out means and the caps
+    chosen. ``table``: ``{scene@xF: {"scene", "factor", cap: {metric: value}}}``."""
     groups = scene_groups(Path(root))
     group_of = {key: groups.get(entry["scene"], entry["scene"]) for key, entry in table.items()}
     left_out = {}
@@ -96,7 +103,7 @@ def print_cap_choice(table: dict[str, dict], root: str, caps: list[str],
     for factor in sorted({entry["factor"] for entry in table.values()}):
         keys = [k for k in table if table[k]["factor"] == factor]
         for metric in metrics:
-            print(f"x{factor} {metric}:", {c: round(float(np.mean([table[k][c][metric]
+            print(f"{label}{factor} {metric}:", {c: round(float(np.mean([table[k][c][metric]
                                                                    for k in keys])), 3)
                                            for c in caps},
                   "left-out", round(float(np.mean([left_out[k][1][metric] for k in keys])), 3))

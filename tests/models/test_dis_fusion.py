@@ -1,7 +1,7 @@
 """The DIS fusion of optical flow (crossview.models.dense.dis_fusion): the rule pixel by pixel
 against the two forward-backward errors, then each direction's edge medians and variational
-refinement; the refinement on its own; a batch fused pair by pair; the fusion as the default of the bundled flow model through the api, and what an ONNX
-export says it leaves out."""
+refinement; the refinement on its own; a batch fused pair by pair; the fusion as the default of
+the bundled flow model through the api, and what an ONNX export says it leaves out."""
 
 from __future__ import annotations
 

@@ -325,7 +325,7 @@ def test_the_bundled_default_stereo_model_fuses() -> None:
     model = crossview.load_model("matchstereo-hybrid")
     assert model.fuse_by_default and model.lri_by_default and model.refine_by_default
     assert model.fused_network == FusedNetwork(scale=0.75, lri=False, refine=False,
-                                               max_pixels=700_000)
+                                               max_pixels=700_000, align_px=0.0)
 
 
 def test_a_fusing_run_takes_the_fused_networks_settings() -> None:

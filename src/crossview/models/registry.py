@@ -56,7 +56,8 @@ class FusedNetwork:
     pairs of more than ``max_pixels`` pixels run whole (network and fusion) at a working size
     of at most that many, their fields enlarged back (the fusions' lengths and thresholds were
     chosen on images of at most half a megapixel, and the flow network on motions of that
-    scale)."""
+    scale). Stereo: a pair whose rows are offset by ``align_px`` or more is lined up first
+    (SGBM searches along rows only)."""
 
     scale: float = 1.0
     lri: bool = False
@@ -64,12 +65,18 @@ class FusedNetwork:
     # a pair of more pixels runs whole (network and fusion) on the pair resized to about this
     # many, its fields resized back (None: every pair at its own size)
     max_pixels: int | None = None
+    # stereo: a pair whose rows are offset by at least this many px
+    # (crossview.models.dense.vertical_alignment) runs with its right image moved to line up,
+    # the right view's fields moved back (None: never)
+    align_px: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.scale <= 1:
             raise ValueError(f"scale must be in (0, 1], got {self.scale}")
         if self.max_pixels is not None and self.max_pixels < 1:
             raise ValueError(f"max_pixels must be positive or None, got {self.max_pixels}")
+        if self.align_px is not None and not self.align_px >= 0:
+            raise ValueError(f"align_px must be >= 0 or None, got {self.align_px}")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.photometric_refinement import refine_field
 from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
+from crossview.models.dense.vertical_alignment import rows_shifted, vertical_offset
 from crossview.models.registry import Predictor
 
 NETWORK_ALONE = "network"  # the predictor variant of a fusing model without the fusion
@@ -195,18 +196,59 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
                  device=target, refine=refine, advice=advice)
     model.to(target)
     x0, x1 = x0.to(target), x1.to(target)
+    offsets = row_offsets(model, task, fuse, x0, x1)
+    if offsets is not None:
+        x1 = rows_shifted(x1, offsets)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
                 else contextlib.nullcontext())
     with torch.inference_mode():
         with autocast:
             field, rpos, peak = network_fields(model, x0, x1, task, lri=lri, size=size)
         field, rpos = field.float(), rpos.float()
+        peak = None if peak is None else peak.float()
         if refine:
             field = refine_fields(x0, x1, field, task)
         if fuse:
             fusion = fuse_with_sgbm if task == "stereo" else fuse_with_dis
             field = fusion(x0, x1, field)
-    return Fields(field, rpos, noc_mask(field, threshold), None if peak is None else peak.float())
+        if offsets is not None:
+            field, rpos, peak = _rows_back(field, rpos, peak, offsets)
+    return Fields(field, rpos, noc_mask(field, threshold), peak)
+
+
+def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
+                x1: torch.Tensor) -> torch.Tensor | None:
+    """Per pair of ``x0, x1 [B, 3, H, W]`` (0..255) the vertical offset ``[B]`` px that a
+    fusing stereo run of a model whose ``fused_network.align_px`` is set lines its right
+    image up by (:func:`crossview.models.dense.vertical_alignment.vertical_offset`; 0 where it
+    is below ``align_px``), or ``None``: no pair is lined up."""
+    preset = getattr(model, "fused_network", None) if fuse and task == "stereo" else None
+    if preset is None or preset.align_px is None:
+        return None
+    images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
+                         for i in range(x.shape[0])] for x in (x0, x1))
+    offsets = torch.tensor([vertical_offset(a, b) for a, b in zip(images0, images1, strict=True)])
+    offsets = torch.where(offsets.abs() >= preset.align_px, offsets, 0.0)
+    return offsets if bool(offsets.any()) else None
+
+
+def _rows_back(field: torch.Tensor, rpos: torch.Tensor, peak: torch.Tensor | None,
+               offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The fields ``[2B, H, W, 2]``, self relative positions and attention peaks ``[2B, H, W]``
+    of a run whose right images were sampled ``offsets [B]`` rows further down
+    (:func:`crossview.models.dense.vertical_alignment.rows_shifted`), back in the right images'
+    own rows; the matches' y moved by the offsets (left views ``+offset``, right ``-offset``)."""
+    b = offsets.shape[0]
+    offsets = offsets.to(field.device)
+
+    def back(x: torch.Tensor) -> torch.Tensor:  # [2B, H, W, C]: the right rows moved back
+        right = rows_shifted(x[b:].permute(0, 3, 1, 2), -offsets).permute(0, 2, 3, 1)
+        return torch.cat([x[:b], right])
+
+    field = back(field)
+    field[..., 1] += torch.cat([offsets, -offsets])[:, None, None]
+    peak = None if peak is None else back(peak[..., None])[..., 0]
+    return field, back(rpos), peak
 
 
 def network_fields(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, *,

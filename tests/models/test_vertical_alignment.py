@@ -1,0 +1,94 @@
+"""Stereo pairs whose rows are offset (crossview.models.dense.vertical_alignment and the fused
+run that lines them up): the offset measured, rows moved as the formula says, and a fusing run
+of an offset pair that gives the rectified pair's disparities, its matches' y and the right
+view back in the right image's rows; pairs below the threshold run as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import crossview
+from crossview.geometry.disparity import field_to_disparity
+from crossview.models.dense.inference import predict_fields
+from crossview.models.dense.vertical_alignment import rows_shifted, vertical_offset
+from crossview.models.matchstereo import MatchStereoConfig
+from crossview.models.matchstereo.specs import matchstereo_spec
+from crossview.models.registry import FusedNetwork, register_model
+
+SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+register_model(matchstereo_spec("alignment-test", SMALL, "stereo", fuse=True,
+                                fused_network=FusedNetwork(align_px=0.5)), replace=True)
+pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
+DISPARITY = 6  # px
+
+
+def _pair(offset: int, h: int = 192, w: int = 224) -> tuple[np.ndarray, np.ndarray]:
+    """A textured left image and its right view at constant disparity, the right image's rows
+    ``offset`` px down from the left's: left ``(x, y)`` is right ``(x - DISPARITY, y + offset)``."""
+    rng = np.random.default_rng(3)
+    pad = 8
+    coarse = rng.integers(0, 256, ((h + 2 * pad) // 4, (w + DISPARITY) // 4 + 1, 3), np.uint8)
+    wide = np.asarray(Image.fromarray(coarse).resize((coarse.shape[1] * 4, h + 2 * pad),
+                                                     Image.BICUBIC))
+    left = wide[pad:pad + h, :w]
+    right = wide[pad - offset:pad - offset + h, DISPARITY:DISPARITY + w]
+    return np.ascontiguousarray(left), np.ascontiguousarray(right)
+
+
+@pytest.mark.parametrize("offset", [-3, 0, 2])
+def test_the_offset_is_measured(offset: int) -> None:
+    left, right = _pair(offset)
+    assert vertical_offset(left, right) == pytest.approx(offset, abs=0.15)
+
+
+def test_rows_move_as_the_formula_says() -> None:
+    x = torch.rand(2, 3, 7, 5)
+    out = rows_shifted(x, torch.tensor([2.0, -1.25]))
+    # first pair: row y reads row y + 2, the last row repeated below the image
+    np.testing.assert_allclose(out[0, :, :5], x[0, :, 2:], atol=1e-6)
+    np.testing.assert_allclose(out[0, :, 5:], x[0, :, 6:].expand(3, 2, 5), atol=1e-6)
+    # second: row y reads 3/4 of row y - 1 and 1/4 of row y - 2
+    np.testing.assert_allclose(out[1, :, 2:], 0.75 * x[1, :, 1:-1] + 0.25 * x[1, :, :-2],
+                               atol=1e-6)
+    np.testing.assert_allclose(out[1, :, 0], x[1, :, 0], atol=1e-6)
+    assert torch.equal(rows_shifted(x, torch.zeros(2)), x)
+
+
+def test_an_offset_pair_runs_lined_up() -> None:
+    torch.manual_seed(0)
+    model = crossview.load_model("alignment-test")
+    rectified = predict_fields(model, *_pair(0), "stereo")
+    offset = predict_fields(model, *_pair(3), "stereo")
+    disparity = field_to_disparity(offset.field[:1])[0][16:-16, 16:-16]
+    assert ((disparity - DISPARITY).abs() < 0.5).float().mean() > 0.95
+    # the left view's matches lie 3 rows down; the right view's 3 rows up, in its own rows
+    assert offset.field[0, ..., 1].mean().item() == pytest.approx(3, abs=0.15)
+    assert offset.field[1, ..., 1].mean().item() == pytest.approx(-3, abs=0.15)
+    right = field_to_disparity(offset.field[1:], "right")[0][16:-16, 16:-16]
+    assert ((right - DISPARITY).abs() < 0.5).float().mean() > 0.95
+    assert offset.valid[:, 16:-16, 16:-16].float().mean() > 0.95
+    # without the lining up SGBM loses the rows
+    model.fused_network = FusedNetwork()
+    unaligned = field_to_disparity(predict_fields(model, *_pair(3), "stereo").field[:1])[0]
+    assert ((unaligned[16:-16, 16:-16] - DISPARITY).abs() < 0.5).float().mean() < 0.8
+    assert torch.equal(rectified.field, predict_fields(model, *_pair(0), "stereo").field)
+
+
+def test_an_offset_below_the_threshold_or_without_the_fusion_changes_nothing() -> None:
+    torch.manual_seed(0)
+    model = crossview.load_model("alignment-test")
+    left, right = _pair(0)
+    lined = predict_fields(model, left, right, "stereo")
+    model.fused_network = FusedNetwork()
+    assert torch.equal(lined.field, predict_fields(model, left, right, "stereo").field)
+    model.fused_network = FusedNetwork(align_px=0.5)
+    shifted = _pair(2)
+    alone = predict_fields(model, *shifted, "stereo", fuse=False)
+    model.fused_network = FusedNetwork()
+    assert torch.equal(alone.field, predict_fields(model, *shifted, "stereo", fuse=False).field)
+    with pytest.raises(ValueError, match="align_px"):
+        FusedNetwork(align_px=-1.0)
