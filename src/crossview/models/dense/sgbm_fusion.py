@@ -2,8 +2,11 @@
 
 The two fail in different places. SGBM (:mod:`crossview.models.dense.classical`) leaves holes
 where it is unsure (occlusions, weak texture, speckles) and is sharp where it answers; the
-network answers everywhere, smoothly, and is weakest on thin structures and depth edges. The
-fusion keeps, per pixel of each view:
+network answers everywhere, smoothly, and is weakest on thin structures and depth edges. SGBM
+compares intensities, so it first sees the right image toned to the left through the
+network's consistent matches when the two differ by :data:`TONE_MATCH_MIN_GREY` grey levels or
+more (:mod:`crossview.models.dense.tone_matching`: cameras that expose differently). The
+fusion then keeps, per pixel of each view:
 
 1. SGBM's disparity where SGBM has one and its two views agree within
    :data:`FUSION_SGBM_CHECK_PX` (:func:`~crossview.models.dense.classical.left_right_checked`);
@@ -35,7 +38,7 @@ The rule, its thresholds, the padding and the median's settings were chosen by
 leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 ``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
 ``docs/results/real_sgbm_border.py``, ``docs/results/real_out_of_view.py``,
-``docs/results/real_fusion_thresholds.py``).
+``docs/results/real_fusion_thresholds.py``, ``docs/results/real_tone_matching.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from crossview.models.dense.classical import (
     sgbm_num_disparities,
     sgbm_right_disparity,
 )
+from crossview.models.dense.tone_matching import right_toned_to_left
 
 # SGBM's left-right check; chosen by leave-one-group-out over {none, 0.5, 1, 2, 4} px
 FUSION_SGBM_CHECK_PX = 1.0
@@ -74,6 +78,11 @@ EDGE_MEDIANS = ({"jump": 2.0, "width": 2, "radius": 12, "step": 6, "sigma_colour
 # step 5: chosen by leave-one-group-out over spans {12, 16, 24} x rows {10, 25, 50, 100},
 # before or after step 4 (docs/results/real_out_of_view.py)
 OUT_OF_VIEW = {"span": 16, "rows": 100}
+# step 0: SGBM sees the right image toned to the left through the network's consistent matches
+# when the tone curves differ from the identity by at least this many grey levels (None: never);
+# chosen by leave-one-group-out over {never, 0, 2, 4, 8} on real-train scenes with the right
+# image's gain, gamma or colour changed (docs/results/real_tone_matching.py)
+TONE_MATCH_MIN_GREY: float | None = 8.0
 
 
 def scaled_median(settings: dict, scale: float, jumps: float | None = None) -> dict:
@@ -139,11 +148,13 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     searches = [sgbm_num_disparities(float(max(network[i].max(), network[b + i].max())))
                 for i in range(b)]
     images = images0 + images1  # row r's view
+    toned1 = [right_toned_to_left(images0[i], images1[i], network[i], consistent[i],
+                                  TONE_MATCH_MIN_GREY) for i in range(b)]
 
     def sgbm_view(row: int) -> np.ndarray:
         i = row % b
         matcher = sgbm_disparity if row < b else sgbm_right_disparity
-        return matcher(images0[i], images1[i], searches[i], pad=True,
+        return matcher(images0[i], toned1[i], searches[i], pad=True,
                        uniqueness=FUSION_SGBM_UNIQUENESS)
 
     def fuse_one(row: int) -> np.ndarray:
