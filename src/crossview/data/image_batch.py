@@ -56,3 +56,10 @@ def sample_image(image: np.ndarray) -> torch.Tensor:
     """A benchmark sample's image ``[H, W, 3]`` (uint8, or float 0..255) as float32
     ``[1, 3, H, W]``, the API's float form."""
     return torch.from_numpy(np.ascontiguousarray(image, np.float32)).permute(2, 0, 1)[None]
+
+
+def uint8_images(x: torch.Tensor) -> list[np.ndarray]:
+    """A batch ``[B, 3, H, W]`` (0..255) as ``B`` RGB uint8 arrays ``[H, W, 3]`` (rounded,
+    clamped; on the CPU), as OpenCV's matchers take them."""
+    return [image.round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
+            for image in x]

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+from crossview.data.image_batch import uint8_images
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.classical import dis_flow, variational_refinement
@@ -69,8 +70,7 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
         raise ValueError(f"field must be [2B, H, W, 2] for frames {tuple(x0.shape)}, "
                          f"got {field.shape=}")
-    frames0, frames1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
-                         for i in range(b)] for x in (x0, x1))
+    frames0, frames1 = uint8_images(x0), uint8_images(x1)
     firsts, seconds = frames0 + frames1, frames1 + frames0  # row r's frames
 
     def polish(flow: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from crossview import memory
-from crossview.data.image_batch import ImageLike, as_image_batch, sample_image
+from crossview.data.image_batch import ImageLike, as_image_batch, sample_image, uint8_images
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.geometry.confidence import attention_peak
@@ -225,9 +225,8 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
     preset = getattr(model, "fused_network", None) if fuse and task == "stereo" else None
     if preset is None or preset.align_px is None:
         return None
-    images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
-                         for i in range(x.shape[0])] for x in (x0, x1))
-    offsets = torch.tensor([vertical_offset(a, b) for a, b in zip(images0, images1, strict=True)])
+    offsets = torch.tensor([vertical_offset(a, b) for a, b in zip(uint8_images(x0),
+                                                                  uint8_images(x1), strict=True)])
     offsets = torch.where(offsets.abs() >= preset.align_px, offsets, 0.0)
     return offsets if bool(offsets.any()) else None
 

@@ -48,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+from crossview.data.image_batch import uint8_images
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
@@ -143,8 +144,7 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).cpu().numpy()
     network = np.concatenate([field_to_disparity(field[:b]).float().cpu().numpy(),
                               field_to_disparity(field[b:], "right").float().cpu().numpy()])
-    images0, images1 = ([x[i].round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
-                         for i in range(b)] for x in (x0, x1))
+    images0, images1 = uint8_images(x0), uint8_images(x1)
     searches = [sgbm_num_disparities(float(max(network[i].max(), network[b + i].max())))
                 for i in range(b)]
     images = images0 + images1  # row r's view
