@@ -19,6 +19,7 @@ Run: ``OMP_NUM_THREADS=1 python docs/results/flow_dis_fusion.py OUT.json ../shar
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,17 @@ def network_and_dis(model: torch.nn.Module, frame0: np.ndarray,
     network = torch.cat([result.flow, result.flow_backward]).permute(0, 2, 3, 1)
     dis = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
     return network, dis
+
+
+def fused_pairs(roots: list[str]) -> Iterator[tuple]:
+    """For every pair of :func:`pairs`: ``(root, name, frame0, frame1, flow, known, network,
+    dis, choice)``, with both directions' fields ``[2, H, W, 2]`` of ``matchflow-hybrid``'s
+    network and of DIS (:func:`network_and_dis`) and the forward flow ``[H, W, 2]`` of the
+    shipped forward-backward rule (:func:`forward_backward_choice`) between them."""
+    model = crossview.load_model("matchflow-hybrid")
+    for pair in pairs(roots):
+        network, dis = network_and_dis(model, pair[2], pair[3])
+        yield *pair, network, dis, forward_backward_choice(network, dis)[0].numpy()
 
 
 def print_choice(table: dict[str, dict], roots: list[str], names: list[str],

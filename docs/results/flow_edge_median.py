@@ -21,19 +21,12 @@ import itertools
 import sys
 from pathlib import Path
 
-import crossview
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
-from crossview.models.dense.dis_fusion import forward_backward_choice
 from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flow_dis_fusion import (  # the pairs, runs, score and choice of the fusion study
-    epe,
-    network_and_dis,
-    pairs,
-    print_choice,
-)
+from flow_dis_fusion import epe, fused_pairs, print_choice  # the fusion study's pairs, score
 
 PASSES: dict[str, tuple[dict, ...]] = {"fused": ()}
 for jump, (radius, step), sigma in itertools.product((1.0, 2.0), ((4, 2), (12, 6), (8, 2)),
@@ -44,11 +37,8 @@ PASSES["wm2_stereo"] = EDGE_MEDIANS
 
 
 def main(out: Path, roots: list[str]) -> None:
-    model = crossview.load_model("matchflow-hybrid")
     table: dict[str, dict] = {}
-    for root, name, frame0, frame1, truth, known in pairs(roots):
-        network, dis = network_and_dis(model, frame0, frame1)
-        fused = forward_backward_choice(network, dis)[0].numpy()
+    for root, name, frame0, _, truth, known, network, dis, fused in fused_pairs(roots):
         scores = {"net": epe(network[0].numpy(), truth, known), "dis": epe(dis[0].numpy(), truth,
                                                                             known)}
         for setting, passes in PASSES.items():

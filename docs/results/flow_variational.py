@@ -27,19 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-import crossview
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.classical import variational_refinement
-from crossview.models.dense.dis_fusion import FLOW_EDGE_MEDIANS, forward_backward_choice
+from crossview.models.dense.dis_fusion import FLOW_EDGE_MEDIANS
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flow_dis_fusion import (  # the pairs, runs, score and choice of the fusion study
-    epe,
-    network_and_dis,
-    pairs,
-    print_choice,
-)
+from flow_dis_fusion import epe, fused_pairs, print_choice  # the fusion study's pairs, score
 
 # (iterations, sor_iterations, alpha, delta, gamma, before the medians)
 GRID = {(i, 5, a, 5.0, 10.0, False) for i, a in itertools.product((1, 5), (10.0, 20.0, 40.0))}
@@ -64,11 +58,8 @@ def medians(flow: np.ndarray, frame: np.ndarray) -> np.ndarray:
 
 
 def main(out: Path, roots: list[str]) -> None:
-    model = crossview.load_model("matchflow-hybrid")
     table: dict[str, dict] = {}
-    for root, name, frame0, frame1, truth, known in pairs(roots):
-        network, dis = network_and_dis(model, frame0, frame1)
-        choice = forward_backward_choice(network, dis)[0].numpy()
+    for root, name, frame0, frame1, truth, known, _, _, choice in fused_pairs(roots):
         fused = medians(choice, frame0)
         scores = {"fused": epe(fused, truth, known)}
         for setting, (i, s, a, d, g, before) in SETTINGS.items():
