@@ -6,6 +6,7 @@ pair itself."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import numpy as np
@@ -93,12 +94,15 @@ def test_pooling_adjacent_violators_is_the_least_squares_non_decreasing_fit(
         np.testing.assert_allclose(fit, y, atol=1e-4)
 
 
-def test_a_darker_right_image_is_toned_back_through_the_matches() -> None:
+def test_a_darker_right_image_is_toned_back_through_the_matches(
+        caplog: pytest.LogCaptureFixture) -> None:
     left, right = _pair()
     dark = _gamma(right, 1.4, 0.8)
     disparity = np.full(left.shape[:2], float(DISPARITY))
     trusted = np.ones(left.shape[:2], bool)
-    toned = right_toned_to_left(left, dark, disparity, trusted, 2.0)
+    with caplog.at_level(logging.INFO, logger="crossview"):
+        toned = right_toned_to_left(left, dark, disparity, trusted, 2.0)
+    assert len(caplog.records) == 1 and "SGBM matched it toned" in caplog.records[0].getMessage()
     assert np.abs(toned.astype(int) - right).mean() < 1.5 < np.abs(dark.astype(int) - right).mean()
     assert right_toned_to_left(left, right, disparity, trusted, 2.0) is right  # no difference
     assert right_toned_to_left(left, dark, disparity, trusted, None) is dark

@@ -5,6 +5,8 @@ view back in the right image's rows; pairs below the threshold run as before."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -58,11 +60,15 @@ def test_rows_move_as_the_formula_says() -> None:
     assert torch.equal(rows_shifted(x, torch.zeros(2)), x)
 
 
-def test_an_offset_pair_runs_lined_up() -> None:
+def test_an_offset_pair_runs_lined_up(caplog: pytest.LogCaptureFixture) -> None:
     torch.manual_seed(0)
     model = crossview.load_model("alignment-test")
-    rectified = predict_fields(model, *_pair(0), "stereo")
-    offset = predict_fields(model, *_pair(3), "stereo")
+    with caplog.at_level(logging.INFO, logger="crossview"):
+        rectified = predict_fields(model, *_pair(0), "stereo")
+        assert not caplog.records  # a rectified pair says nothing
+        offset = predict_fields(model, *_pair(3), "stereo")
+    assert [r.getMessage()[:50] for r in caplog.records] == [
+        "the right image's rows lie 3.0 px below the left's"]
     disparity = field_to_disparity(offset.field[:1])[0][16:-16, 16:-16]
     assert ((disparity - DISPARITY).abs() < 0.5).float().mean() > 0.95
     # the left view's matches lie 3 rows down; the right view's 3 rows up, in its own rows

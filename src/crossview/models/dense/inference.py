@@ -12,6 +12,7 @@ half-resolution pass gives the initial field (low-resolution initialisation).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import numbers
 from collections.abc import Mapping
@@ -34,7 +35,10 @@ from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.dense.vertical_alignment import rows_shifted, vertical_offset
 from crossview.models.registry import Predictor
 
+log = logging.getLogger(__name__)
+
 NETWORK_ALONE = "network"  # the predictor variant of a fusing model without the fusion
+NOTED_OFFSET_PX = 0.5  # a row offset the run lines up and says so (rectified pairs: < 0.3 px)
 # the caption of the network-alone row, per task: what the fusion adds
 NETWORK_ALONE_CAPTIONS = {"stereo": "network alone: the same model without the SGBM fusion",
                           "flow": "network alone: the same model without the DIS fusion"}
@@ -221,13 +225,19 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
     """Per pair of ``x0, x1 [B, 3, H, W]`` (0..255) the vertical offset ``[B]`` px that a
     fusing stereo run of a model whose ``fused_network.align_px`` is set lines its right
     image up by (:func:`crossview.models.dense.vertical_alignment.vertical_offset`; 0 where it
-    is below ``align_px``), or ``None``: no pair is lined up."""
+    is below ``align_px``), or ``None``: no pair is lined up. Offsets of at least
+    :data:`NOTED_OFFSET_PX` are logged at INFO (the command shows them as ``note:`` lines)."""
     preset = getattr(model, "fused_network", None) if fuse and task == "stereo" else None
     if preset is None or preset.align_px is None:
         return None
     offsets = torch.tensor([vertical_offset(a, b) for a, b in zip(uint8_images(x0),
                                                                   uint8_images(x1), strict=True)])
     offsets = torch.where(offsets.abs() >= preset.align_px, offsets, 0.0)
+    for offset in offsets.tolist():
+        if abs(offset) >= NOTED_OFFSET_PX:
+            log.info("the right image's rows lie %.1f px %s the left's: lined up before matching "
+                     "(a pair that is not quite rectified)", abs(offset),
+                     "below" if offset > 0 else "above")
     return offsets if bool(offsets.any()) else None
 
 

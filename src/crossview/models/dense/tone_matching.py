@@ -13,7 +13,11 @@ channel, the non-decreasing curve from right values to the median left value of 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 LEVEL_SAMPLES = 20  # a right value with fewer matched samples takes its curve from its neighbours
 MIN_SAMPLES = 1000  # fewer matched pixels in all: no curve (the identity)
@@ -95,11 +99,15 @@ def right_toned_to_left(left: np.ndarray, right: np.ndarray, disparity: np.ndarr
     matches of the left view's ``disparity [H, W]`` px where ``trusted [H, W]`` (every
     :data:`SAMPLE_STRIDE`-th row and column), if the curves
     differ from the identity by at least ``min_difference`` grey levels
-    (:func:`tone_difference`); else (and with ``min_difference`` None) ``right`` itself."""
+    (:func:`tone_difference`; logged at INFO, which the command shows as a ``note:``); else
+    (and with ``min_difference`` None) ``right`` itself."""
     if min_difference is None:
         return right
     reference, source = matched_samples(left, right, disparity, trusted, SAMPLE_STRIDE)
     curves = tone_curves(source, reference)
-    if tone_difference(curves, source) < min_difference:
+    difference = tone_difference(curves, source)
+    if difference < min_difference:
         return right
+    log.info("the right image's tones differ from the left's by %.0f grey levels on average: "
+             "SGBM matched it toned to the left (cameras that exposed differently)", difference)
     return apply_tone_curves(right, curves)
