@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -94,6 +95,26 @@ class TestTrainer:
         for key, value in params(straight.model).items():
             torch.testing.assert_close(params(resumed.model)[key], value, rtol=0, atol=0)
 
+    def test_sample_making_workers_give_the_same_run(self, tmp_path: Path) -> None:
+        # train.workers only moves sample making into other processes: the batches, and so
+        # every logged loss and the weights, are those of the run that makes them itself
+        here, _ = run(make_cfg(tmp_path / "here"))
+        ahead, summary = run(make_cfg(tmp_path / "ahead", workers=2))
+        assert summary["step"] == 6
+        losses = [[r["loss"] for r in map(json.loads, (d / "log.jsonl").read_text().splitlines())
+                   if r["kind"] == "train"] for d in (tmp_path / "here", tmp_path / "ahead")]
+        assert losses[0] == losses[1] and len(losses[0]) == 6
+        for key, value in params(here.model).items():
+            assert torch.equal(value, params(ahead.model)[key]), key
+
+    def test_sample_making_workers_resume_where_the_run_stopped(self, tmp_path: Path) -> None:
+        whole, _ = run(make_cfg(tmp_path / "whole", workers=1))
+        run(make_cfg(tmp_path / "parts", workers=1), stop_after=3)
+        resumed, summary = run(make_cfg(tmp_path / "parts", workers=1), resume=True)
+        assert summary["steps_run"] == 3
+        for key, value in params(whole.model).items():
+            assert torch.equal(value, params(resumed.model)[key]), key
+
     def test_kill_9_then_resume_is_identical(self, tmp_path: Path) -> None:
         script = textwrap.dedent(f"""
             import os, signal, sys
@@ -120,6 +141,40 @@ class TestTrainer:
         straight, _ = run(make_cfg(tmp_path / "straight", ckpt_every=1))
         for key, value in params(straight.model).items():
             torch.testing.assert_close(params(resumed.model)[key], value, rtol=0, atol=0)
+
+    def test_sigterm_to_the_process_group_saves_with_sample_making_workers(
+            self, tmp_path: Path) -> None:
+        # `timeout` and a terminal's Ctrl-C signal the whole process group, typically while
+        # the trainer waits for the workers' samples: the workers must leave the signal to
+        # the trainer, which finishes its step, saves and ends them
+        script = textwrap.dedent(f"""
+            import os, signal, sys
+            sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent)!r}]  # test_trainer, hang_guard
+            import torch
+            from pathlib import Path
+            from test_trainer import make_cfg
+            from crossview.train.trainer import Trainer, batch_indices
+            from train_standin import StandInModel, StandInStereo
+
+            class SignalsTheGroup(StandInStereo):
+                def __getitem__(self, index):
+                    if index == batch_indices(3, 2, len(self), 0)[0]:
+                        os.killpg(0, signal.SIGTERM)
+                    return super().__getitem__(index)
+
+            cfg = make_cfg(Path({str(tmp_path / "stopped")!r}), steps=8, workers=2,
+                           ckpt_every=100)
+            torch.manual_seed(0)
+            summary = Trainer(cfg, model=StandInModel(), train_set=SignalsTheGroup(),
+                              progress=False).run()
+            print("stopped", summary["step"], summary["signal"])
+        """)
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                timeout=HANG_GUARD_SECONDS, start_new_session=True)
+        assert result.returncode == 0, result.stderr
+        step = int(result.stdout.split()[1])
+        assert f"stopped {step} {int(signal.SIGTERM)}" in result.stdout and 1 <= step < 8
+        assert latest_checkpoint(tmp_path / "stopped").name == f"step-{step:08d}.pt"
 
     def test_resume_refuses_a_different_config(self, tmp_path: Path) -> None:
         run(make_cfg(tmp_path), stop_after=2)

@@ -194,7 +194,10 @@ class TrainConfig:
     """The loop: steps, global batch, precision, cadence of logs, validation and checkpoints.
 
     ``device`` is checked against this machine when training starts
-    (:func:`crossview.device.resolve_device`)."""
+    (:func:`crossview.device.resolve_device`). ``workers``: processes that make the training
+    samples ahead of the steps (0: the training process makes each batch itself); every
+    sample depends only on its index, so the batches are the same either way, and a GPU need
+    not wait for samples rendered on one CPU core."""
 
     steps: int = setting(1000, **AT_LEAST_1)
     batch_size: int = setting(2, **AT_LEAST_1)
@@ -207,6 +210,7 @@ class TrainConfig:
     ckpt_every: int = setting(100, **AT_LEAST_1)
     keep_last: int = setting(3, **AT_LEAST_1)
     max_nonfinite: int = setting(10, **AT_LEAST_1)
+    workers: int = setting(0, **NON_NEGATIVE)
 
 
 @dataclass

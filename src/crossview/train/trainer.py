@@ -35,7 +35,7 @@ import math
 import signal
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ import torch
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import default_collate
+from torch.utils.data import DataLoader, Sampler, default_collate
 
 from crossview import memory
 from crossview.attention.match import NonFiniteError
@@ -89,6 +89,34 @@ def batch_indices(step: int, batch_size: int, dataset_size: int, seed: int) -> l
             cached[epoch] = torch.randperm(dataset_size, generator=gen)
         out.append(int(cached[epoch][pos]))
     return out
+
+
+class StepBatches(Sampler[list[int]]):
+    """This rank's share of the global batch of every step from ``first`` to ``steps - 1``
+    (:func:`batch_indices`, then :func:`crossview.distributed.shard`): the batch sampler of the
+    sample-making workers (``train.workers``)."""
+
+    def __init__(self, first: int, steps: int, batch_size: int, dataset_size: int, seed: int,
+                 dist: DistInfo) -> None:
+        self.first, self.steps = first, steps
+        self.batch_size, self.dataset_size, self.seed, self.dist = (batch_size, dataset_size,
+                                                                     seed, dist)
+
+    def __len__(self) -> int:
+        return max(self.steps - self.first, 0)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for step in range(self.first, self.steps):
+            yield shard(batch_indices(step, self.batch_size, self.dataset_size, self.seed),
+                        self.dist)
+
+
+def _leave_signals_to_the_trainer(worker: int) -> None:
+    """In a sample-making worker: ignore Ctrl-C and SIGTERM (a terminal or ``timeout`` sends
+    them to the whole process group), so the trainer finishes its step, saves and then ends
+    the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _schedule(optimizer: torch.optim.Optimizer, schedule: str, steps: int,
@@ -384,14 +412,29 @@ class Trainer:
         batch = self.recipe.collate([dataset[i] for i in indices])
         return {k: v.to(self.device) for k, v in batch.items()}
 
-    def train_step(self) -> dict[str, float]:
-        """One optimisation step on this rank's share of the global batch of ``self.step``
-        (and of the recipe's unlabelled stream, when it has one: its samples join the batch
-        under ``unlabelled_*`` keys)."""
+    def _prefetched_batches(self) -> Iterator[dict[str, torch.Tensor]]:
+        """The batches of the steps from ``self.step`` on, made ahead by ``train.workers``
+        processes (on the device; pinned first when it is a GPU)."""
         cfg = self.cfg
-        indices = batch_indices(self.step, cfg.train.batch_size, len(self.train_set),
-                                cfg.data.seed)
-        batch = self._batch(self.train_set, shard(indices, self.dist))
+        loader = DataLoader(
+            self.train_set, num_workers=cfg.train.workers, collate_fn=self.recipe.collate,
+            batch_sampler=StepBatches(self.step, cfg.train.steps, cfg.train.batch_size,
+                                      len(self.train_set), cfg.data.seed, self.dist),
+            pin_memory=self.device.type == "cuda", prefetch_factor=4,
+            worker_init_fn=_leave_signals_to_the_trainer)
+        for batch in loader:
+            yield {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+
+    def train_step(self, batch: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
+        """One optimisation step on this rank's share of the global batch of ``self.step``
+        (made here unless ``batch`` holds it, from :meth:`_prefetched_batches`), and of the
+        recipe's unlabelled stream, when it has one: its samples join the batch under
+        ``unlabelled_*`` keys."""
+        cfg = self.cfg
+        if batch is None:
+            indices = batch_indices(self.step, cfg.train.batch_size, len(self.train_set),
+                                    cfg.data.seed)
+            batch = self._batch(self.train_set, shard(indices, self.dist))
         if self.unlabelled is not None:
             dataset, size = self.unlabelled
             extra = shard(batch_indices(self.step, size, len(dataset), cfg.data.seed + 1),
@@ -520,9 +563,10 @@ class Trainer:
         try:
             with _StopRequested() as stop, progress:
                 bar = progress.add_task("train", total=cfg.steps, completed=self.step, loss="-")
+                batches = self._prefetched_batches() if cfg.workers else None
                 while self.step < cfg.steps:
                     t0 = time.perf_counter()
-                    last_logs = self.train_step()
+                    last_logs = self.train_step(None if batches is None else next(batches))
                     if self.on_step is not None and self.on_step(self.step, last_logs):
                         stop.requested = True
                     if self.dist.enabled:  # a signal may reach the ranks at different steps
