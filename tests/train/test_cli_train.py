@@ -395,8 +395,8 @@ def test_a_run_stopped_early_writes_no_export_and_says_how_to_go_on(
     config = write_config(tmp_path, {**MICRO, "train": {**MICRO["train"], "steps": 3}})
     run_step = Trainer.train_step
 
-    def step_then_interrupt(self: Trainer) -> dict[str, float]:
-        logs = run_step(self)
+    def step_then_interrupt(self: Trainer, batch: dict | None = None) -> dict[str, float]:
+        logs = run_step(self, batch)
         os.kill(os.getpid(), stop)
         return logs
 

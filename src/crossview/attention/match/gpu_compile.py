@@ -11,7 +11,7 @@ it does (neither in memory nor in Triton's cache on disk): the backend logs one 
 Everything here needs the compiled (not interpreted) kernels: under ``TRITON_INTERPRET=1``
 ``@triton.jit`` builds interpreted ones, so run it in a process without that variable
 (``crossview bench kernels`` does). It uses Triton's launch internals
-(``create_function_from_signature``, ``JITFunction._pack_args``), tested with Triton 3.9.
+(``create_function_from_signature``, ``JITFunction._pack_args``), tested with Triton 3.6 and 3.9.
 """
 
 from __future__ import annotations

@@ -289,7 +289,7 @@ def _backward_keys_kernel(q_ptr, k_ptr, grad_out_ptr, ds_ptr, mixed_ptr, order_p
     key_mask = keys < n_keys
     key64 = keys.to(tl.int64)
     start = tl.load(starts_ptr + key64, mask=key_mask, other=0)
-    count = tl.load(starts_ptr + key64 + 1, mask=key_mask, other=0) - start
+    end = tl.load(starts_ptr + key64 + 1, mask=key_mask, other=0)
     cc = tl.arange(0, C_PAD)
     cv = tl.arange(0, CV_PAD)
     c_mask = (cc < C)[None, :]
@@ -301,9 +301,13 @@ def _backward_keys_kernel(q_ptr, k_ptr, grad_out_ptr, ds_ptr, mixed_ptr, order_p
     if L1:
         kt = tl.load(k_ptr + k_rows[:, None] + cc[None, :], mask=key_mask[:, None] & c_mask,
                      other=0).to(ACC)
-    for i in tl.range(0, tl.max(count, axis=0)):
-        live = i < count
-        pair = tl.load(order_ptr + start + i, mask=live, other=0)
+    for i in tl.range(0, tl.max(end - start, axis=0)):
+        at = start + i
+        live = at < end
+        # an address inside the array instead of a mask: Triton 3.6's layout pass gives a
+        # masked load here a mask in another layout than its pointer and fails to compile
+        # (the pairs of dead lanes add zero below; some lane is live, so order[0] exists)
+        pair = tl.load(order_ptr + tl.maximum(tl.minimum(at, end - 1), 0))
         row = pair // window
         q_rows = tl.multiple_of(row * C, C_ALIGN)
         out_rows = tl.multiple_of(row * CV, CV_ALIGN)

@@ -5,7 +5,7 @@ compiled kernel by (:func:`specialization`), whether Triton's cache on disk hold
 the backend's one-time note). Its own module so that the kernels
 (:mod:`crossview.attention.match.gpu_kernels`) and the compile check
 (:mod:`crossview.attention.match.gpu_compile`) both import it without a cycle; it relies on
-Triton's launch internals (tested with Triton 3.9).
+Triton's launch internals (tested with Triton 3.6 and 3.9).
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ from triton.compiler import ASTSource, make_backend
 from triton.runtime.cache import get_cache_key, get_cache_manager
 from triton.runtime.jit import create_function_from_signature
 
+# knobs JITFunction.run adds to a launch's options, where this Triton has them
+# (fpsan_homomorphic_casts: in 3.9, not in 3.6)
+LAUNCH_KNOBS = ("instrumentation_mode", "fpsan_homomorphic_casts")
+
 
 def target(arch: str) -> GPUTarget:
     """The Triton target of ``"sm_90"`` (``sm_`` and the compute capability's digits)."""
@@ -35,8 +39,9 @@ def launch_source(kernel: Any, args: tuple, kwargs: dict, gpu: GPUTarget) -> tup
     ``gpu``, as ``JITFunction.run`` builds them before it compiles."""
     kwargs = dict(kwargs)
     kwargs["debug"] = kwargs.get("debug", kernel.debug) or triton.knobs.runtime.debug
-    kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
-    kwargs["fpsan_homomorphic_casts"] = triton.knobs.compilation.fpsan_homomorphic_casts
+    for knob in LAUNCH_KNOBS:  # the compilation knobs this Triton passes to a launch
+        if hasattr(triton.knobs.compilation, knob):
+            kwargs[knob] = getattr(triton.knobs.compilation, knob)
     backend = make_backend(gpu)
     binder = create_function_from_signature(kernel.signature, kernel.params, backend)
     bound, specialization, _ = binder(*args, **kwargs)
