@@ -15,10 +15,10 @@ from crossview.train.config import config_from_dict
 from crossview.train.recipes.fields import pair_rows
 from crossview.train.trainer import Trainer
 
-TINY_FLOW = {"name": "matchflow-b",
-             "overrides": {"dims": [8, 8, 8, 8], "encoder_depths": [1, 1, 1, 1],
-                           "decoder_layers": [1, 1, 1, 1], "radii": [1, 1, 1, 1], "heads": 2,
-                           "encoder_head": 0}}
+TINY = {"dims": [8, 8, 8, 8], "encoder_depths": [1, 1, 1, 1], "decoder_layers": [1, 1, 1, 1],
+        "radii": [1, 1, 1, 1], "heads": 2, "encoder_head": 0}
+TINY_MODELS = {"flow": {"name": "matchflow-b", "overrides": TINY},
+               "stereo": {"name": "matchstereo-b", "overrides": TINY}}
 
 
 def _sequence(folder: Path, count: int = 3) -> Path:
@@ -29,9 +29,17 @@ def _sequence(folder: Path, count: int = 3) -> Path:
     return folder.parent
 
 
+def _stereo_pair(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    base = np.random.default_rng(1).integers(0, 255, (192, 208, 3), dtype=np.uint8)
+    Image.fromarray(base[:, 8:200]).save(folder / "left.png")  # disparity 4 px everywhere
+    Image.fromarray(base[:, 12:204]).save(folder / "right.png")
+    return folder.parent
+
+
 def _cfg(tmp_path: Path, real: str, weight: float = 50.0, task: str = "flow") -> object:
     return config_from_dict({
-        "task": task, "model": TINY_FLOW if task == "flow" else {},
+        "task": task, "model": TINY_MODELS[task],
         "data": {"train": f"synthetic-{task}", "val": f"synthetic-{task}", "train_size": 8,
                  "val_size": 0, "height": 192, "width": 192, "real": real, "real_batch_size": 1},
         "loss": {"photometric_weight": weight},
@@ -39,9 +47,11 @@ def _cfg(tmp_path: Path, real: str, weight: float = 50.0, task: str = "flow") ->
                   "ckpt_every": 3, "val_every": 3}})
 
 
-def test_steps_log_the_photometric_term(tmp_path: Path) -> None:
-    root = _sequence(tmp_path / "real" / "moving")
-    Trainer(_cfg(tmp_path, str(root)), progress=False).run()
+@pytest.mark.parametrize("task", ["flow", "stereo"])
+def test_steps_log_the_photometric_term(tmp_path: Path, task: str) -> None:
+    make = _sequence if task == "flow" else _stereo_pair
+    root = make(tmp_path / "real" / "moving")
+    Trainer(_cfg(tmp_path, str(root), task=task), progress=False).run()
     records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text()
                .splitlines()]
     train = [r for r in records if r["kind"] == "train"]
@@ -58,9 +68,10 @@ def test_steps_log_the_photometric_term(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("task", "real", "message"), [
-    ("flow", "", "data.real"), ("stereo", "REAL", "task flow"),
-    ("flow", "MISSING", "not a folder")])
-def test_the_term_needs_flow_and_a_folder(tmp_path: Path, task: str, real: str,
+    ("flow", "", "unlabelled image sequences"), ("stereo", "", "rectified stereo pairs"),
+    ("stereo", "REAL", "holds a left and a right image"), ("flow", "MISSING", "not a folder"),
+    ("stereo", "MISSING", "not a folder")])
+def test_the_term_needs_a_folder_of_the_task_s_pairs(tmp_path: Path, task: str, real: str,
                                           message: str) -> None:
     root = _sequence(tmp_path / "real" / "moving")
     real = {"REAL": str(root), "MISSING": str(tmp_path / "nowhere")}.get(real, real)

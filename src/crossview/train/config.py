@@ -125,10 +125,11 @@ class DataConfig:
     augmented crops of them, the rest synthetic. ``real_holdout`` names scenes kept out of
     training; ``val: real-scenes`` validates on them (whole, cropped to multiples of 32).
 
-    ``real``: a folder of unlabelled real image sequences
-    (:mod:`crossview.data.datasets.image_sequences`, flow only) for the self-supervised term
-    ``loss.photometric_weight``; each step adds ``real_batch_size`` crops of ``height x width``
-    of frame pairs at most ``real_max_gap`` frames apart to the synthetic batch.
+    ``real``: a folder of unlabelled real pairs for the self-supervised term
+    ``loss.photometric_weight``: image sequences for flow
+    (:mod:`crossview.data.datasets.image_sequences`; pairs of frames at most ``real_max_gap``
+    apart), rectified stereo pairs for stereo (:mod:`crossview.data.datasets.stereo_pairs`);
+    each step adds ``real_batch_size`` crops of ``height x width`` of them to the batch.
     """
 
     train: str = "synthetic-stereo"  # checked by the task's recipe (Recipe.datasets)

@@ -83,11 +83,11 @@ class ImageSequencePairs(Dataset):
         frames = self.sequences[int(rng.integers(len(self.sequences)))]
         gap = int(rng.integers(1, min(self.max_gap, len(frames) - 1) + 1))
         first = int(rng.integers(len(frames) - gap))
-        pair = [_as_tensor(read_image(frames[first])), _as_tensor(read_image(frames[first + gap]))]
+        pair = [as_tensor(read_image(frames[first])), as_tensor(read_image(frames[first + gap]))]
         if pair[0].shape != pair[1].shape:
             raise UserError(f"image sequences: {frames[first]} and {frames[first + gap]} differ "
                             f"in size ({tuple(pair[0].shape[1:])} vs {tuple(pair[1].shape[1:])})")
-        pair = [_cover(image, self.crop) for image in pair]
+        pair = [cover(image, self.crop) for image in pair]
         _, h, w = pair[0].shape
         top, left = int(rng.integers(h - self.crop[0] + 1)), int(rng.integers(w - self.crop[1] + 1))
         pair = [image[:, top:top + self.crop[0], left:left + self.crop[1]] for image in pair]
@@ -98,11 +98,12 @@ class ImageSequencePairs(Dataset):
         return {"img0": pair[0].contiguous(), "img1": pair[1].contiguous()}
 
 
-def _as_tensor(image: np.ndarray) -> torch.Tensor:
+def as_tensor(image: np.ndarray) -> torch.Tensor:
+    """An image as read (``[H, W, 3]``, 0..255) -> ``float32 [3, H, W]``."""
     return torch.from_numpy(image).permute(2, 0, 1).float()
 
 
-def _cover(image: torch.Tensor, crop: tuple[int, int]) -> torch.Tensor:
+def cover(image: torch.Tensor, crop: tuple[int, int]) -> torch.Tensor:
     """``image [3, H, W]`` enlarged (bilinear, aspect kept) until it covers ``crop``."""
     _, h, w = image.shape
     scale = max(crop[0] / h, crop[1] / w)

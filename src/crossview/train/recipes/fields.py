@@ -21,6 +21,7 @@ from torch import nn
 
 from crossview.attention.match import NonFiniteError
 from crossview.data.datasets.image_sequences import ImageSequencePairs
+from crossview.data.datasets.stereo_pairs import UnlabelledStereoPairs
 from crossview.errors import UserError
 from crossview.metrics.registry import get_metrics
 from crossview.metrics.score import MetricSpec
@@ -86,16 +87,25 @@ class FieldRecipe(Recipe):
     def load_init_weights(self, model: nn.Module, path: str | Path, *, grow: bool) -> None:
         build.load_init_weights(model, path, grow=grow)
 
-    def unlabelled_set(self, cfg: Config) -> tuple[ImageSequencePairs, int] | None:
-        """The unlabelled real pairs of the self-supervised term, when it is on."""
+    def unlabelled_set(self, cfg: Config
+                       ) -> tuple[ImageSequencePairs | UnlabelledStereoPairs, int] | None:
+        """The unlabelled real pairs of the self-supervised term, when it is on: frame pairs
+        of image sequences (flow) or rectified stereo pairs (stereo) from ``data.real``."""
         if cfg.loss.photometric_weight == 0:
             return None
-        if self.task != "flow" or not cfg.data.real:
-            raise UserError("config: loss.photometric_weight needs task flow and data.real (a "
-                            "folder of unlabelled image sequences)")
-        pairs = ImageSequencePairs(cfg.data.real, cfg.data.train_size,
-                                   (cfg.data.height, cfg.data.width),
-                                   max_gap=cfg.data.real_max_gap, seed=cfg.data.seed)
+        crop = (cfg.data.height, cfg.data.width)
+        if not cfg.data.real:
+            what = ("image sequences" if self.task == "flow"
+                    else "rectified stereo pairs, one folder each with left.png and right.png")
+            raise UserError("config: loss.photometric_weight needs data.real (a folder of "
+                            f"unlabelled {what})")
+        if self.task == "flow":
+            pairs: ImageSequencePairs | UnlabelledStereoPairs = ImageSequencePairs(
+                cfg.data.real, cfg.data.train_size, crop, max_gap=cfg.data.real_max_gap,
+                seed=cfg.data.seed)
+        else:
+            pairs = UnlabelledStereoPairs(cfg.data.real, cfg.data.train_size, crop,
+                                          seed=cfg.data.seed)
         return pairs, cfg.data.real_batch_size
 
     def collate(self, samples: Sequence[Mapping[str, torch.Tensor]]) -> Batch:
