@@ -62,7 +62,7 @@ def test_small_pairs_are_enlarged_to_cover_the_crop(tmp_path: Path) -> None:
 def test_bad_folders_and_pairs_are_named(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="is not a folder"):
         find_stereo_pairs(tmp_path / "nowhere")
-    with pytest.raises(UserError, match="no folder under .* holds a left and a right image"):
+    with pytest.raises(UserError, match=r"no folder under .* holds a left and a right image"):
         find_stereo_pairs(tmp_path)
     _pair(tmp_path / "odd")
     Image.fromarray(np.zeros((41, 60, 3), np.uint8)).save(tmp_path / "odd" / "right.png")

@@ -86,7 +86,8 @@ class UnlabelledStereoPairs(Dataset):
                             f"({tuple(left.shape[1:])} vs {tuple(right.shape[1:])})")
         left, right = cover(left, self.crop), cover(right, self.crop)
         _, h, w = left.shape
-        top, start = int(rng.integers(h - self.crop[0] + 1)), int(rng.integers(w - self.crop[1] + 1))
+        top = int(rng.integers(h - self.crop[0] + 1))
+        start = int(rng.integers(w - self.crop[1] + 1))
         window = (slice(None), slice(top, top + self.crop[0]), slice(start, start + self.crop[1]))
         left, right = left[window], right[window]
         if rng.random() < 0.5:
