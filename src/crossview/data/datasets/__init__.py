@@ -6,7 +6,9 @@ One module per family (:mod:`.sceneflow`, :mod:`.middlebury`, :mod:`.kitti`, :mo
 generated held-out benchmarks; the sample dict keys are documented in :mod:`.base`. Each module
 registers its dataset kinds (with the metrics its benchmark reports) at its end; the kinds and
 ``KIND:PATH`` parsing live in :mod:`.registry`, which finds every reader module on the first
-lookup. The readers' classes are re-exported here for convenience.
+lookup. The readers' classes are re-exported here for convenience. The streams of unlabelled
+real crops for self-supervised training (:mod:`.image_sequences` for flow, :mod:`.stereo_pairs`
+for stereo, sharing :mod:`.crop_stream`) are not benchmarks and register no kind.
 """
 
 from __future__ import annotations

@@ -22,15 +22,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
-import torch.nn.functional as F
-from torch.utils.data import Dataset
 
-from crossview.data.io import read_image
+from crossview.data.datasets.crop_stream import CropStream, as_tensor, cover
+from crossview.data.io import IMAGE_SUFFIXES, read_image
 from crossview.errors import UserError
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".ppm", ".pgm", ".bmp", ".tif", ".tiff")
 
 
 def find_sequences(root: str | Path) -> list[list[Path]]:
@@ -51,7 +47,7 @@ def find_sequences(root: str | Path) -> list[list[Path]]:
     return sequences
 
 
-class ImageSequencePairs(Dataset):
+class ImageSequencePairs(CropStream):
     """Random crops of frame pairs from :func:`find_sequences`, ``length`` samples.
 
     Args:
@@ -64,22 +60,14 @@ class ImageSequencePairs(Dataset):
 
     def __init__(self, root: str | Path, length: int, crop: tuple[int, int], *,
                  max_gap: int = 2, seed: int = 0) -> None:
-        if length < 1 or max_gap < 1 or min(crop) < 1:
-            raise ValueError(f"length, max_gap and crop must be positive, got {length=}, "
-                             f"{max_gap=}, {crop=}")
+        if max_gap < 1:
+            raise ValueError(f"max_gap must be positive, got {max_gap=}")
+        super().__init__(length, crop, seed)
         self.sequences = find_sequences(root)
-        self.length = length
-        self.crop = crop
         self.max_gap = max_gap
-        self.seed = seed
-
-    def __len__(self) -> int:
-        return self.length
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        if not 0 <= index < self.length:
-            raise IndexError(f"index {index} out of range for {self.length} samples")
-        rng = np.random.default_rng([self.seed, index])
+        rng = self.generator(index)
         frames = self.sequences[int(rng.integers(len(self.sequences)))]
         gap = int(rng.integers(1, min(self.max_gap, len(frames) - 1) + 1))
         first = int(rng.integers(len(frames) - gap))
@@ -88,26 +76,10 @@ class ImageSequencePairs(Dataset):
             raise UserError(f"image sequences: {frames[first]} and {frames[first + gap]} differ "
                             f"in size ({tuple(pair[0].shape[1:])} vs {tuple(pair[1].shape[1:])})")
         pair = [cover(image, self.crop) for image in pair]
-        _, h, w = pair[0].shape
-        top, left = int(rng.integers(h - self.crop[0] + 1)), int(rng.integers(w - self.crop[1] + 1))
-        pair = [image[:, top:top + self.crop[0], left:left + self.crop[1]] for image in pair]
+        window = self.crop_window(rng, pair[0].shape)
+        pair = [image[window] for image in pair]
         if rng.random() < 0.5:
             pair.reverse()
         if rng.random() < 0.5:
             pair = [image.flip(-1) for image in pair]
         return {"img0": pair[0].contiguous(), "img1": pair[1].contiguous()}
-
-
-def as_tensor(image: np.ndarray) -> torch.Tensor:
-    """An image as read (``[H, W, 3]``, 0..255) -> ``float32 [3, H, W]``."""
-    return torch.from_numpy(image).permute(2, 0, 1).float()
-
-
-def cover(image: torch.Tensor, crop: tuple[int, int]) -> torch.Tensor:
-    """``image [3, H, W]`` enlarged (bilinear, aspect kept) until it covers ``crop``."""
-    _, h, w = image.shape
-    scale = max(crop[0] / h, crop[1] / w)
-    if scale <= 1:
-        return image
-    size = (max(crop[0], int(np.ceil(h * scale))), max(crop[1], int(np.ceil(w * scale))))
-    return F.interpolate(image[None], size=size, mode="bilinear", align_corners=False)[0]

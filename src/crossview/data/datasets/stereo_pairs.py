@@ -22,12 +22,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
-from torch.utils.data import Dataset
 
-from crossview.data.datasets.image_sequences import IMAGE_SUFFIXES, as_tensor, cover
-from crossview.data.io import read_image
+from crossview.data.datasets.crop_stream import CropStream, as_tensor, cover
+from crossview.data.io import IMAGE_SUFFIXES, read_image
 from crossview.errors import UserError
 
 
@@ -53,7 +51,7 @@ def find_stereo_pairs(root: str | Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-class UnlabelledStereoPairs(Dataset):
+class UnlabelledStereoPairs(CropStream):
     """Random crops of the pairs of :func:`find_stereo_pairs`, ``length`` samples.
 
     Args:
@@ -65,30 +63,18 @@ class UnlabelledStereoPairs(Dataset):
 
     def __init__(self, root: str | Path, length: int, crop: tuple[int, int], *,
                  seed: int = 0) -> None:
-        if length < 1 or min(crop) < 1:
-            raise ValueError(f"length and crop must be positive, got {length=}, {crop=}")
+        super().__init__(length, crop, seed)
         self.pairs = find_stereo_pairs(root)
-        self.length = length
-        self.crop = crop
-        self.seed = seed
-
-    def __len__(self) -> int:
-        return self.length
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        if not 0 <= index < self.length:
-            raise IndexError(f"index {index} out of range for {self.length} samples")
-        rng = np.random.default_rng([self.seed, index])
+        rng = self.generator(index)
         left_path, right_path = self.pairs[int(rng.integers(len(self.pairs)))]
         left, right = as_tensor(read_image(left_path)), as_tensor(read_image(right_path))
         if left.shape != right.shape:
             raise UserError(f"stereo pairs: {left_path} and {right_path} differ in size "
                             f"({tuple(left.shape[1:])} vs {tuple(right.shape[1:])})")
         left, right = cover(left, self.crop), cover(right, self.crop)
-        _, h, w = left.shape
-        top = int(rng.integers(h - self.crop[0] + 1))
-        start = int(rng.integers(w - self.crop[1] + 1))
-        window = (slice(None), slice(top, top + self.crop[0]), slice(start, start + self.crop[1]))
+        window = self.crop_window(rng, left.shape)
         left, right = left[window], right[window]
         if rng.random() < 0.5:
             left, right = right.flip(-1), left.flip(-1)
