@@ -409,8 +409,11 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=dtype)
 
     def _batch(self, dataset: Any, indices: list[int]) -> dict[str, torch.Tensor]:
-        batch = self.recipe.collate([dataset[i] for i in indices])
-        return {k: v.to(self.device) for k, v in batch.items()}
+        return self._on_device(self.recipe.collate([dataset[i] for i in indices]))
+
+    def _on_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``batch`` on the training device (asynchronously from pinned memory on a GPU)."""
+        return {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
 
     def _prefetched_batches(self) -> Iterator[dict[str, torch.Tensor]]:
         """The batches of the steps from ``self.step`` on, made ahead by ``train.workers``
@@ -422,8 +425,7 @@ class Trainer:
                                       len(self.train_set), cfg.data.seed, self.dist),
             pin_memory=self.device.type == "cuda", prefetch_factor=4,
             worker_init_fn=_leave_signals_to_the_trainer)
-        for batch in loader:
-            yield {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+        yield from map(self._on_device, loader)
 
     def train_step(self, batch: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
         """One optimisation step on this rank's share of the global batch of ``self.step``
