@@ -22,6 +22,7 @@ from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.geometry.out_of_view import extend_out_of_view, out_of_view_strip_end
+from crossview.models.dense import sgbm_fusion
 from crossview.models.dense.classical import (
     hole_run_length,
     left_right_checked,
@@ -30,10 +31,12 @@ from crossview.models.dense.classical import (
     sgbm_right_disparity,
 )
 from crossview.models.dense.inference import network_settings, predict_fields
+from crossview.models.dense.rank_transform import rank_matching_image
 from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
     FUSION_CONSISTENCY_PX,
     FUSION_SGBM_CHECK_PX,
+    FUSION_SGBM_RUNS,
     FUSION_SGBM_UNIQUENESS,
     OUT_OF_VIEW,
     fuse_view,
@@ -256,7 +259,18 @@ def test_sgbm_on_narrow_images_cuts_its_range(width: int) -> None:
         assert np.isnan(disparity).all()
 
 
-def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
+def _sgbm_checked(left: np.ndarray, right: np.ndarray, search: int) -> tuple[np.ndarray, ...]:
+    """SGBM on a pair as the fusion runs it, both views left-right checked."""
+    sgbm_left = sgbm_disparity(left, right, search, pad=True, uniqueness=FUSION_SGBM_UNIQUENESS)
+    sgbm_right = sgbm_right_disparity(left, right, search, pad=True,
+                                      uniqueness=FUSION_SGBM_UNIQUENESS)
+    return (left_right_checked(sgbm_left, sgbm_right, FUSION_SGBM_CHECK_PX),
+            left_right_checked(sgbm_right, sgbm_left, FUSION_SGBM_CHECK_PX, "right"))
+
+
+@pytest.mark.parametrize("runs", ["shipped", "colour only"])
+def test_fuse_with_sgbm_is_the_rule_on_both_views(runs: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     left, right = _pair()
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
     rng = np.random.default_rng(1)
@@ -264,18 +278,20 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views() -> None:
     field = torch.zeros(2, *left.shape[:2], 2)
     field[0, ..., 0] = -torch.from_numpy(disparities[0])  # left view: x = -d
     field[1, ..., 0] = torch.from_numpy(disparities[1])  # right view: x = +d
-    fused = fuse_with_sgbm(x0, x1, field)
     search = sgbm_num_disparities(float(disparities.max()))
+    colour = _sgbm_checked(left, right, search)
+    if runs == "shipped":  # the rank run first, the colour run in its holes
+        assert FUSION_SGBM_RUNS == ({"radius": 5, "grey_channels": 2}, {})
+        ranked = _sgbm_checked(rank_matching_image(left, 5, 2),
+                               rank_matching_image(right, 5, 2), search)
+        checked = [np.where(np.isfinite(r), r, c) for r, c in zip(ranked, colour, strict=True)]
+    else:
+        monkeypatch.setattr(sgbm_fusion, "FUSION_SGBM_RUNS", ({},))
+        checked = colour
+    fused = fuse_with_sgbm(x0, x1, field)
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
-    sgbm_left = sgbm_disparity(left, right, search, pad=True, uniqueness=FUSION_SGBM_UNIQUENESS)
-    sgbm_right = sgbm_right_disparity(left, right, search, pad=True,
-                                      uniqueness=FUSION_SGBM_UNIQUENESS)
-    expected_left = fuse_view(
-        disparities[0], consistent[0],
-        left_right_checked(sgbm_left, sgbm_right, FUSION_SGBM_CHECK_PX), left)
-    expected_right = fuse_view(
-        disparities[1], consistent[1],
-        left_right_checked(sgbm_right, sgbm_left, FUSION_SGBM_CHECK_PX, "right"), right, "right")
+    expected_left = fuse_view(disparities[0], consistent[0], checked[0], left)
+    expected_right = fuse_view(disparities[1], consistent[1], checked[1], right, "right")
     assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), expected_left)
     assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(), expected_right)
     assert torch.equal(fused[..., 1], field[..., 1])

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from crossview.models.dense import sgbm_fusion
+from crossview.models.dense.rank_transform import rank_matching_image
 from crossview.models.dense.tone_matching import (
     MIN_SAMPLES,
     _non_decreasing,
@@ -108,10 +109,12 @@ def test_a_darker_right_image_is_toned_back_through_the_matches(
     assert right_toned_to_left(left, dark, disparity, trusted, None) is dark
 
 
-def test_the_fusion_gives_sgbm_the_toned_right_image(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Step 0 of the stereo fusion: both of SGBM's runs see the right image toned to the left
-    (through the network's consistent matches) when the threshold is set, the image as it is
-    when not."""
+@pytest.mark.parametrize("run", [{}, {"radius": 5, "grey_channels": 2}])
+def test_the_fusion_gives_sgbm_the_toned_right_image(run: dict,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step 0 of the stereo fusion: SGBM's runs on both views (the colour run, and the run on
+    grey and rank images made from them) see the right image toned to the left (through the
+    network's consistent matches) when the threshold is set, the image as it is when not."""
     left, right = _pair()
     dark = _gamma(right, 1.6, 0.6)
     field = torch.zeros(2, *left.shape[:2], 2)
@@ -126,11 +129,15 @@ def test_the_fusion_gives_sgbm_the_toned_right_image(monkeypatch: pytest.MonkeyP
 
     for name in ("sgbm_disparity", "sgbm_right_disparity"):
         monkeypatch.setattr(sgbm_fusion, name, recording(getattr(sgbm_fusion, name)))
+    monkeypatch.setattr(sgbm_fusion, "FUSION_SGBM_RUNS", (run,))
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, dark))
     for threshold, expected in ((None, dark), (2.0, right)):
         monkeypatch.setattr(sgbm_fusion, "TONE_MATCH_MIN_GREY", threshold)
         seen.clear()
         sgbm_fusion.fuse_with_sgbm(x0, x1, field)
         assert len(seen) == 2  # the left view's run and the right view's
+        if run:  # channel 0 of the rank run's images: the grey image
+            expected = rank_matching_image(expected, **run)[..., :1]
         for image in seen:
-            assert np.abs(image.astype(int) - expected).mean() < 1.5
+            compared = image[..., :1] if run else image
+            assert np.abs(compared.astype(int) - expected).mean() < 1.5

@@ -10,9 +10,13 @@ fusion then keeps, per pixel of each view:
 
 1. SGBM's disparity where SGBM has one and its two views agree within
    :data:`FUSION_SGBM_CHECK_PX` (:func:`~crossview.models.dense.classical.left_right_checked`);
-   SGBM runs on the pair widened by repeated border columns (``pad=True``), so that it answers
-   at the border where OpenCV leaves ``numDisparities`` columns empty, with a uniqueness ratio
-   of :data:`FUSION_SGBM_UNIQUENESS` (the check removes what the lower ratio lets through);
+   SGBM runs twice (:data:`FUSION_SGBM_RUNS`): first on the grey images and their rank
+   transforms (:func:`~crossview.models.dense.rank_transform.rank_matching_image`), which match
+   where the two images' brightness differs, then on the colour images, whose answers fill the
+   first run's holes; each runs on the pair widened by repeated border columns (``pad=True``),
+   so that it answers at the border where OpenCV leaves ``numDisparities`` columns empty, with
+   a uniqueness ratio of :data:`FUSION_SGBM_UNIQUENESS` (the check removes what the lower ratio
+   lets through);
 2. in SGBM's holes that run longer than :data:`FUSION_NETWORK_RUN_PX` along the row
    (:func:`~crossview.models.dense.classical.hole_run_length`), the network's where its two
    views agree within :data:`FUSION_CONSISTENCY_PX`
@@ -38,7 +42,8 @@ The rule, its thresholds, the padding and the median's settings were chosen by
 leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 ``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
 ``docs/results/real_sgbm_border.py``, ``docs/results/real_out_of_view.py``,
-``docs/results/real_fusion_thresholds.py``, ``docs/results/real_tone_matching.py``).
+``docs/results/real_fusion_thresholds.py``, ``docs/results/real_tone_matching.py``,
+``docs/results/real_rank_sgbm.py``).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from crossview.models.dense.classical import (
     sgbm_num_disparities,
     sgbm_right_disparity,
 )
+from crossview.models.dense.rank_transform import rank_matching_image
 from crossview.models.dense.tone_matching import right_toned_to_left
 
 # SGBM's left-right check; chosen by leave-one-group-out over {none, 0.5, 1, 2, 4} px
@@ -71,6 +77,11 @@ FUSION_SGBM_UNIQUENESS = 3
 FUSION_CONSISTENCY_PX = 0.5
 FUSION_NETWORK_RUN_PX = 128
 FUSION_THREADS = 2  # the views fused at once
+# step 1's SGBM runs in order, each filling the holes that the runs before it left: the keyword
+# arguments of rank_matching_image, or {} for the colour images; chosen by leave-one-group-out
+# over radius {2, ..., 7} x grey channels {0, 1, 2}, with and without the colour run after it,
+# and the colour run alone (docs/results/real_rank_sgbm.py)
+FUSION_SGBM_RUNS: tuple[dict, ...] = ({"radius": 5, "grey_channels": 2}, {})
 # step 4: 5 x 5 samples 6 px apart around jumps > 2 px, then 2 px apart around jumps > 1 px;
 # chosen by leave-one-group-out over 64 settings that fit the time budget
 # (docs/results/real_edge_median.py)
@@ -151,21 +162,30 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
     toned1 = [right_toned_to_left(images0[i], images1[i], network[i], consistent[i],
                                   TONE_MATCH_MIN_GREY) for i in range(b)]
 
-    def sgbm_view(row: int) -> np.ndarray:
-        i = row % b
+    colour = list(zip(images0, toned1, strict=True))
+    runs = [[tuple(rank_matching_image(image, **run) for image in pair) if run else pair
+             for pair in colour] for run in FUSION_SGBM_RUNS]  # each run's pairs
+
+    def sgbm_view(job: int) -> np.ndarray:
+        run, row = divmod(job, 2 * b)
+        left, right = runs[run][row % b]
         matcher = sgbm_disparity if row < b else sgbm_right_disparity
-        return matcher(images0[i], toned1[i], searches[i], pad=True,
+        return matcher(left, right, searches[row % b], pad=True,
                        uniqueness=FUSION_SGBM_UNIQUENESS)
 
     def fuse_one(row: int) -> np.ndarray:
         view, other = ("left", row + b) if row < b else ("right", row - b)
-        checked = left_right_checked(classical[row], classical[other], FUSION_SGBM_CHECK_PX,
-                                     view)
+        checked = np.full(network[row].shape, np.nan, np.float32)
+        for run in classical:  # each run fills the holes that the runs before it left
+            checked = np.where(np.isfinite(checked), checked,
+                               left_right_checked(run[row], run[other], FUSION_SGBM_CHECK_PX,
+                                                  view))
         return fuse_view(network[row], consistent[row], checked, images[row], view)
 
     # OpenCV and numpy release the GIL: the views run side by side
-    with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
-        classical = list(pool.map(sgbm_view, range(2 * b)))
+    with ThreadPoolExecutor(max_workers=min(2 * b * len(runs), FUSION_THREADS)) as pool:
+        maps = list(pool.map(sgbm_view, range(2 * b * len(runs))))
+        classical = [maps[run * 2 * b:(run + 1) * 2 * b] for run in range(len(runs))]
         views = list(pool.map(fuse_one, range(2 * b)))
     fused = field.clone()
     fused[..., 0] = torch.from_numpy(np.stack(views)).to(field)
