@@ -29,8 +29,9 @@ Refine = Annotated[bool | None, typer.Option(
     "published ones).", show_default=False)]
 Fuse = Annotated[bool | None, typer.Option(
     "--fuse/--no-fuse", help="Fuse the network's disparities with OpenCV SGBM's: checked SGBM "
-    "where it answers, the network's consistent pixels in its long holes (default: the "
-    "model's; on for matchstereo-hybrid, whose network then runs at 0.75 of the pair).",
+    "(on rank-transformed images, then on the colour images) where it answers, the "
+    "network's consistent pixels in its long holes (default: the model's; on for "
+    "matchstereo-hybrid, whose network then runs at 0.75 of the pair).",
     show_default=False)]
 FuseFlow = Annotated[bool | None, typer.Option(
     "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's: DIS where the "
