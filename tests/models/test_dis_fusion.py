@@ -5,6 +5,7 @@ the bundled flow model through the api, and what an ONNX export says it leaves o
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -15,14 +16,17 @@ from crossview.export.modules import DenseOutputs
 from crossview.export.onnx import dropped_defaults
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
-from crossview.models.dense.classical import dis_flow, variational_refinement
+from crossview.models.dense import dis_fusion
+from crossview.models.dense.classical import dis_flow, grey_image, variational_refinement
 from crossview.models.dense.dis_fusion import (
+    FLOW_DIS_RUNS,
     FLOW_EDGE_MEDIANS,
     FLOW_VARIATIONAL,
     FUSION_DIS_FB_PX,
     fuse_with_dis,
 )
 from crossview.models.dense.inference import predict_fields
+from crossview.models.dense.rank_transform import rank_transform
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
@@ -50,8 +54,22 @@ def _tensors(*frames: np.ndarray) -> list[torch.Tensor]:
     return [torch.from_numpy(f).permute(2, 0, 1)[None].float() for f in frames]
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_the_rule_pixel_by_pixel(seed: int) -> None:
+def _choice_by_loops(field: np.ndarray, classical: np.ndarray) -> np.ndarray:
+    """The forward-backward rule pixel by pixel: ``classical [2, H, W, 2]`` where ``field``'s
+    error exceeds the threshold and its own does not."""
+    error_field = consistency_error(torch.from_numpy(field))[0].numpy()
+    error_classical = consistency_error(torch.from_numpy(classical))[0].numpy()
+    chosen = np.empty_like(field)
+    for row, y, x in np.ndindex(*field.shape[:3]):
+        takes_classical = (error_field[row, y, x] > FUSION_DIS_FB_PX
+                           and error_classical[row, y, x] <= FUSION_DIS_FB_PX)
+        chosen[row, y, x] = (classical if takes_classical else field)[row, y, x]
+    return chosen
+
+
+@pytest.mark.parametrize("runs", ["shipped", "grey only"])
+@pytest.mark.parametrize("seed", range(2))
+def test_the_rule_pixel_by_pixel(seed: int, runs: str, monkeypatch: pytest.MonkeyPatch) -> None:
     frame0, frame1 = _frames(64, 80)
     rng = np.random.default_rng(seed)
     field = torch.from_numpy(rng.normal(0, 2, (2, 64, 80, 2))).float()
@@ -59,15 +77,18 @@ def test_the_rule_pixel_by_pixel(seed: int) -> None:
     field[0, ..., 1] += SHIFT[1]
     field[1, ..., 0] -= SHIFT[0]
     field[1, ..., 1] -= SHIFT[1]
+    if runs == "shipped":  # DIS on the grey frames, then on their rank transforms of radius 2
+        assert FLOW_DIS_RUNS == (None, 2)
+    else:
+        monkeypatch.setattr(dis_fusion, "FLOW_DIS_RUNS", (None,))
     fused = fuse_with_dis(*_tensors(frame0, frame1), field)
-    classical = torch.from_numpy(np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)]))
-    error_network = consistency_error(field)[0].numpy()
-    error_classical = consistency_error(classical)[0].numpy()
-    expected = np.empty((2, 64, 80, 2), np.float32)
-    for row, y, x in np.ndindex(2, 64, 80):
-        takes_dis = (error_network[row, y, x] > FUSION_DIS_FB_PX
-                     and error_classical[row, y, x] <= FUSION_DIS_FB_PX)
-        expected[row, y, x] = (classical if takes_dis else field)[row, y, x]
+    expected = _choice_by_loops(field.numpy(), np.stack([dis_flow(frame0, frame1),
+                                                         dis_flow(frame1, frame0)]))
+    if runs == "shipped":
+        rank0, rank1 = (rank_transform(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY), 2)
+                        for f in (frame0, frame1))
+        expected = _choice_by_loops(expected, np.stack([dis_flow(rank0, rank1),
+                                                        dis_flow(rank1, rank0)]))
     # then each direction's edge medians and variational refinement
     for row, (first, second) in enumerate(((frame0, frame1), (frame1, frame0))):
         for settings in FLOW_EDGE_MEDIANS:
@@ -75,6 +96,15 @@ def test_the_rule_pixel_by_pixel(seed: int) -> None:
         expected[row] = variational_refinement(expected[row], first, second, **FLOW_VARIATIONAL)
     np.testing.assert_array_equal(fused.numpy(), expected)
     assert fused.dtype == field.dtype and fused.shape == field.shape
+
+
+def test_dis_takes_grey_frames_as_they_are() -> None:
+    """The rank run hands DIS grey frames; RGB frames are made grey first with OpenCV's
+    weights, so both give one flow."""
+    frame0, frame1 = _frames(64, 80)
+    grey0, grey1 = (cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in (frame0, frame1))
+    assert grey_image(grey0) is grey0
+    np.testing.assert_array_equal(dis_flow(grey0, grey1), dis_flow(frame0, frame1))
 
 
 def test_the_variational_refinement_pulls_a_noisy_flow_to_the_motion() -> None:

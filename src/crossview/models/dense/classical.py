@@ -144,11 +144,11 @@ def nearest_valid_columns(disparity: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def dis_flow(frame0: np.ndarray, frame1: np.ndarray) -> np.ndarray:
-    """OpenCV DIS (medium preset) on the grey frames: RGB uint8 ``[H, W, 3]`` frames -> flow
-    ``[H, W, 2]`` float32 (u, v) px."""
+    """OpenCV DIS (medium preset) on the grey frames: RGB uint8 ``[H, W, 3]`` (or grey uint8
+    ``[H, W]``) frames -> flow ``[H, W, 2]`` float32 (u, v) px."""
     opencv = require_cv2("DIS optical flow")
     return opencv.DISOpticalFlow_create(opencv.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(
-        _grey(frame0), _grey(frame1), None)
+        grey_image(frame0), grey_image(frame1), None)
 
 
 def variational_refinement(flow: np.ndarray, frame0: np.ndarray, frame1: np.ndarray, *,
@@ -168,13 +168,16 @@ def variational_refinement(flow: np.ndarray, frame0: np.ndarray, frame1: np.ndar
     refinement.setDelta(delta)
     refinement.setGamma(gamma)
     refined = np.array(flow, dtype=np.float32, order="C")  # refined in place
-    refinement.calc(_grey(frame0), _grey(frame1), refined)
+    refinement.calc(grey_image(frame0), grey_image(frame1), refined)
     return refined
 
 
-def _grey(frame: np.ndarray) -> np.ndarray:
-    """An RGB uint8 ``[H, W, 3]`` frame as OpenCV's grey ``[H, W]`` uint8."""
-    return cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
+def grey_image(frame: np.ndarray) -> np.ndarray:
+    """An RGB uint8 ``[H, W, 3]`` frame as OpenCV's grey ``[H, W]`` uint8 (a grey ``[H, W]``
+    frame as it is)."""
+    if frame.ndim == 2:
+        return frame
+    return require_cv2("grey images").cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2GRAY)
 
 
 def fill_holes(disparity: np.ndarray) -> np.ndarray:

@@ -5,7 +5,11 @@ pair's (large ones, weak texture), DIS (:func:`crossview.models.dense.classical.
 occlusions and on thin structures. Both run in both directions; per pixel of each direction,
 the fusion keeps DIS's flow where the network's forward-backward error
 (:func:`crossview.geometry.consistency.consistency_error`) exceeds :data:`FUSION_DIS_FB_PX`
-and DIS's does not, and the network's elsewhere. Around the motion edges of the result, each
+and DIS's does not, and the network's elsewhere. DIS runs twice (:data:`FLOW_DIS_RUNS`): on the
+grey frames, then on their rank transforms
+(:func:`crossview.models.dense.rank_transform.rank_transform`), which hold where the two frames'
+brightness differs; the second run's flow takes the pixels where what the first choice left
+still fails the check and it passes. Around the motion edges of the result, each
 direction then takes the colour-weighted median of its frame
 (:func:`crossview.geometry.edge_weighted_median.edge_weighted_median_flow`, the stereo fusion's
 :data:`~crossview.models.dense.sgbm_fusion.EDGE_MEDIANS` passes), which puts motion edges on
@@ -28,11 +32,17 @@ import torch
 from crossview.data.image_batch import uint8_images
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
-from crossview.models.dense.classical import dis_flow, variational_refinement
+from crossview.models.dense.classical import dis_flow, grey_image, variational_refinement
+from crossview.models.dense.rank_transform import rank_transform
 from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_THREADS
 
 # chosen by leave-one-group-out over {0, 0.5, 1, 2, 4} px, two rules (docs/real-eval.md)
 FUSION_DIS_FB_PX = 0.5
+# DIS's runs in order, each choosing by the rule above against what the runs before it left:
+# on the grey frames (None) or on their rank transforms of this radius; chosen by
+# leave-one-group-out over {grey}, {rank r}, {rank r, grey}, {grey, rank r} for r in {2, 3, 5}
+# (docs/results/flow_rank_dis.py)
+FLOW_DIS_RUNS: tuple[int | None, ...] = (None, 2)
 # the stereo fusion's two passes, chosen by leave-one-group-out over them and 12 single passes
 # (docs/results/flow_edge_median.py)
 FLOW_EDGE_MEDIANS = EDGE_MEDIANS
@@ -78,9 +88,16 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
             flow = edge_weighted_median_flow(flow, first, **settings)
         return variational_refinement(flow, first, second, **FLOW_VARIATIONAL)
 
+    def matched(frames: list[np.ndarray], radius: int | None) -> list[np.ndarray]:
+        return frames if radius is None else [rank_transform(grey_image(f), radius)
+                                              for f in frames]
+
     # OpenCV and numpy release the GIL: the directions run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
-        classical = torch.from_numpy(np.stack(list(pool.map(dis_flow, firsts, seconds))))
-        fused = forward_backward_choice(field, classical.to(field)).float().cpu().numpy()
-        fused = np.stack(list(pool.map(polish, fused, firsts, seconds)))
+        fused = field
+        for radius in FLOW_DIS_RUNS:
+            classical = np.stack(list(pool.map(dis_flow, matched(firsts, radius),
+                                               matched(seconds, radius))))
+            fused = forward_backward_choice(fused, torch.from_numpy(classical).to(field))
+        fused = np.stack(list(pool.map(polish, fused.float().cpu().numpy(), firsts, seconds)))
     return torch.from_numpy(fused).to(field)

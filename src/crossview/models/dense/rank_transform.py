@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossview.models.dense.classical import require_cv2
+from crossview.models.dense.classical import grey_image
 
 
 def rank_transform(grey: np.ndarray, radius: int) -> np.ndarray:
@@ -55,7 +55,6 @@ def rank_matching_image(image: np.ndarray, radius: int, grey_channels: int = 2) 
         raise ValueError(f"need an RGB uint8 [H, W, 3] image, got {image.shape} {image.dtype}")
     if grey_channels not in (0, 1, 2):
         raise ValueError(f"grey_channels must be 0, 1 or 2, got {grey_channels}")
-    opencv = require_cv2("the rank transform's SGBM images")
-    grey = opencv.cvtColor(np.ascontiguousarray(image), opencv.COLOR_RGB2GRAY)
+    grey = grey_image(image)
     rank = rank_transform(grey, radius)
     return np.dstack([grey] * grey_channels + [rank] * (3 - grey_channels))
