@@ -34,9 +34,10 @@ Fuse = Annotated[bool | None, typer.Option(
     "matchstereo-hybrid, whose network then runs at 0.75 of the pair).",
     show_default=False)]
 FuseFlow = Annotated[bool | None, typer.Option(
-    "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's: DIS where the "
-    "network's forward-backward error exceeds 0.5 px and DIS's does not (default: the "
-    "model's; on for matchflow-hybrid).", show_default=False)]
+    "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's: DIS (on the grey "
+    "frames, then on their rank transforms) where the network's forward-backward error "
+    "exceeds 0.5 px and DIS's does not (default: the model's; on for matchflow-hybrid).",
+    show_default=False)]
 Adapt = Annotated[int, typer.Option(
     "--adapt", min=0, help="Test-time adaptation: first fit a copy of the model to each pair "
     "with N steps of a self-supervised loss (each step several times the cost of inference; "
