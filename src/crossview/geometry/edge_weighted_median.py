@@ -91,8 +91,8 @@ def weighted_median_at(values: np.ndarray, image: np.ndarray, mask: np.ndarray,
             order = np.argsort(sampled, axis=1)
             cumulative = np.cumsum(np.take_along_axis(weights, order, axis=1), axis=1)
             median_at = (cumulative < 0.5 * cumulative[:, -1:]).sum(axis=1, keepdims=True)
-            filtered[start:start + chunk, plane] = np.take_along_axis(
-                np.take_along_axis(sampled, order, axis=1), median_at, axis=1)[:, 0]
+            at = np.take_along_axis(order, median_at, axis=1)  # the median's sample
+            filtered[start:start + chunk, plane] = np.take_along_axis(sampled, at, axis=1)[:, 0]
     out[ys, xs] = filtered
     return out if values.ndim == 3 else out[..., 0]
 
