@@ -70,7 +70,7 @@ def pairs(roots: list[str]) -> list[Pair]:
 
 
 def epe(flow: np.ndarray, truth: np.ndarray, known: np.ndarray) -> float:
-    return float(np.linalg.norm(flow - truth, axis=-1)[known].mean())
+    return float(np.linalg.norm((flow - truth)[known], axis=-1).mean())  # known first: inf
 
 
 def settings(network: torch.Tensor, dis: torch.Tensor) -> dict[str, np.ndarray]:
