@@ -88,16 +88,19 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
             flow = edge_weighted_median_flow(flow, first, **settings)
         return variational_refinement(flow, first, second, **FLOW_VARIATIONAL)
 
-    def matched(frames: list[np.ndarray], radius: int | None) -> list[np.ndarray]:
-        return frames if radius is None else [rank_transform(grey_image(f), radius)
-                                              for f in frames]
+    def dis_inputs(radius: int | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Row r's first and second frames as one DIS run sees them."""
+        if radius is None:
+            return firsts, seconds
+        ranked0, ranked1 = ([rank_transform(grey_image(f), radius) for f in frames]
+                            for frames in (frames0, frames1))
+        return ranked0 + ranked1, ranked1 + ranked0
 
     # OpenCV and numpy release the GIL: the directions run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
         fused = field
         for radius in FLOW_DIS_RUNS:
-            classical = np.stack(list(pool.map(dis_flow, matched(firsts, radius),
-                                               matched(seconds, radius))))
+            classical = np.stack(list(pool.map(dis_flow, *dis_inputs(radius))))
             fused = forward_backward_choice(fused, torch.from_numpy(classical).to(field))
         fused = np.stack(list(pool.map(polish, fused.float().cpu().numpy(), firsts, seconds)))
     return torch.from_numpy(fused).to(field)
