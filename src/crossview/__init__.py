@@ -7,7 +7,8 @@ Three published systems in one library:
 - TransforMatcher (match-to-match attention) for semantic correspondence.
 
 The user-facing functions (``load_model``, ``build_model``, ``list_models``,
-``estimate_disparity``, ``estimate_flow``, ``match_keypoints``, ``adapt_to_pair``) live in
+``estimate_disparity``, ``estimate_flow``, ``match_keypoints``, ``adapt_to_pair``,
+``rectify_stereo``, ``rectify_photographs``) live in
 :mod:`crossview.api`, ``disparity_to_depth`` and ``depth_to_points`` in
 :mod:`crossview.geometry.depth`; they are re-exported here lazily, so ``import crossview``
 stays cheap, and ``dir(crossview)`` lists them.
@@ -30,7 +31,8 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _API_NAMES = ("load_model", "build_model", "list_models", "estimate_disparity", "estimate_flow",
-              "match_keypoints", "adapt_to_pair", "rectify_stereo")
+              "match_keypoints", "adapt_to_pair", "rectify_stereo",
+              "rectify_photographs")
 _GEOMETRY_NAMES = ("disparity_to_depth", "depth_to_points")
 
 

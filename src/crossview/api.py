@@ -19,6 +19,7 @@ Example (the bundled default stereo model on a random pair):
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import warnings
@@ -61,6 +62,10 @@ from crossview.geometry.confidence import field_confidence
 from crossview.geometry.depth import depth_edge_mask, depth_to_points, disparity_to_depth
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.rectification import RectifiedPair, rectify_pair
+from crossview.geometry.uncalibrated_rectification import (
+    UncalibratedRectification,
+    rectify_uncalibrated,
+)
 from crossview.lazy import lazy_import
 from crossview.models import published, registry
 from crossview.models.dense.inference import (
@@ -654,7 +659,32 @@ def rectify_stereo(left: str | os.PathLike | np.ndarray, right: str | os.PathLik
     return rectify_pair(*images, rig, alpha=alpha)
 
 
+def rectify_photographs(left: str | os.PathLike | np.ndarray,
+                        right: str | os.PathLike | np.ndarray) -> UncalibratedRectification:
+    """Rectify two photographs of one scene taken side by side, without a calibration, from
+    their own feature matches (quasi-Euclidean: each camera turned, a focal length fitted;
+    :mod:`crossview.geometry.uncalibrated_rectification`), so that :func:`estimate_disparity`
+    works on them.
+
+    Args:
+        left, right: image paths or ``[H, W, 3]`` uint8 arrays of one size, the left camera's
+            first.
+
+    Returns:
+        :class:`~crossview.geometry.uncalibrated_rectification.UncalibratedRectification`: both
+        rectified images, the homographies ``[3, 3]`` that made them, the fitted focal length,
+        the matches' count and remaining row difference, and the shift of the disparities.
+
+    Raises :class:`UserError` for images of different sizes, too few matches between them or a
+    right image given first.
+    """
+    images = [image if isinstance(image, np.ndarray) else read_image(image)
+              for image in (left, right)]
+    return rectify_uncalibrated(*images)
+
+
 RECTIFIED_FILES = ("left.png", "right.png", "calib.txt")
+UNCALIBRATED_FILES = ("left.png", "right.png", "rectification.json")
 
 
 def write_rectified(pair: RectifiedPair, folder: str | os.PathLike) -> list[str]:
@@ -666,6 +696,23 @@ def write_rectified(pair: RectifiedPair, folder: str | os.PathLike) -> list[str]
         write_image(left, pair.left)
         write_image(right, pair.right)
         write_stereo_calibration(calib, pair.calibration)
+    return paths
+
+
+def write_uncalibrated(pair: UncalibratedRectification, folder: str | os.PathLike) -> list[str]:
+    """Write ``pair`` into ``folder`` as ``left.png``, ``right.png`` and ``rectification.json``
+    (the homographies, focal length, matches, row difference, disparity shift and range), all
+    or nothing. Returns the three paths."""
+    paths = [os.path.join(folder, name) for name in UNCALIBRATED_FILES]
+    record = {"left_homography": pair.left_homography.tolist(),
+              "right_homography": pair.right_homography.tolist(), "focal_px": pair.focal,
+              "matches": pair.matches, "row_error_px": pair.row_error,
+              "disparity_shift_px": pair.disparity_shift,
+              "disparity_range_px": list(pair.disparity_range)}
+    with staged_files(paths) as (left, right, record_path):
+        write_image(left, pair.left)
+        write_image(right, pair.right)
+        Path(record_path).write_text(json.dumps(record, indent=1) + "\n")
     return paths
 
 

@@ -30,8 +30,9 @@ COMMANDS = {
                           "Estimate disparity for LEFT/RIGHT pairs (files, directories or glob "
                           "patterns)."),
     "rectify": LazyCommand("crossview.cli.rectify", "rectify_command",
-                           "Rectify LEFT/RIGHT; writes left.png, right.png and calib.txt (focal, "
-                           "baseline, doffs)."),
+                           "Rectify LEFT/RIGHT, from a rig calibration (--calib) or from the "
+                           "photographs' own matches; writes left.png, right.png and calib.txt "
+                           "or rectification.json."),
     "flow": LazyCommand("crossview.cli.flow", "flow_command",
                         "Estimate optical flow for FRAME0/FRAME1 pairs (files, directories or "
                         "glob patterns), for the consecutive frames of one video file (pip "

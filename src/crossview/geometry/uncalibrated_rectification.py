@@ -1,0 +1,223 @@
+"""Stereo rectification without a calibration: two photographs of one scene, taken side by side
+(a phone moved sideways, two cameras of unknown rig), become a rectified pair whose matches lie
+on the same row, so that :func:`crossview.estimate_disparity` applies.
+
+The method is Fusiello and Irsara's quasi-Euclidean rectification (Machine Vision and
+Applications 22, 2011). Both cameras are modelled as one pinhole ``K`` (focal ``f``, principal
+point at the image centre, square pixels), and the pair is rectified by rotating each camera:
+``H0 = K R0 K^-1``, ``H1 = K R1 K^-1``. Rotated so, the fundamental matrix is
+``F = K^-T R1^T [e1]x R0 K^-1`` (``[e1]x`` the cross product with the x axis: rows equal).
+Five angles (the left camera's about y and z, the right's about x, y and z; a common rotation
+about the baseline is free) and ``f = 3^a (W + H)`` are fitted to point matches by minimising
+their Sampson distances to ``F`` (least squares with a robust loss, and a weak pull towards
+parallel cameras and ``f = W + H`` for what the matches leave open). Unlike Hartley's
+projective rectification (OpenCV's ``stereoRectifyUncalibrated``) the homographies are rotations
+of a camera, so the images are not sheared or stretched, and a pair that is already rectified
+stays as it is.
+
+The matches are SIFT features (Lowe's ratio test) of the pair shrunk to at most
+:data:`MATCH_PIXELS`, kept where OpenCV's RANSAC fit of a fundamental matrix counts them
+inliers. After the rotations, one vertical shift keeps the left image's centre in place, and the
+right image is shifted along the rows so that the matches' disparities start at
+:data:`DISPARITY_MARGIN` of the width: disparities are then positive and their range is no
+larger than the scene's (what a rectifying rig's ``doffs`` does). Disparities of the rectified
+pair are therefore relative to that shift (:attr:`UncalibratedRectification.disparity_shift`);
+without a calibration there is no metric depth.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from crossview.data.rig_calibration import require_opencv
+from crossview.errors import UserError
+
+log = logging.getLogger(__name__)
+
+MATCH_PIXELS = 1_000_000  # features are found on the pair shrunk to at most this many pixels
+RATIO = 0.75  # Lowe's ratio test: the best match clearly better than the second best
+RANSAC_PX = 1.0  # RANSAC's distance to the epipolar line (px at the matching size)
+MIN_MATCHES = 30  # fewer inliers than this: no rectification
+MAX_ROW_ERROR_PX = 1.0  # the inliers' median row difference above which a warning is logged
+DISPARITY_MARGIN = 0.01  # the least disparity of the matches after the shift, times the width
+DISPARITY_PERCENTILE = 1.0  # the matches' "least" disparity: this percentile (outliers aside)
+# a weak pull of the angles towards 0 and of f towards W + H, so that what the matches leave
+# open (a pair that is already rectified: every common turn fits) stays as it is: residuals
+# of 1 px per PRIOR_RADIANS and per PRIOR_FOCAL_POWER of a
+PRIOR_RADIANS = 1.0
+PRIOR_FOCAL_POWER = 5.0
+_E1 = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # [e1]x
+
+
+@dataclass(frozen=True)
+class UncalibratedRectification:
+    """A pair rectified from its own matches.
+
+    ``left``, ``right``: the rectified images ``[H, W, C]`` (the input dtype and size);
+    ``left_homography``, ``right_homography`` ``[3, 3]``: original pixel ``(x, y, 1)`` ->
+    rectified pixel (up to scale); ``focal``: the fitted focal length (px); ``matches``: the
+    point matches fitted; ``row_error``: their median ``|y0 - y1|`` (px) after rectification;
+    ``disparity_shift``: how far (px) the right image was moved along the rows (a disparity
+    ``d`` of the rectified pair is ``d + disparity_shift`` of the pair only rotated, whose
+    disparity is 0 at infinity); ``disparity_range``: the matches' disparities after
+    rectification, 1st and 99th percentile (px).
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    left_homography: np.ndarray
+    right_homography: np.ndarray
+    focal: float
+    matches: int
+    row_error: float
+    disparity_shift: float
+    disparity_range: tuple[float, float]
+
+
+def feature_matches(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SIFT matches of two images (``[H, W]`` or ``[H, W, 3]`` uint8) that pass the ratio test
+    and a RANSAC fit of a fundamental matrix: ``points0, points1 [N, 2]`` float64 pixel
+    ``(x, y)`` of the full-size images. Raises :class:`UserError` with fewer than
+    :data:`MIN_MATCHES`."""
+    cv2 = require_opencv()
+    factor = min(1.0, math.sqrt(MATCH_PIXELS / (left.shape[0] * left.shape[1])))
+    sift = cv2.SIFT_create()
+    found = []
+    for image in (left, right):
+        grey = image if image.ndim == 2 else cv2.cvtColor(np.ascontiguousarray(image),
+                                                           cv2.COLOR_RGB2GRAY)
+        if factor < 1:
+            grey = cv2.resize(grey, (round(grey.shape[1] * factor), round(grey.shape[0] * factor)),
+                              interpolation=cv2.INTER_AREA)
+        found.append(sift.detectAndCompute(grey, None))
+    (keys0, desc0), (keys1, desc1) = found
+    pairs = []
+    if desc0 is not None and desc1 is not None and len(keys1) >= 2:
+        pairs = [m[0] for m in cv2.BFMatcher(cv2.NORM_L2).knnMatch(desc0, desc1, k=2)
+                 if len(m) == 2 and m[0].distance < RATIO * m[1].distance]
+    points0 = np.array([keys0[m.queryIdx].pt for m in pairs], np.float64).reshape(-1, 2)
+    points1 = np.array([keys1[m.trainIdx].pt for m in pairs], np.float64).reshape(-1, 2)
+    if len(pairs) >= 8:
+        _, inlier = cv2.findFundamentalMat(points0, points1, cv2.FM_RANSAC, RANSAC_PX, 0.999)
+        keep = np.zeros(len(pairs), bool) if inlier is None else inlier.ravel().astype(bool)
+        points0, points1 = points0[keep], points1[keep]
+    if len(points0) < MIN_MATCHES:
+        raise UserError(f"found {len(points0)} consistent feature matches between the two images, "
+                        f"fewer than the {MIN_MATCHES} rectification needs: are they two views "
+                        "of one scene, with texture in common?")
+    return points0 / factor, points1 / factor
+
+
+def camera_matrix(focal: float, height: int, width: int) -> np.ndarray:
+    """``K [3, 3]``: ``focal`` px, principal point at the centre of an ``height x width``
+    image."""
+    return np.array([[focal, 0.0, (width - 1) / 2], [0.0, focal, (height - 1) / 2],
+                     [0.0, 0.0, 1.0]])
+
+
+def rotation(angles: np.ndarray) -> np.ndarray:
+    """The rotation ``[3, 3]`` about x, then y, then z by ``angles [3]`` (radians)."""
+    cx, cy, cz = np.cos(angles)
+    sx, sy, sz = np.sin(angles)
+    about_x = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    about_y = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    about_z = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return about_z @ about_y @ about_x
+
+
+def _cameras(parameters: np.ndarray, height: int, width: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``K``, ``R0``, ``R1`` of the parameters ``[6]``: the left's angles about y and z, the
+    right's about x, y and z, and ``a`` of ``f = 3^a (W + H)``."""
+    r0 = rotation(np.array([0.0, parameters[0], parameters[1]]))
+    r1 = rotation(parameters[2:5])
+    return camera_matrix(3.0 ** parameters[5] * (width + height), height, width), r0, r1
+
+
+def sampson_distances(fundamental: np.ndarray, points0: np.ndarray,
+                      points1: np.ndarray) -> np.ndarray:
+    """The signed Sampson distances ``[N]`` (px) of matches ``points0, points1 [N, 2]`` to
+    ``fundamental [3, 3]`` (``x1^T F x0 = 0`` for an exact match)."""
+    x0 = np.column_stack([points0, np.ones(len(points0))])
+    x1 = np.column_stack([points1, np.ones(len(points1))])
+    lines1 = x0 @ fundamental.T  # F x0: epipolar lines in the right image
+    lines0 = x1 @ fundamental  # F^T x1: in the left image
+    algebraic = np.sum(x1 * lines1, axis=1)
+    norm = np.sqrt(lines1[:, 0] ** 2 + lines1[:, 1] ** 2 + lines0[:, 0] ** 2 + lines0[:, 1] ** 2)
+    return algebraic / np.maximum(norm, 1e-12)
+
+
+def rectifying_cameras(points0: np.ndarray, points1: np.ndarray, height: int, width: int
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``K``, ``R0``, ``R1`` that rectify the matches ``points0, points1 [N, 2]`` of two
+    ``height x width`` images (the fit of the module docstring, started from parallel cameras
+    and ``f = W + H``)."""
+    from scipy.optimize import least_squares  # scipy is a dependency; imported where used
+
+    def residuals(parameters: np.ndarray) -> np.ndarray:
+        k, r0, r1 = _cameras(parameters, height, width)
+        k_inverse = np.linalg.inv(k)
+        prior = np.append(parameters[:5] / PRIOR_RADIANS, parameters[5] / PRIOR_FOCAL_POWER)
+        return np.concatenate([sampson_distances(k_inverse.T @ r1.T @ _E1 @ r0 @ k_inverse,
+                                                 points0, points1), prior])
+
+    fit = least_squares(residuals, np.zeros(6), loss="soft_l1", f_scale=RANSAC_PX,
+                        method="trf", x_scale=np.full(6, 0.1))
+    return _cameras(fit.x, height, width)
+
+
+def _apply(homography: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``points [N, 2]`` mapped by ``homography [3, 3]``."""
+    mapped = np.column_stack([points, np.ones(len(points))]) @ homography.T
+    return mapped[:, :2] / mapped[:, 2:]
+
+
+def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRectification:
+    """Rectify two photographs of one scene, ``left`` and ``right`` ``[H, W]`` or
+    ``[H, W, 3]`` uint8 of one size, from their own feature matches (module docstring).
+
+    Raises :class:`UserError` for images of different sizes, too few matches, or a right image
+    that lies left of the left one (swap them).
+    """
+    cv2 = require_opencv()
+    if left.shape[:2] != right.shape[:2]:
+        raise UserError(f"the two images differ in size: {left.shape[1]}x{left.shape[0]} and "
+                        f"{right.shape[1]}x{right.shape[0]} (W x H); rectification without a "
+                        "calibration needs two photographs of one size")
+    height, width = left.shape[:2]
+    points0, points1 = feature_matches(left, right)
+    k, r0, r1 = rectifying_cameras(points0, points1, height, width)
+    k_inverse = np.linalg.inv(k)
+    rotated0, rotated1 = k @ r0 @ k_inverse, k @ r1 @ k_inverse
+    centre = np.array([[(width - 1) / 2, (height - 1) / 2]])
+    offset = centre - _apply(rotated0, centre)  # keeps the left image's centre in place
+    moved0 = _apply(rotated0, points0) + offset
+    moved1 = _apply(rotated1, points1) + offset
+    disparities = moved0[:, 0] - moved1[:, 0]
+    if np.median(disparities) < 0:
+        raise UserError("the second image lies left of the first (its matches lie to the right "
+                        "of theirs in the first): give the left image first")
+    shift = float(np.percentile(disparities, DISPARITY_PERCENTILE) - DISPARITY_MARGIN * width)
+    left_homography = _translation(*offset[0]) @ rotated0
+    right_homography = _translation(offset[0, 0] + shift, offset[0, 1]) @ rotated1
+    row_error = float(np.median(np.abs(moved0[:, 1] - moved1[:, 1])))
+    if row_error > MAX_ROW_ERROR_PX:
+        log.warning("after rectification the matches' rows still differ by %.1f px (median): "
+                    "the pair may not be two views of a static scene", row_error)
+    rectified = [cv2.warpPerspective(np.ascontiguousarray(image), homography, (width, height),
+                                     flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+                 for image, homography in ((left, left_homography), (right, right_homography))]
+    low, high = np.percentile(disparities - shift, [1, 99])
+    return UncalibratedRectification(
+        *rectified, left_homography / left_homography[2, 2],
+        right_homography / right_homography[2, 2], float(k[0, 0]), len(points0), row_error,
+        shift, (float(low), float(high)))
+
+
+def _translation(x: float, y: float) -> np.ndarray:
+    """The homography ``[3, 3]`` that moves pixels by ``(x, y)``."""
+    return np.array([[1.0, 0.0, x], [0.0, 1.0, y], [0.0, 0.0, 1.0]])

@@ -1,0 +1,190 @@
+"""Rectification without a calibration (``crossview.geometry.uncalibrated_rectification``,
+``crossview rectify`` without ``--calib``): a rectified pair of two textured planes whose right
+camera is turned by a known rotation is rectified back from its own matches, so that the known
+correspondences lie on one row again with positive disparities; the fit recovers exact
+synthetic cameras; an already rectified pair stays nearly as it is; bad pairs are one error
+line, exit code 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli_runner import run_cli
+from crossview.data import io
+from crossview.errors import UserError
+from crossview.geometry.uncalibrated_rectification import (
+    camera_matrix,
+    rectify_uncalibrated,
+    rectifying_cameras,
+    rotation,
+    sampson_distances,
+)
+
+cv2 = pytest.importorskip("cv2")
+
+H, W = 360, 480
+BACK, FRONT = 6.0, 22.0  # the planes' disparities (px)
+FRONT_BOX = (150, 330, 100, 260)  # x0, x1, y0, y1 of the nearer plane in the left image
+TURN = np.radians([0.8, 1.5, 1.2])  # the right camera's turn about x, y, z
+
+
+def _texture(seed: int) -> np.ndarray:
+    """A smooth random texture ``[H, W + 64, 3]`` uint8 with features at several scales."""
+    rng = np.random.default_rng(seed)
+    image = np.zeros((H, W + 64))
+    for scale in (3, 7, 15):
+        noise = rng.normal(size=(H // scale + 2, (W + 64) // scale + 2))
+        image += cv2.resize(noise, (W + 64 + 2 * scale, H + 2 * scale),
+                            interpolation=cv2.INTER_CUBIC)[scale:H + scale, scale:W + 64 + scale]
+    image = (image - image.min()) / np.ptp(image) * 255
+    return np.repeat(image.astype(np.uint8)[..., None], 3, 2)
+
+
+def _pair() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rectified pair ``left, right [H, W, 3]`` and the left view's disparity ``[H, W]``."""
+    back, front = _texture(0), _texture(1)
+    x0, x1, y0, y1 = FRONT_BOX
+    disparity = np.full((H, W), BACK)
+    disparity[y0:y1, x0:x1] = FRONT
+    left, right = back[:, 32:32 + W].copy(), back[:, 32 + int(BACK):32 + int(BACK) + W].copy()
+    left[y0:y1, x0:x1] = front[y0:y1, x0:x1]
+    right[y0:y1, x0 - int(FRONT):x1 - int(FRONT)] = front[y0:y1, x0:x1]
+    return left, right, disparity
+
+
+def _turn() -> np.ndarray:
+    """The right camera's turn as a homography ``[3, 3]`` (rectified -> turned pixel)."""
+    k = camera_matrix(float(W), H, W)
+    return k @ rotation(TURN) @ np.linalg.inv(k)
+
+
+def _carried(points: np.ndarray, homography: np.ndarray) -> np.ndarray:
+    mapped = np.column_stack([points, np.ones(len(points))]) @ homography.T
+    return mapped[:, :2] / mapped[:, 2:]
+
+
+def _correspondences(disparity: np.ndarray, margin: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """Left pixels ``[N, 2]`` on a grid inside both planes and their rectified right pixels."""
+    ys, xs = np.mgrid[margin:H - margin:10, margin:W - margin:10]
+    left = np.column_stack([xs.ravel(), ys.ravel()]).astype(np.float64)
+    right = left - np.column_stack([disparity[ys.ravel(), xs.ravel()], np.zeros(len(left))])
+    return left, right
+
+
+def test_a_turned_right_camera_is_rectified_back() -> None:
+    left, right, disparity = _pair()
+    turned = cv2.warpPerspective(right, _turn(), (W, H), flags=cv2.INTER_LINEAR)
+    points0, points1 = _correspondences(disparity)
+    points1 = _carried(points1, _turn())  # where the turned camera sees them
+    before = np.abs(points0[:, 1] - points1[:, 1])
+    assert np.median(before) > 3  # the turned pair is far from row-aligned
+
+    pair = rectify_uncalibrated(left, turned)
+    rectified0 = _carried(points0, pair.left_homography)
+    rectified1 = _carried(points1, pair.right_homography)
+    rows = np.abs(rectified0[:, 1] - rectified1[:, 1])
+    assert np.median(rows) < 0.15 and np.percentile(rows, 95) < 0.5
+    assert pair.row_error < 0.3 and pair.matches >= 100
+    found = rectified0[:, 0] - rectified1[:, 0]
+    assert found.min() > 0  # disparities positive after the shift
+    # the two planes stay apart by their disparities' difference (the focal is near W)
+    front = disparity[points0[:, 1].astype(int), points0[:, 0].astype(int)] == FRONT
+    gap = np.median(found[front]) - np.median(found[~front])
+    assert gap == pytest.approx(FRONT - BACK, rel=0.15)
+    assert pair.disparity_range[0] >= 0 and pair.left.shape == left.shape
+    # the rectified images hold the planes on one row: the front box's texture lines up
+    x0, x1, y0, y1 = FRONT_BOX
+    grey0, grey1 = (cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float64)
+                    for image in (pair.left, pair.right))
+    centre = _carried(np.array([[(x0 + x1) / 2, (y0 + y1) / 2]]), pair.left_homography)[0]
+    cx, cy = np.round(centre).astype(int)
+    patch = grey0[cy - 30:cy + 30, cx - 30:cx + 30]
+    shift = int(round(np.median(found[front])))
+    scores = {dy: np.corrcoef(patch.ravel(), grey1[cy - 30 + dy:cy + 30 + dy,
+                                                   cx - 30 - shift:cx + 30 - shift].ravel())[0, 1]
+              for dy in range(-3, 4)}
+    assert max(scores, key=scores.get) == 0 and scores[0] > 0.9
+
+
+def test_the_fit_recovers_exact_cameras() -> None:
+    """Points seen by two cameras turned by known rotations (focal 500): the fitted rotations
+    rectify them to a small fraction of a pixel, and the fitted focal is near 500."""
+    rng = np.random.default_rng(3)
+    k = camera_matrix(500.0, H, W)
+    world = np.column_stack([rng.uniform(-2, 2, 400), rng.uniform(-1.5, 1.5, 400),
+                             rng.uniform(3, 12, 400)])
+    left_turn, right_turn = rotation(np.radians([0.0, -1.0, 2.0])), rotation(TURN)
+    seen0 = (k @ left_turn.T @ world.T).T
+    seen1 = (k @ right_turn.T @ (world - [0.3, 0.0, 0.0]).T).T
+    points0, points1 = seen0[:, :2] / seen0[:, 2:], seen1[:, :2] / seen1[:, 2:]
+    fitted, r0, r1 = rectifying_cameras(points0, points1, H, W)
+    inverse = np.linalg.inv(fitted)
+    rows0 = _carried(points0, fitted @ r0 @ inverse)[:, 1]
+    rows1 = _carried(points1, fitted @ r1 @ inverse)[:, 1]
+    assert np.abs(rows0 - rows1).max() < 0.05
+    assert fitted[0, 0] == pytest.approx(500.0, rel=0.1)
+    exact = np.linalg.inv(k).T @ right_turn.T @ np.array(
+        [[0, 0, 0], [0, 0, -1], [0, 1, 0]]) @ left_turn @ np.linalg.inv(k)
+    assert np.abs(sampson_distances(exact, points0, points1)).max() < 1e-9
+
+
+def test_a_rectified_pair_stays_nearly_as_it_is() -> None:
+    left, right, disparity = _pair()
+    pair = rectify_uncalibrated(left, right)
+    corners = np.array([[0, 0], [W - 1, 0], [0, H - 1], [W - 1, H - 1]], np.float64)
+    moved = _carried(corners, pair.left_homography) - corners
+    assert np.abs(moved).max() < 3  # px at the corners
+    points0, points1 = _correspondences(disparity)
+    rows = _carried(points0, pair.left_homography)[:, 1] - _carried(
+        points1, pair.right_homography)[:, 1]
+    assert np.median(np.abs(rows)) < 0.15
+
+
+def test_bad_pairs_are_named() -> None:
+    left, right, _ = _pair()
+    with pytest.raises(UserError, match="differ in size"):
+        rectify_uncalibrated(left, right[:-10])
+    with pytest.raises(UserError, match="give the left image first"):
+        rectify_uncalibrated(right, left)
+    flat = np.full((H, W, 3), 128, np.uint8)
+    with pytest.raises(UserError, match="0 consistent feature matches"):
+        rectify_uncalibrated(flat, flat)
+
+
+def test_the_command_writes_the_pair_and_its_homographies(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    left, right, _ = _pair()
+    io.write_image(tmp_path / "l.png", left)
+    io.write_image(tmp_path / "r.png", cv2.warpPerspective(right, _turn(), (W, H)))
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["rectify", str(tmp_path / "l.png"), str(tmp_path / "r.png"),
+                                 "-o", str(out)], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["left.png", "rectification.json",
+                                                     "right.png"]
+    record = json.loads((out / "rectification.json").read_text())
+    assert np.asarray(record["left_homography"]).shape == (3, 3)
+    assert record["row_error_px"] < 0.3 and record["matches"] >= 100
+    assert io.read_image(out / "left.png").shape == (H, W, 3)
+    assert f"crossview stereo {out / 'left.png'} {out / 'right.png'}" in stdout
+
+
+@pytest.mark.parametrize(("swap", "extra", "message"), [
+    (True, [], "give the left image first"),
+    (False, ["--alpha", "1"], "--alpha needs --calib"),
+])
+def test_bad_uncalibrated_input_is_one_line_exit_2_nothing_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture, swap: bool, extra: list[str],
+        message: str) -> None:
+    left, right, _ = _pair()
+    io.write_image(tmp_path / "l.png", left)
+    io.write_image(tmp_path / "r.png", right)
+    images = ["r.png", "l.png"] if swap else ["l.png", "r.png"]
+    code, _, err = run_cli(["rectify", *(str(tmp_path / name) for name in images), "-o",
+                            str(tmp_path / "out"), *extra], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+    assert err.startswith("error: ") and not (tmp_path / "out").exists()
