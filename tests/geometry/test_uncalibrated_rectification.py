@@ -103,7 +103,7 @@ def test_a_turned_right_camera_is_rectified_back() -> None:
     centre = _carried(np.array([[(x0 + x1) / 2, (y0 + y1) / 2]]), pair.left_homography)[0]
     cx, cy = np.round(centre).astype(int)
     patch = grey0[cy - 30:cy + 30, cx - 30:cx + 30]
-    shift = int(round(np.median(found[front])))
+    shift = round(float(np.median(found[front])))
     scores = {dy: np.corrcoef(patch.ravel(), grey1[cy - 30 + dy:cy + 30 + dy,
                                                    cx - 30 - shift:cx + 30 - shift].ravel())[0, 1]
               for dy in range(-3, 4)}
