@@ -112,7 +112,8 @@ def test_a_turned_right_camera_is_rectified_back() -> None:
 
 def test_the_fit_recovers_exact_cameras() -> None:
     """Points seen by two cameras turned by known rotations (focal 500): the fitted rotations
-    rectify them to a small fraction of a pixel, and the fitted focal is near 500."""
+    rectify them to a fraction of a pixel (the pull towards parallel cameras costs a little
+    of exact data), and the fitted focal is near 500."""
     rng = np.random.default_rng(3)
     k = camera_matrix(500.0, H, W)
     world = np.column_stack([rng.uniform(-2, 2, 400), rng.uniform(-1.5, 1.5, 400),
@@ -125,8 +126,11 @@ def test_the_fit_recovers_exact_cameras() -> None:
     inverse = np.linalg.inv(fitted)
     rows0 = _carried(points0, fitted @ r0 @ inverse)[:, 1]
     rows1 = _carried(points1, fitted @ r1 @ inverse)[:, 1]
-    assert np.abs(rows0 - rows1).max() < 0.05
-    assert fitted[0, 0] == pytest.approx(500.0, rel=0.1)
+    rows = np.abs(rows0 - rows1)
+    assert np.median(rows) < 0.1 and np.percentile(rows, 95) < 0.3 and rows.max() < 0.6
+    before = np.abs(points0[:, 1] - points1[:, 1])
+    assert np.median(before) > 5
+    assert fitted[0, 0] == pytest.approx(500.0, rel=0.15)
     exact = np.linalg.inv(k).T @ right_turn.T @ np.array(
         [[0, 0, 0], [0, 0, -1], [0, 1, 0]]) @ left_turn @ np.linalg.inv(k)
     assert np.abs(sampson_distances(exact, points0, points1)).max() < 1e-9

@@ -17,12 +17,14 @@ stays as it is.
 
 The matches are SIFT features (Lowe's ratio test) of the pair shrunk to at most
 :data:`MATCH_PIXELS`, kept where OpenCV's RANSAC fit of a fundamental matrix counts them
-inliers. After the rotations, one vertical shift keeps the left image's centre in place, and the
-right image is shifted along the rows so that the matches' disparities start at
-:data:`DISPARITY_MARGIN` of the width: disparities are then positive and their range is no
-larger than the scene's (what a rectifying rig's ``doffs`` does). Disparities of the rectified
-pair are therefore relative to that shift (:attr:`UncalibratedRectification.disparity_shift`);
-without a calibration there is no metric depth.
+inliers. After the rotations, one shift of both images keeps the left image's centre in place:
+the cameras are then parallel, and every point lies at a positive disparity. Only where the
+matches' disparities (their :data:`DISPARITY_PERCENTILE` percentile) fall below
+:data:`DISPARITY_MARGIN` of the width is the right image shifted along the rows to bring them
+there (:attr:`UncalibratedRectification.disparity_shift`, what a rig's ``doffs`` is). Without a
+calibration there is no metric depth. What the turns bring into the frame repeats the images'
+edges (:data:`BORDER`): black borders led the fused default astray on real scenes whose
+rectification was all but the identity (docs/results/real_uncalibrated_rectification.py).
 """
 
 from __future__ import annotations
@@ -45,11 +47,13 @@ MIN_MATCHES = 30  # fewer inliers than this: no rectification
 MAX_ROW_ERROR_PX = 1.0  # the inliers' median row difference above which a warning is logged
 DISPARITY_MARGIN = 0.01  # the least disparity of the matches after the shift, times the width
 DISPARITY_PERCENTILE = 1.0  # the matches' "least" disparity: this percentile (outliers aside)
-# a weak pull of the angles towards 0 and of f towards W + H, so that what the matches leave
-# open (a pair that is already rectified: every common turn fits) stays as it is: residuals
-# of 1 px per PRIOR_RADIANS and per PRIOR_FOCAL_POWER of a
-PRIOR_RADIANS = 1.0
-PRIOR_FOCAL_POWER = 5.0
+INTERPOLATION = "linear"  # OpenCV's INTER_<name> that resamples the images
+BORDER = "replicate"  # OpenCV's BORDER_<name> beyond the edges (black borders mislead the matchers)
+# a pull of the angles towards 0 and of f towards W + H, so that what the matches leave open
+# (matches on one plane, or a pair that is already rectified: many turns fit) stays as it is:
+# each match's residual grows by 1 px per PRIOR_RADIANS of turn and per PRIOR_FOCAL_POWER of a
+PRIOR_RADIANS = 0.2
+PRIOR_FOCAL_POWER = 2.0
 _E1 = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # [e1]x
 
 
@@ -61,10 +65,10 @@ class UncalibratedRectification:
     ``left_homography``, ``right_homography`` ``[3, 3]``: original pixel ``(x, y, 1)`` ->
     rectified pixel (up to scale); ``focal``: the fitted focal length (px); ``matches``: the
     point matches fitted; ``row_error``: their median ``|y0 - y1|`` (px) after rectification;
-    ``disparity_shift``: how far (px) the right image was moved along the rows (a disparity
-    ``d`` of the rectified pair is ``d + disparity_shift`` of the pair only rotated, whose
-    disparity is 0 at infinity); ``disparity_range``: the matches' disparities after
-    rectification, 1st and 99th percentile (px).
+    ``disparity_shift``: how far (px, <= 0) the right image was moved along the rows (a
+    disparity ``d`` of the rectified pair is ``d + disparity_shift`` of the pair only rotated,
+    whose disparity is 0 at infinity; 0 unless the matches needed it); ``disparity_range``:
+    the matches' disparities after rectification, 1st and 99th percentile (px).
     """
 
     left: np.ndarray
@@ -161,7 +165,8 @@ def rectifying_cameras(points0: np.ndarray, points1: np.ndarray, height: int, wi
     def residuals(parameters: np.ndarray) -> np.ndarray:
         k, r0, r1 = _cameras(parameters, height, width)
         k_inverse = np.linalg.inv(k)
-        prior = np.append(parameters[:5] / PRIOR_RADIANS, parameters[5] / PRIOR_FOCAL_POWER)
+        prior = math.sqrt(len(points0)) * np.append(parameters[:5] / PRIOR_RADIANS,
+                                                    parameters[5] / PRIOR_FOCAL_POWER)
         return np.concatenate([sampson_distances(k_inverse.T @ r1.T @ _E1 @ r0 @ k_inverse,
                                                  points0, points1), prior])
 
@@ -201,7 +206,10 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
     if np.median(disparities) < 0:
         raise UserError("the second image lies left of the first (its matches lie to the right "
                         "of theirs in the first): give the left image first")
-    shift = float(np.percentile(disparities, DISPARITY_PERCENTILE) - DISPARITY_MARGIN * width)
+    # parallel cameras see every point at a positive disparity; only a pair whose matches say
+    # otherwise (a focal fitted too short, cameras turned towards each other) is shifted
+    shift = min(0.0, float(np.percentile(disparities, DISPARITY_PERCENTILE)
+                           - DISPARITY_MARGIN * width))
     left_homography = _translation(*offset[0]) @ rotated0
     right_homography = _translation(offset[0, 0] + shift, offset[0, 1]) @ rotated1
     row_error = float(np.median(np.abs(moved0[:, 1] - moved1[:, 1])))
@@ -209,7 +217,8 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
         log.warning("after rectification the matches' rows still differ by %.1f px (median): "
                     "the pair may not be two views of a static scene", row_error)
     rectified = [cv2.warpPerspective(np.ascontiguousarray(image), homography, (width, height),
-                                     flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+                                     flags=getattr(cv2, f"INTER_{INTERPOLATION.upper()}"),
+                                     borderMode=getattr(cv2, f"BORDER_{BORDER.upper()}"))
                  for image, homography in ((left, left_homography), (right, right_homography))]
     low, high = np.percentile(disparities - shift, [1, 99])
     return UncalibratedRectification(

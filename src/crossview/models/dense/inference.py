@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 NETWORK_ALONE = "network"  # the predictor variant of a fusing model without the fusion
 NOTED_OFFSET_PX = 0.5  # a row offset the run lines up and says so (rectified pairs: < 0.3 px)
+RECTIFY_HINT_PX = 2.0  # a row offset at which the note points to crossview rectify
 # the caption of the network-alone row, per task: what the fusion adds
 NETWORK_ALONE_CAPTIONS = {"stereo": "network alone: the same model without the SGBM fusion",
                           "flow": "network alone: the same model without the DIS fusion"}
@@ -226,7 +227,9 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
     fusing stereo run of a model whose ``fused_network.align_px`` is set lines its right
     image up by (:func:`crossview.models.dense.vertical_alignment.vertical_offset`; 0 where it
     is below ``align_px``), or ``None``: no pair is lined up. Offsets of at least
-    :data:`NOTED_OFFSET_PX` are logged at INFO (the command shows them as ``note:`` lines)."""
+    :data:`NOTED_OFFSET_PX` are logged at INFO (the command shows them as ``note:`` lines);
+    from :data:`RECTIFY_HINT_PX` the note points to ``crossview rectify`` (photographs taken
+    by hand are turned as well as offset, which one offset does not undo)."""
     preset = getattr(model, "fused_network", None) if fuse and task == "stereo" else None
     if preset is None or preset.align_px is None:
         return None
@@ -235,9 +238,11 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
     offsets = torch.where(offsets.abs() >= preset.align_px, offsets, 0.0)
     for offset in offsets.tolist():
         if abs(offset) >= NOTED_OFFSET_PX:
+            hint = ("; two photographs taken by hand: rectify them first with `crossview "
+                    "rectify LEFT RIGHT`" if abs(offset) >= RECTIFY_HINT_PX else "")
             log.info("the right image's rows lie %.1f px %s the left's: lined up before matching "
-                     "(a pair that is not quite rectified)", abs(offset),
-                     "below" if offset > 0 else "above")
+                     "(a pair that is not quite rectified)%s", abs(offset),
+                     "below" if offset > 0 else "above", hint)
     return offsets if bool(offsets.any()) else None
 
 
