@@ -12,7 +12,8 @@ by the fused default three ways and scored against the scene's ground truth:
 
 Each score is given over the scene's valid pixels and (``_seen``) over those whose true match
 the turned right image still shows (a turn moves part of the image out of the frame). With
-``--interpolation NAME`` the rectification resamples with OpenCV's ``INTER_NAME``.
+``--interpolation NAME`` the rectification resamples with OpenCV's ``INTER_NAME`` (default:
+the module's :data:`~crossview.geometry.uncalibrated_rectification.INTERPOLATION`).
 
 Each left pixel ``p`` is scored by the x of its match in the scene's own right image: the
 network's field gives the match in the image it matched against, which the inverse
@@ -22,7 +23,7 @@ x, y, z) with a focal of the image width, and its rows moved by ``TURN_ROWS`` px
 turn brings into the frame repeats the image's edge (a photograph would show more scene).
 
 Run: ``OMP_NUM_THREADS=2 python docs/results/real_uncalibrated_rectification.py OUT.json ROOT
-[--interpolation linear]``.
+[--interpolation cubic]``.
 """
 
 from __future__ import annotations
@@ -130,8 +131,10 @@ def scene_scores(model: torch.nn.Module, sample: dict) -> dict:
     return scores
 
 
-def main(out: Path, root: str, interpolation: str = "linear") -> None:
-    """Score every stereo scene under ``root``; write ``{scene: scores, "mean": ...}``."""
+def main(out: Path, root: str, interpolation: str | None = None) -> None:
+    """Score every stereo scene under ``root``; write ``{scene: scores, "mean": ...}``
+    (``interpolation``: the rectification's, default the module's)."""
+    interpolation = interpolation or uncalibrated_rectification.INTERPOLATION
     uncalibrated_rectification.INTERPOLATION = interpolation
     torch.set_num_threads(2)
     model = crossview.load_model("matchstereo-hybrid")
