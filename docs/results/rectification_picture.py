@@ -39,7 +39,7 @@ def main(left_path: str, right_path: str, out: str) -> None:
             axis.set_title(titles[row][column], fontsize=10)
             axis.axis("off")
     figure.tight_layout()
-    figure.savefig(out, dpi=80)
+    figure.savefig(out, dpi=64)
     print(f"wrote {out}: {pair.matches} matches, row error {pair.row_error:.2f} px, focal "
           f"{pair.focal:.0f} px, disparities {pair.disparity_range[0]:.0f}-"
           f"{pair.disparity_range[1]:.0f} px")

@@ -675,8 +675,8 @@ def rectify_photographs(left: str | os.PathLike | np.ndarray,
         rectified images, the homographies ``[3, 3]`` that made them, the fitted focal length,
         the matches' count and remaining row difference, and the shift of the disparities.
 
-    Raises :class:`UserError` for images of different sizes, too few matches between them or a
-    right image given first.
+    The left photograph must come first (the matches do not tell the order). Raises
+    :class:`UserError` for images of different sizes or too few matches between them.
     """
     images = [image if isinstance(image, np.ndarray) else read_image(image)
               for image in (left, right)]

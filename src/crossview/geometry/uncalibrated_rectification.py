@@ -189,8 +189,10 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
     """Rectify two photographs of one scene, ``left`` and ``right`` ``[H, W]`` or
     ``[H, W, 3]`` uint8 of one size, from their own feature matches (module docstring).
 
-    Raises :class:`UserError` for images of different sizes, too few matches, or a right image
-    that lies left of the left one (swap them).
+    Which photograph is the left one is not checked: the matches fix the rows, but a turn of
+    either camera about its vertical axis moves all disparities alike and is all but invisible
+    to them, so their sign does not tell the order. Raises :class:`UserError` for images of
+    different sizes or too few matches.
     """
     cv2 = require_opencv()
     if left.shape[:2] != right.shape[:2]:
@@ -207,11 +209,9 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
     moved0 = _apply(rotated0, points0) + offset
     moved1 = _apply(rotated1, points1) + offset
     disparities = moved0[:, 0] - moved1[:, 0]
-    if np.median(disparities) < 0:
-        raise UserError("the second image lies left of the first (its matches lie to the right "
-                        "of theirs in the first): give the left image first")
     # parallel cameras see every point at a positive disparity; only a pair whose matches say
-    # otherwise (a focal fitted too short, cameras turned towards each other) is shifted
+    # otherwise (a turn about the vertical axis left in the fit, cameras turned towards each
+    # other) is shifted
     shift = min(0.0, float(np.percentile(disparities, DISPARITY_PERCENTILE)
                            - DISPARITY_MARGIN * width))
     left_homography = _translation(*offset[0]) @ rotated0
