@@ -30,6 +30,7 @@ H, W = 360, 480
 BACK, FRONT = 6.0, 22.0  # the planes' disparities (px)
 FRONT_BOX = (150, 330, 100, 260)  # x0, x1, y0, y1 of the nearer plane in the left image
 TURN = np.radians([0.8, 1.5, 1.2])  # the right camera's turn about x, y, z
+LARGE_TURN = np.radians([2.0, 4.0, 12.0])  # a photograph held askew
 
 
 def _texture(seed: int) -> np.ndarray:
@@ -56,10 +57,11 @@ def _pair() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return left, right, disparity
 
 
-def _turn() -> np.ndarray:
-    """The right camera's turn as a homography ``[3, 3]`` (rectified -> turned pixel)."""
+def _turn(angles: np.ndarray = TURN) -> np.ndarray:
+    """The right camera's turn by ``angles`` as a homography ``[3, 3]`` (rectified -> turned
+    pixel)."""
     k = camera_matrix(float(W), H, W)
-    return k @ rotation(TURN) @ np.linalg.inv(k)
+    return k @ rotation(angles) @ np.linalg.inv(k)
 
 
 def _carried(points: np.ndarray, homography: np.ndarray) -> np.ndarray:
@@ -75,11 +77,13 @@ def _correspondences(disparity: np.ndarray, margin: int = 40) -> tuple[np.ndarra
     return left, right
 
 
-def test_a_turned_right_camera_is_rectified_back() -> None:
+@pytest.mark.parametrize("angles", [TURN, LARGE_TURN], ids=["small-turn", "large-turn"])
+def test_a_turned_right_camera_is_rectified_back(angles: np.ndarray) -> None:
     left, right, disparity = _pair()
-    turned = cv2.warpPerspective(right, _turn(), (W, H), flags=cv2.INTER_LINEAR)
+    turned = cv2.warpPerspective(right, _turn(angles), (W, H), flags=cv2.INTER_LINEAR,
+                                 borderMode=cv2.BORDER_REPLICATE)
     points0, points1 = _correspondences(disparity)
-    points1 = _carried(points1, _turn())  # where the turned camera sees them
+    points1 = _carried(points1, _turn(angles))  # where the turned camera sees them
     before = np.abs(points0[:, 1] - points1[:, 1])
     assert np.median(before) > 3  # the turned pair is far from row-aligned
 
