@@ -16,7 +16,7 @@ of a camera, so the images are not sheared or stretched, and a pair that is alre
 stays as it is.
 
 The matches are SIFT features (Lowe's ratio test) of the pair shrunk to at most
-:data:`MATCH_PIXELS`, kept where OpenCV's RANSAC fit of a fundamental matrix counts them
+:data:`MATCH_PIXELS` pixels, kept where OpenCV's RANSAC fit of a fundamental matrix counts them
 inliers. After the rotations, one shift of both images keeps the left image's centre in place:
 the cameras are then parallel, and every point lies at a positive disparity. Only where the
 matches' disparities (their :data:`DISPARITY_PERCENTILE` percentile) fall below
@@ -40,7 +40,9 @@ from crossview.errors import UserError
 
 log = logging.getLogger(__name__)
 
-MATCH_PIXELS = 1_000_000  # features are found on the pair shrunk to at most this many pixels
+# features are found on the pair shrunk to at most this many pixels: the size the stereo default
+# matches larger pairs at, where the rows must agree (a 12 MP pair: 5,000-10,000 features)
+MATCH_PIXELS = 700_000
 RATIO = 0.75  # Lowe's ratio test: the best match clearly better than the second best
 RANSAC_PX = 1.0  # RANSAC's distance to the epipolar line (px at the matching size)
 MIN_MATCHES = 30  # fewer inliers than this: no rectification
