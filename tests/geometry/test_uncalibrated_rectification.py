@@ -195,3 +195,49 @@ def test_bad_uncalibrated_input_is_one_line_exit_2_nothing_written(
                             str(tmp_path / "out"), *extra], capsys)
     assert code == 2 and len(err.splitlines()) == 1 and message in err, err
     assert err.startswith("error: ") and not (tmp_path / "out").exists()
+
+
+def test_stereo_rectify_matches_two_photographs_in_one_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``crossview stereo --rectify`` on a turned pair: the rectified pair is written beside
+    the disparity, and the disparity (of the rectified left image) holds the two planes'
+    disparities apart by their difference."""
+    left, right, _ = _pair()
+    io.write_image(tmp_path / "l.png", left)
+    io.write_image(tmp_path / "r.png", cv2.warpPerspective(right, _turn(), (W, H),
+                                                           borderMode=cv2.BORDER_REPLICATE))
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["stereo", str(tmp_path / "l.png"), str(tmp_path / "r.png"),
+                                 "-o", str(out), "--rectify", "--format", "npy"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in (out / "l_rectified").iterdir()) == [
+        "left.png", "rectification.json", "right.png"]
+    assert f"in {out / 'l_rectified'}" in stdout
+    disparity = np.load(out / "l_disp.npy")
+    homography = np.asarray(json.loads(
+        (out / "l_rectified" / "rectification.json").read_text())["left_homography"])
+    x0, x1, y0, y1 = FRONT_BOX
+
+    def around(x: float, y: float) -> float:
+        cx, cy = np.round(_carried(np.array([[x, y]]), homography)[0]).astype(int)
+        return float(np.median(disparity[cy - 10:cy + 10, cx - 10:cx + 10]))
+
+    back = np.median([around(x, y) for x, y in ((60, 60), (420, 60), (420, 300), (60, 300))])
+    assert around((x0 + x1) / 2, (y0 + y1) / 2) - back == pytest.approx(FRONT - BACK, abs=1.5)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--focal", "500", "--baseline", "0.1"], "gives no metric depth"),
+    (["--model", "no-such-model"], "unknown model"),
+])
+def test_stereo_rectify_refuses_or_fails_whole(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                               args: list[str], message: str) -> None:
+    """A contradiction, or a failure after the rectification (here the model's name): one
+    error line, exit code 2, and the rectified pair removed again (nothing written)."""
+    left, right, _ = _pair()
+    io.write_image(tmp_path / "l.png", left)
+    io.write_image(tmp_path / "r.png", right)
+    code, _, err = run_cli(["stereo", str(tmp_path / "l.png"), str(tmp_path / "r.png"), "-o",
+                            str(tmp_path / "out"), "--rectify", *args], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "out").exists()

@@ -70,8 +70,8 @@ def test_an_offset_pair_runs_lined_up(caplog: pytest.LogCaptureFixture) -> None:
     assert [r.getMessage()[:50] for r in caplog.records] == [
         "the right image's rows lie 3.0 px below the left's"]
     # 3 px is more than a rig's rectification leaves: the note points to crossview rectify
-    assert caplog.records[0].getMessage().endswith("rectify them first with `crossview rectify "
-                                                   "LEFT RIGHT`")
+    assert caplog.records[0].getMessage().endswith("rectify them first (`crossview stereo "
+                                                   "--rectify`)")
     disparity = field_to_disparity(offset.field[:1])[0][16:-16, 16:-16]
     assert ((disparity - DISPARITY).abs() < 0.5).float().mean() > 0.95
     # the left view's matches lie 3 rows down; the right view's 3 rows up, in its own rows

@@ -33,8 +33,8 @@ def rectify_command(
         "--alpha", help="With --calib: 0 keeps only pixels seen in both images (default); 1 "
                         "keeps every pixel.")] = None,
 ) -> None:
-    """Rectify LEFT/RIGHT; writes left.png, right.png and calib.txt (focal, baseline, doffs),
-    or without --calib left.png, right.png and rectification.json (homographies)."""
+    """Rectify LEFT/RIGHT, from a rig calibration (--calib) or from the photographs' own
+    matches; writes left.png, right.png and calib.txt or rectification.json."""
     if calib is None:
         if alpha is not None:
             raise UserError("--alpha needs --calib: rectification from the photographs' own "

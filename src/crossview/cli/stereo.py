@@ -7,7 +7,8 @@ the same for the right view (``NAME_disp_right*``), with ``--save-rpos`` the sel
 positions as ``NAME_disp_rpos.png``, with ``--save-confidence`` the confidence
 (:mod:`crossview.cli.confidence_output`), with a calibration metric depth and a point cloud
 (:mod:`crossview.cli.depth_output`). Many pairs are written pair by pair
-(:mod:`crossview.cli.batch`).
+(:mod:`crossview.cli.batch`). With ``--rectify`` one pair of photographs taken by hand is
+rectified from its own matches first (:mod:`crossview.cli.rectified_stereo`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from crossview.cli import depth_output as depth
 from crossview.cli import options
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
+from crossview.cli.rectified_stereo import stereo_on_rectified
+from crossview.console import stdout
 from crossview.defaults import DEFAULT_STEREO_MODEL
+from crossview.errors import UserError
 
 if TYPE_CHECKING:
     from crossview.api import StereoResult
@@ -63,10 +67,18 @@ def stereo_command(
     edge_ratio: depth.EdgeRatio = None,
     min_confidence: options.MinConfidence = 0.0,
     skip_existing: options.SkipExisting = False,
+    rectify: Annotated[bool, typer.Option(
+        "--rectify", help="Two photographs taken by hand: rectify the pair from its own "
+        "matches first (as `crossview rectify` without --calib; written to NAME_rectified/); "
+        "the disparity is then the rectified left image's.")] = False,
 ) -> None:
     """Estimate disparity for LEFT/RIGHT pairs (files, directories or glob patterns)."""
     depth_files = depth.depth_output(calib, focal, baseline, doffs, cx, cy, depth_format,
                                      max_depth, edge_ratio)
+    if rectify and depth_files is not None:
+        raise UserError("--rectify rectifies without a calibration, which gives no metric "
+                        "depth: drop --calib / --focal / --baseline (or rectify with `crossview "
+                        "rectify LEFT RIGHT --calib FILE` first)")
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
                          refine=refine, min_confidence=min_confidence, adapt=adapt,
@@ -75,5 +87,14 @@ def stereo_command(
                                   lambda r: [r.confidence, r.confidence_right],
                                   dense.model_inputs())
     extras = [confidence] if save_confidence else []
-    run_dense("stereo", left, right, dense, views=("disp", "disp_right"), tensors=_views,
-              extras=extras + ([depth_files] if depth_files else []))
+
+    def run(first: str, second: str) -> None:
+        run_dense("stereo", first, second, dense, views=("disp", "disp_right"), tensors=_views,
+                  extras=extras + ([depth_files] if depth_files else []))
+
+    if rectify:
+        folder = stereo_on_rectified(left, right, out_dir, run)
+        stdout.print(f"rectified pair (the disparity's frame) in {folder}", markup=False,
+                     soft_wrap=True)
+    else:
+        run(left, right)

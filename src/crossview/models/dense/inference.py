@@ -238,8 +238,8 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
     offsets = torch.where(offsets.abs() >= preset.align_px, offsets, 0.0)
     for offset in offsets.tolist():
         if abs(offset) >= NOTED_OFFSET_PX:
-            hint = ("; two photographs taken by hand: rectify them first with `crossview "
-                    "rectify LEFT RIGHT`" if abs(offset) >= RECTIFY_HINT_PX else "")
+            hint = ("; two photographs taken by hand: rectify them first (`crossview stereo "
+                    "--rectify`)" if abs(offset) >= RECTIFY_HINT_PX else "")
             log.info("the right image's rows lie %.1f px %s the left's: lined up before matching "
                      "(a pair that is not quite rectified)%s", abs(offset),
                      "below" if offset > 0 else "above", hint)
