@@ -39,12 +39,17 @@ def _written_by_a_command(text: str) -> set[str]:
     return written
 
 
+def _in_a_run_dir(path: str) -> bool:
+    """A configuration's run directory or a file in it (``crossview train`` writes both)."""
+    return any(path == run or path.startswith(f"{run}/") for run in RUN_DIRS)
+
+
 def _missing(document: Path) -> list[str]:
     text = document.read_text()
     written = _written_by_a_command(text)
     missing = []
     for path in sorted(set(PATH.findall(text))):
-        if PLACEHOLDER.search(path) or path in written | EXAMPLES | RUN_DIRS:
+        if PLACEHOLDER.search(path) or path in written | EXAMPLES or _in_a_run_dir(path):
             continue
         candidates = [ROOT / path, document.parent / path]
         if any(c.exists() or any(c.parent.glob(c.name + "*")) for c in candidates):
