@@ -46,7 +46,8 @@ MATCH_PIXELS = 700_000
 RATIO = 0.75  # Lowe's ratio test: the best match clearly better than the second best
 RANSAC_PX = 1.0  # RANSAC's distance to the epipolar line (px at the matching size)
 MIN_MATCHES = 30  # fewer inliers than this: no rectification
-MAX_ROW_ERROR_PX = 1.0  # the inliers' median row difference above which a warning is logged
+# the inliers' median row difference (px at the matching size) above which a warning is logged
+MAX_ROW_ERROR_PX = 1.0
 DISPARITY_MARGIN = 0.01  # the least disparity of the matches after the shift, times the width
 DISPARITY_PERCENTILE = 1.0  # the matches' "least" disparity: this percentile (outliers aside)
 # OpenCV's INTER_<name> that resamples the images; cubic chosen over linear by
@@ -94,7 +95,7 @@ def feature_matches(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np
     ``(x, y)`` of the full-size images. Raises :class:`UserError` with fewer than
     :data:`MIN_MATCHES`."""
     cv2 = require_opencv()
-    factor = min(1.0, math.sqrt(MATCH_PIXELS / (left.shape[0] * left.shape[1])))
+    factor = matching_factor(*left.shape[:2])
     sift = cv2.SIFT_create()
     found = []
     for image in (left, right):
@@ -120,6 +121,12 @@ def feature_matches(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np
                         f"fewer than the {MIN_MATCHES} rectification needs: are they two views "
                         "of one scene, with texture in common?")
     return points0 / factor, points1 / factor
+
+
+def matching_factor(height: int, width: int) -> float:
+    """The factor (<= 1) that shrinks an ``height x width`` image to at most
+    :data:`MATCH_PIXELS` pixels for finding features."""
+    return min(1.0, math.sqrt(MATCH_PIXELS / (height * width)))
 
 
 def camera_matrix(focal: float, height: int, width: int) -> np.ndarray:
@@ -219,9 +226,10 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
     left_homography = _translation(*offset[0]) @ rotated0
     right_homography = _translation(offset[0, 0] + shift, offset[0, 1]) @ rotated1
     row_error = float(np.median(np.abs(moved0[:, 1] - moved1[:, 1])))
-    if row_error > MAX_ROW_ERROR_PX:
-        log.warning("after rectification the matches' rows still differ by %.1f px (median): "
-                    "the pair may not be two views of a static scene", row_error)
+    if row_error * matching_factor(height, width) > MAX_ROW_ERROR_PX:
+        log.warning("after rectification the matches' rows still differ by %.1f px (median; "
+                    "%.1f px at the matching size): the pair may not be two views of a static "
+                    "scene", row_error, row_error * matching_factor(height, width))
     rectified = [cv2.warpPerspective(np.ascontiguousarray(image), homography, (width, height),
                                      flags=getattr(cv2, f"INTER_{INTERPOLATION.upper()}"),
                                      borderMode=getattr(cv2, f"BORDER_{BORDER.upper()}"))
