@@ -144,7 +144,8 @@ def main(out: Path, root: str, interpolation: str | None = None) -> None:
         print(sample["name"], {k: round(v, 2) for k, v in records[sample["name"]].items()},
               flush=True)
     records["mean"] = {key: float(np.mean([r[key] for r in records.values()]))
-                       for key in next(iter(records.values()))}
+                       for key in next(iter(records.values()))
+                       if all(r[key] is not None for r in records.values())}
     print("mean", records["mean"])
     out.write_text(json.dumps({"turn_degrees": TURN_DEGREES, "turn_rows": TURN_ROWS,
                                "interpolation": interpolation, "scenes": records}, indent=1))

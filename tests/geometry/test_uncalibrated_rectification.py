@@ -140,16 +140,22 @@ def test_the_fit_recovers_exact_cameras() -> None:
     assert np.abs(sampson_distances(exact, points0, points1)).max() < 1e-9
 
 
-def test_a_rectified_pair_stays_nearly_as_it_is() -> None:
-    left, right, disparity = _pair()
+def test_a_rectified_pair_is_kept_as_it_is() -> None:
+    """Matches already on their rows: no resampling (it would only blur the pair)."""
+    left, right, _ = _pair()
     pair = rectify_uncalibrated(left, right)
-    corners = np.array([[0, 0], [W - 1, 0], [0, H - 1], [W - 1, H - 1]], np.float64)
-    moved = _carried(corners, pair.left_homography) - corners
-    assert np.abs(moved).max() < 3  # px at the corners
-    points0, points1 = _correspondences(disparity)
-    rows = _carried(points0, pair.left_homography)[:, 1] - _carried(
-        points1, pair.right_homography)[:, 1]
-    assert np.median(np.abs(rows)) < 0.15
+    assert pair.focal is None and pair.disparity_shift == 0
+    assert np.array_equal(pair.left_homography, np.eye(3))
+    assert np.array_equal(pair.right_homography, np.eye(3))
+    assert np.array_equal(pair.left, left) and np.array_equal(pair.right, right)
+    assert pair.row_error < 0.2
+    assert pair.disparity_range[0] == pytest.approx(BACK, abs=0.5)
+    assert pair.disparity_range[1] == pytest.approx(FRONT, abs=0.5)
+    # half a pixel more of row offset than KEEP_ROWS_PX allows: rectified
+    shifted = cv2.warpAffine(right, np.array([[1.0, 0, 0], [0, 1, 1.0]]), (W, H),
+                             flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    moved = rectify_uncalibrated(left, shifted)
+    assert moved.focal is not None and moved.row_error < 0.2
 
 
 def test_bad_pairs_are_named() -> None:

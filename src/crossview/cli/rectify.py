@@ -43,9 +43,11 @@ def rectify_command(
         photographs = api.rectify_photographs(left, right)
         paths = api.write_uncalibrated(photographs, out_dir)
         low, high = photographs.disparity_range
-        stdout.print(f"wrote {', '.join(paths)} ({photographs.matches} matches, rows agree to "
-                     f"{photographs.row_error:.2f} px, disparities about {low:.0f}-{high:.0f} px, "
-                     f"focal about {photographs.focal:.0f} px)", markup=False, soft_wrap=True)
+        done = ("kept as they are: their rows already agree" if photographs.focal is None else
+                f"focal about {photographs.focal:.0f} px; rows agree")
+        stdout.print(f"wrote {', '.join(paths)} ({photographs.matches} matches, {done} to "
+                     f"{photographs.row_error:.2f} px, disparities about {low:.0f}-{high:.0f} px)",
+                     markup=False, soft_wrap=True)
         stdout.print(f"disparity: crossview stereo {paths[0]} {paths[1]}", markup=False,
                      soft_wrap=True)
         return

@@ -24,7 +24,8 @@ matches' disparities (their :data:`DISPARITY_PERCENTILE` percentile) fall below
 there (:attr:`UncalibratedRectification.disparity_shift`, what a rig's ``doffs`` is). Without a
 calibration there is no metric depth. What the turns bring into the frame repeats the images'
 edges (:data:`BORDER`): black borders led the fused default astray on real scenes whose
-rectification was all but the identity (docs/results/real_uncalibrated_rectification.py).
+rectification was all but the identity (docs/results/real_uncalibrated_rectification.py). A
+pair whose matches already lie on one row (within :data:`KEEP_ROWS_PX`) is kept as it is.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 # features are found on the pair shrunk to at most this many pixels: the size the stereo default
 # matches larger pairs at, where the rows must agree (a 12 MP pair: 5,000-10,000 features)
 MATCH_PIXELS = 700_000
+# a pair whose matches' rows already agree this well (median, px at the matching size) is kept
+# as it is: resampling cost rectified real scenes 0.7-0.9 points of bad-2, and their matches'
+# rows agree to 0.05-0.31 px (docs/results/real_uncalibrated_rectification.py)
+KEEP_ROWS_PX = 0.5
 RATIO = 0.75  # Lowe's ratio test: the best match clearly better than the second best
 RANSAC_PX = 1.0  # RANSAC's distance to the epipolar line (px at the matching size)
 MIN_MATCHES = 30  # fewer inliers than this: no rectification
@@ -70,8 +75,9 @@ class UncalibratedRectification:
 
     ``left``, ``right``: the rectified images ``[H, W, C]`` (the input dtype and size);
     ``left_homography``, ``right_homography`` ``[3, 3]``: original pixel ``(x, y, 1)`` ->
-    rectified pixel (up to scale); ``focal``: the fitted focal length (px); ``matches``: the
-    point matches fitted; ``row_error``: their median ``|y0 - y1|`` (px) after rectification;
+    rectified pixel (up to scale); ``focal``: the fitted focal length (px; ``None`` for a pair
+    kept as it is, see :data:`KEEP_ROWS_PX`); ``matches``: the point matches fitted;
+    ``row_error``: their median ``|y0 - y1|`` (px) after rectification;
     ``disparity_shift``: how far (px, <= 0) the right image was moved along the rows (a
     disparity ``d`` of the rectified pair is ``d + disparity_shift`` of the pair only rotated,
     whose disparity is 0 at infinity; 0 unless the matches needed it); ``disparity_range``:
@@ -82,7 +88,7 @@ class UncalibratedRectification:
     right: np.ndarray
     left_homography: np.ndarray
     right_homography: np.ndarray
-    focal: float
+    focal: float | None
     matches: int
     row_error: float
     disparity_shift: float
@@ -210,6 +216,12 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
                         "calibration needs two photographs of one size")
     height, width = left.shape[:2]
     points0, points1 = feature_matches(left, right)
+    rows_as_given = float(np.median(np.abs(points0[:, 1] - points1[:, 1])))
+    if rows_as_given * matching_factor(height, width) <= KEEP_ROWS_PX:
+        low, high = np.percentile(points0[:, 0] - points1[:, 0], [1, 99])
+        return UncalibratedRectification(left.copy(), right.copy(), np.eye(3), np.eye(3), None,
+                                         len(points0), rows_as_given, 0.0,
+                                         (float(low), float(high)))
     k, r0, r1 = rectifying_cameras(points0, points1, height, width)
     k_inverse = np.linalg.inv(k)
     rotated0, rotated1 = k @ r0 @ k_inverse, k @ r1 @ k_inverse
