@@ -33,8 +33,8 @@ import real_uncalibrated_rectification as turning
 from real_choice import choose, scene_groups
 from real_uncalibrated_rectification import carried, turn
 
-RADIANS = (0.05, 0.1, 0.2, 0.5)
-FOCAL_POWERS = (2.0, 5.0, 20.0)
+RADIANS = (0.1, 0.2, 0.5, 1.0, 2.0)
+FOCAL_POWERS = (5.0, 20.0, 100.0)
 LARGE = 3.0
 ROW_PX = 1.0
 

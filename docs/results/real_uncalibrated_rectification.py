@@ -141,8 +141,8 @@ def main(out: Path, root: str, interpolation: str | None = None) -> None:
     records: dict[str, dict] = {}
     for sample in SceneFolders(root, task="stereo"):
         records[sample["name"]] = scene_scores(model, sample)
-        print(sample["name"], {k: round(v, 2) for k, v in records[sample["name"]].items()},
-              flush=True)
+        print(sample["name"], {k: v if v is None else round(v, 2)
+                               for k, v in records[sample["name"]].items()}, flush=True)
     records["mean"] = {key: float(np.mean([r[key] for r in records.values()]))
                        for key in next(iter(records.values()))
                        if all(r[key] is not None for r in records.values())}

@@ -62,10 +62,11 @@ BORDER = "replicate"  # OpenCV's BORDER_<name> beyond the edges (black borders m
 # a pull of the angles towards 0 and of f towards W + H, so that what the matches leave open
 # (matches on one plane, or a pair that is already rectified: many turns fit) stays as it is:
 # each match's residual grows by 1 px per PRIOR_RADIANS of turn and per PRIOR_FOCAL_POWER of a;
-# chosen by leave-one-group-out over {0.05, 0.1, 0.2, 0.5} x {2, 5, 20} on real scenes, by the
-# rows of their true matches (docs/results/real_rectification_prior.py)
-PRIOR_RADIANS = 0.2
-PRIOR_FOCAL_POWER = 5.0
+# chosen by leave-one-group-out over {0.1, 0.2, 0.5, 1, 2} x {5, 20, 100} on real scenes, by the
+# rows of their true matches (docs/results/real_rectification_prior.py): the focal length is
+# left all but free
+PRIOR_RADIANS = 0.5
+PRIOR_FOCAL_POWER = 100.0
 _E1 = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # [e1]x
 
 
