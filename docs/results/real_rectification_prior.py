@@ -27,11 +27,12 @@ import numpy as np
 from crossview.data.datasets.scenes import SceneFolders
 from crossview.data.rig_calibration import require_opencv
 from crossview.geometry import uncalibrated_rectification
+from crossview.geometry.uncalibrated_rectification import apply_homography
 
 sys.path.insert(0, str(Path(__file__).parent))
 import real_uncalibrated_rectification as turning
 from real_choice import choose, scene_groups
-from real_uncalibrated_rectification import carried, turn
+from real_uncalibrated_rectification import turn
 
 RADIANS = (0.1, 0.2, 0.5, 1.0, 2.0)
 FOCAL_POWERS = (5.0, 20.0, 100.0)
@@ -56,9 +57,10 @@ def misrowed(left: np.ndarray, right: np.ndarray, truth: np.ndarray, valid: np.n
     pair = uncalibrated_rectification.rectify_uncalibrated(left, right)
     ys, xs = np.nonzero(valid)
     points0 = np.column_stack([xs, ys]).astype(np.float64)
-    points1 = carried(points0 - np.column_stack([truth[valid], np.zeros(len(xs))]), right_turn)
-    rows = carried(points0, pair.left_homography)[:, 1] - carried(
-        points1, pair.right_homography)[:, 1]
+    shifted = points0 - np.column_stack([truth[valid], np.zeros(len(xs))])
+    points1 = apply_homography(right_turn, shifted)
+    rows = (apply_homography(pair.left_homography, points0)[:, 1]
+            - apply_homography(pair.right_homography, points1)[:, 1])
     return float(100 * np.mean(np.abs(rows) > ROW_PX))
 
 

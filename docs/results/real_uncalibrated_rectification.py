@@ -41,6 +41,7 @@ from crossview.data.datasets.scenes import SceneFolders
 from crossview.data.rig_calibration import require_opencv
 from crossview.geometry import uncalibrated_rectification
 from crossview.geometry.uncalibrated_rectification import (
+    apply_homography,
     camera_matrix,
     rectify_uncalibrated,
     rotation,
@@ -66,13 +67,6 @@ def matches(model: torch.nn.Module, left: np.ndarray, right: np.ndarray) -> np.n
     return np.stack([xs + field[..., 0], ys + field[..., 1]], axis=-1)
 
 
-def carried(points: np.ndarray, homography: np.ndarray) -> np.ndarray:
-    """``points [..., 2]`` mapped by ``homography [3, 3]``."""
-    flat = points.reshape(-1, 2)
-    mapped = np.column_stack([flat, np.ones(len(flat))]) @ homography.T
-    return (mapped[:, :2] / mapped[:, 2:]).reshape(points.shape)
-
-
 def bad2(disparity: np.ndarray, truth: np.ndarray, valid: np.ndarray) -> float:
     """bad-2 % over ``valid`` (a NaN disparity counts as wrong)."""
     error = np.abs(disparity - truth)[valid]
@@ -91,12 +85,12 @@ def rectified_disparity(model: torch.nn.Module, left: np.ndarray, right: np.ndar
     pair = rectify_uncalibrated(left, right)
     seconds = time.perf_counter() - start
     found = matches(model, pair.left, pair.right)  # [H, W, 2] in the rectified right image
-    at = carried(np.stack([xs, ys], axis=-1), pair.left_homography).astype(np.float32)
+    at = apply_homography(pair.left_homography, np.stack([xs, ys], axis=-1)).astype(np.float32)
     sampled = np.stack([cv2.remap(np.ascontiguousarray(found[..., i]).astype(np.float32),
                                   at[..., 0], at[..., 1], cv2.INTER_LINEAR,
                                   borderMode=cv2.BORDER_REPLICATE) for i in range(2)], axis=-1)
-    original = carried(carried(sampled.astype(np.float64), np.linalg.inv(pair.right_homography)),
-                       back)
+    original = apply_homography(back, apply_homography(np.linalg.inv(pair.right_homography),
+                                                sampled.astype(np.float64)))
     return xs - original[..., 0], original[..., 1], {
         "matches": pair.matches, "row_error": pair.row_error, "focal": pair.focal,
         "disparity_shift": pair.disparity_shift, "rectify_seconds": seconds}
@@ -114,11 +108,13 @@ def scene_scores(model: torch.nn.Module, sample: dict) -> dict:
     turned_right = cv2.warpPerspective(right, turned_homography, (w, h), flags=cv2.INTER_LINEAR,
                                        borderMode=cv2.BORDER_REPLICATE)
     back = np.linalg.inv(turned_homography)
-    truth_at = carried(np.stack([xs - np.nan_to_num(truth), ys], axis=-1), turned_homography)
+    truth_at = apply_homography(turned_homography,
+                                np.stack([xs - np.nan_to_num(truth), ys], axis=-1))
     seen = valid & (truth_at[..., 0] >= 1) & (truth_at[..., 0] <= w - 2) & (
         truth_at[..., 1] >= 1) & (truth_at[..., 1] <= h - 2)
+    turned = apply_homography(back, matches(model, left, turned_right))
     disparities = {"rectified": xs - matches(model, left, right)[..., 0],
-                   "turned": xs - carried(matches(model, left, turned_right), back)[..., 0]}
+                   "turned": xs - turned[..., 0]}
     disparities["turned_rectified"], rows, found = rectified_disparity(model, left, turned_right,
                                                                        back)
     disparities["rectified_rectified"], _, again = rectified_disparity(model, left, right,

@@ -195,10 +195,11 @@ def rectifying_cameras(points0: np.ndarray, points1: np.ndarray, height: int, wi
     return _cameras(fit.x, height, width)
 
 
-def _apply(homography: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """``points [N, 2]`` mapped by ``homography [3, 3]``."""
-    mapped = np.column_stack([points, np.ones(len(points))]) @ homography.T
-    return mapped[:, :2] / mapped[:, 2:]
+def apply_homography(homography: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``points [..., 2]`` (pixel ``(x, y)``) mapped by ``homography [3, 3]``."""
+    flat = points.reshape(-1, 2)
+    mapped = np.column_stack([flat, np.ones(len(flat))]) @ homography.T
+    return (mapped[:, :2] / mapped[:, 2:]).reshape(points.shape)
 
 
 def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRectification:
@@ -227,9 +228,9 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
     k_inverse = np.linalg.inv(k)
     rotated0, rotated1 = k @ r0 @ k_inverse, k @ r1 @ k_inverse
     centre = np.array([[(width - 1) / 2, (height - 1) / 2]])
-    offset = centre - _apply(rotated0, centre)  # keeps the left image's centre in place
-    moved0 = _apply(rotated0, points0) + offset
-    moved1 = _apply(rotated1, points1) + offset
+    offset = centre - apply_homography(rotated0, centre)  # keeps the left image's centre in place
+    moved0 = apply_homography(rotated0, points0) + offset
+    moved1 = apply_homography(rotated1, points1) + offset
     disparities = moved0[:, 0] - moved1[:, 0]
     # parallel cameras see every point at a positive disparity; only a pair whose matches say
     # otherwise (a turn about the vertical axis left in the fit, cameras turned towards each
