@@ -17,7 +17,8 @@ from crossview.errors import UserError
 from crossview.output import Terminated, terminate_raises
 
 # top-level module -> the extra of pyproject.toml that installs it
-EXTRAS = {"yaml": "train", "onnx": "export", "onnxruntime": "export"}
+EXTRAS = {"yaml": "train", "onnx": "export", "onnxruntime": "export", "onnxscript": "export",
+          "av": "video", "triton": "gpu"}
 
 
 def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
