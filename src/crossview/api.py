@@ -54,7 +54,7 @@ from crossview.data.video import frames
 from crossview.data.video import is_video as is_video
 from crossview.data.video import open_video as open_video
 from crossview.data.video import require_video_writer as require_video_writer
-from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
+from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_MATCH_MODEL, DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
 from crossview.distributed import dist_info_from_env
 from crossview.errors import UserError
@@ -148,8 +148,8 @@ class ModelInfo:
 
 
 def model_info(name: str) -> ModelInfo:
-    """:class:`ModelInfo` of the registered model ``name`` (built on the meta device: nothing
-    is allocated or read but the bundled frozen features some models build from)."""
+    """:class:`ModelInfo` of the registered model ``name`` (its parameters counted without
+    loading weights: :meth:`~crossview.models.registry.ModelSpec.parameter_count`)."""
     spec = registry.get_spec(name)
     licence = None
     if spec.weights_path is not None:
@@ -159,8 +159,7 @@ def model_info(name: str) -> ModelInfo:
             spec.published).is_file() else "not downloaded")
     else:
         weights = "none"
-    parameters = sum(p.numel() for p in spec.skeleton().parameters())
-    return ModelInfo(spec.name, spec.task, parameters, weights, licence)
+    return ModelInfo(spec.name, spec.task, spec.parameter_count(), weights, licence)
 
 
 def _package_licence() -> str | None:
@@ -742,14 +741,15 @@ def match_keypoints(src: ImageLike, tgt: ImageLike, points: torch.Tensor | np.nd
     ``model``: a keypoint matcher
     (:class:`~crossview.models.keypoints.contract.KeypointMatcher`, such as
     :class:`~crossview.models.transformatcher.TransforMatcher`); default:
-    ``load_model("transformatcher", weights)`` (the bundled weights unless ``weights``).
+    ``load_model(DEFAULT_MATCH_MODEL, weights)`` (``transformatcher``, the bundled weights
+    unless ``weights``).
     Without ``points``, an 8 x 8 grid over the source. Both images are resized to the model's
     square input (240 x 240 for TransforMatcher) as in the paper; the results are mapped back to
     the original pixel frames.
     """
     target = resolve_device(device)
     if model is None:
-        model = load_model("transformatcher", weights)
+        model = load_model(DEFAULT_MATCH_MODEL, weights)
     if not is_keypoint_matcher(model):
         raise UserError(f"{type(model).__name__} does not match keypoints (it keeps no "
                         "KeypointMatcher contract, see crossview.models.keypoints)")

@@ -25,7 +25,7 @@ COMMANDS = {
                          "the matches."),
     "models": LazyCommand("crossview.cli.models", "models_command",
                           "List the models that --model takes: task, parameters, default "
-                          "weights and licence."),
+                          "weights, licence and the command each is the default of."),
     "stereo": LazyCommand("crossview.cli.stereo", "stereo_command",
                           "Estimate disparity for LEFT/RIGHT pairs (files, directories or glob "
                           "patterns)."),

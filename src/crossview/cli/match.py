@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from crossview.console import stdout
+from crossview.defaults import DEFAULT_MATCH_MODEL
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
 from crossview.output import check_output_files, staged_files
@@ -68,7 +69,7 @@ def match_command(
         "match-out"),
     model: Annotated[str, typer.Option(
         "--model", help="Semantic model (see `crossview models`), e.g. "
-                        "transformatcher-lite0-lite2.")] = "transformatcher",
+                        "transformatcher-lite0-lite2.")] = DEFAULT_MATCH_MODEL,
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="TransforMatcher weights (.safetensors); default: bundled.")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",

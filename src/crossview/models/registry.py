@@ -30,12 +30,13 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from crossview import settings
 from crossview.errors import UserError
 from crossview.models import published as published_weights
 from crossview.models.published import PublishedWeights
-from crossview.models.weights import load_weights
+from crossview.models.weights import load_weights, safetensors_numel
 from crossview.registry import Registry, import_modules
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -169,14 +170,42 @@ class ModelSpec:
         return load_weights(self.build(**overrides), weights,
                             hint=functools.partial(_fitting_hint, task=self.task))
 
+    def parameter_count(self) -> int:
+        """The network's parameter count. Bundled ``.safetensors`` weights that load strictly
+        (no :attr:`load`) hold exactly the network's state dict, which in crossview's networks
+        is their parameters (frozen parts are non-persistent buffers; a test holds this for
+        every bundled model): their count is read from the file's header, because building a
+        network with frozen features takes about a second even on the meta device. Other
+        models are counted on :meth:`skeleton`."""
+        path = self.weights_path
+        if self.load is None and path is not None and path.suffix == ".safetensors":
+            return safetensors_numel(path)
+        return sum(p.numel() for p in self.skeleton().parameters())
+
     def skeleton(self) -> nn.Module:
         """The network built on the meta device: the keys and shapes of its state dict and its
-        parameter count, with no memory and no weights read into it."""
-        with warnings.catch_warnings(), torch.device("meta"):
+        parameter count, with no memory and no weights read into it (and no random
+        initialisation: :class:`_NoRandomFills`)."""
+        with warnings.catch_warnings(), torch.device("meta"), _NoRandomFills():
             # a family that loads frozen features at build time is told that copying them into
             # meta tensors does nothing, which is the point here
             warnings.simplefilter("ignore")
             return self.build()
+
+
+class _NoRandomFills(TorchFunctionMode):
+    """Skips weight initialisation (the in-place ``torch.nn.init`` functions and
+    ``Tensor.normal_`` / ``uniform_``): a meta tensor holds no values, and torch runs
+    ``normal_`` on one through Python code whose first call imports ``torch._dynamo`` (about a
+    second)."""
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        if func in (torch.Tensor.normal_, torch.Tensor.uniform_) or (
+                getattr(func, "__module__", None) == "torch.nn.init"
+                and func.__name__.endswith("_")):
+            return args[0] if args else kwargs["tensor"]  # torch.nn.init names it so
+        return func(*args, **(kwargs or {}))
 
 
 def configured(config: Any, make: Callable[[Any], nn.Module]) -> Callable[..., nn.Module]:

@@ -16,11 +16,14 @@ refused. Files without that record (older exports, converted ``.pth``) load as b
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -85,16 +88,32 @@ def check_finite(tensors: dict[str, torch.Tensor], path: str | os.PathLike[str]
     return tensors
 
 
+@contextmanager
+def _open_safetensors(path: str | os.PathLike[str]) -> Iterator[Any]:
+    """The ``safe_open`` handle of a ``.safetensors`` file; :class:`UserError` naming ``path``
+    if it cannot be read."""
+    try:
+        with safe_open(path, framework="pt", device="cpu") as handle:
+            yield handle
+    except (SafetensorError, OSError, ValueError) as error:
+        raise UserError(f"{path}: cannot read weights ({str(error).splitlines()[0]})") from None
+
+
 def read_safetensors(path: str | os.PathLike[str]
                      ) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """The tensors (on the CPU) and the metadata (``{}`` if none) of a ``.safetensors`` file;
     :class:`UserError` naming ``path`` if it cannot be read."""
-    try:
-        with safe_open(path, framework="pt", device="cpu") as handle:
-            return ({key: handle.get_tensor(key) for key in handle.keys()},  # noqa: SIM118 (not iterable)
-                    handle.metadata() or {})
-    except (SafetensorError, OSError, ValueError) as error:
-        raise UserError(f"{path}: cannot read weights ({str(error).splitlines()[0]})") from None
+    with _open_safetensors(path) as handle:
+        return ({key: handle.get_tensor(key) for key in handle.keys()},  # noqa: SIM118 (not iterable)
+                handle.metadata() or {})
+
+
+def safetensors_numel(path: str | os.PathLike[str]) -> int:
+    """How many values the tensors of a ``.safetensors`` file hold, read from its header (no
+    tensor is read); :class:`UserError` naming ``path`` if it cannot be read."""
+    with _open_safetensors(path) as handle:
+        return sum(math.prod(handle.get_slice(key).get_shape())
+                   for key in handle.keys())  # noqa: SIM118 (not iterable)
 
 
 def write_safetensors(path: str | os.PathLike[str], tensors: Mapping[str, torch.Tensor],
