@@ -7,8 +7,11 @@ import pytest
 import torch
 
 from crossview.viz import (
+    KEY_MARGIN,
+    KEY_MIN_RADIUS,
     colour_wheel,
     disparity_to_colour,
+    flow_colour_key,
     flow_to_colour,
     mask_to_image,
     self_rpos_picture,
@@ -47,6 +50,39 @@ def test_flow_layouts_agree_and_overflow_darkens() -> None:
     for bad in (0.0, -1.0, float("nan")):  # 0 divided the flow into NaN: a garbage picture
         with pytest.raises(ValueError, match="max_flow"):
             flow_to_colour(np.ones((2, 2, 2)), max_flow=bad)
+
+
+def test_flow_colour_key_gives_each_direction_its_colour_in_the_picture() -> None:
+    radius, max_flow = 20, 5.0
+    key = flow_colour_key(max_flow, radius)
+    centre = KEY_MARGIN + radius
+    assert tuple(key[centre, centre]) == (255, 255, 255)  # no motion: white
+    assert tuple(key[centre, centre + radius]) == (255, 0, 0)  # rightwards, full: red
+    # right, down, left, up (image y is down) and a diagonal, from the centre to the rim
+    for dx, dy in ((1, 0), (0, 1), (-1, 0), (0, -1), (1, -1)):
+        for step in range(1, int(radius / np.hypot(dx, dy)) + 1):
+            flow = np.array([[[dx, dy]]]) * step * max_flow / radius
+            assert tuple(key[centre + step * dy, centre + step * dx]) == tuple(
+                flow_to_colour(flow, max_flow=max_flow)[0, 0]), (dx, dy, step)
+    assert tuple(key[KEY_MARGIN, KEY_MARGIN]) == (255, 255, 255)  # outside the disc
+    disc, label = slice(0, centre + radius + 1), slice(centre + radius + 1, None)
+    assert key[label].min() < 128  # the maximum magnitude is written below the wheel
+    other = flow_colour_key(50.0, radius)  # a longer label: a wider key
+    np.testing.assert_array_equal(other[disc, disc], key[disc, disc])
+    assert not np.array_equal(other[label, disc], key[label, disc])
+    with pytest.raises(ValueError, match="max_flow"):
+        flow_colour_key(0.0, radius)
+
+
+def test_flow_picture_with_its_key_keeps_the_flow_pixels() -> None:
+    flow = torch.randn(2, 40, 30) * 3
+    picture = flow_to_colour(flow, key=True)
+    largest = float(np.hypot(*flow.double().numpy()).max())
+    key = flow_colour_key(largest, KEY_MIN_RADIUS)  # an eighth of 40 rows is below the least
+    assert picture.shape == (max(40, key.shape[0]), 30 + key.shape[1], 3)
+    np.testing.assert_array_equal(picture[:40, :30], flow_to_colour(flow))
+    assert (picture[40:, :30] == 255).all()  # below the flow, beside the taller key: white
+    np.testing.assert_array_equal(picture[:key.shape[0], 30:], key)
 
 
 def test_disparity_colour_bar() -> None:

@@ -22,6 +22,11 @@ ArrayLike = np.ndarray | torch.Tensor
 # Segment lengths of the Middlebury flow colour wheel (Baker et al., 2011):
 # red-yellow, yellow-green, green-cyan, cyan-blue, blue-magenta, magenta-red.
 _WHEEL_SEGMENTS = (15, 6, 4, 11, 13, 6)
+# the colour-wheel key of flow pictures: white margin around it (px), its label's height (the
+# default bitmap font's), and its radius's bounds (an eighth of the picture's height between them)
+KEY_MARGIN = 4
+_KEY_LABEL_HEIGHT = 12
+KEY_MIN_RADIUS, KEY_MAX_RADIUS = 16, 64
 
 
 def _numpy(x: ArrayLike) -> np.ndarray:
@@ -42,12 +47,16 @@ def colour_wheel() -> np.ndarray:
     return np.array(rows, dtype=np.float64)
 
 
-def flow_to_colour(flow: ArrayLike, max_flow: float | None = None) -> np.ndarray:
+def flow_to_colour(flow: ArrayLike, max_flow: float | None = None, *,
+                   key: bool = False) -> np.ndarray:
     """Flow ``[H, W, 2]`` or ``[2, H, W]`` (x, y px) on the standard colour wheel, ``[H, W, 3]``.
 
     Hue is the direction (right = red, up = violet/blue side, as in the Middlebury code),
     saturation the magnitude relative to ``max_flow`` (default: the largest magnitude); zero
-    flow is white, and magnitudes beyond ``max_flow`` are darkened.
+    flow is white, and magnitudes beyond ``max_flow`` are darkened. With ``key``, the colour
+    wheel that reads the picture (:func:`flow_colour_key`, labelled with ``max_flow``) is
+    appended on the right, ``[max(H, key height), W + key width, 3]``; the flow's pixels are
+    unchanged (rows below them, if the key is the taller, are white).
     """
     flow = _numpy(flow).astype(np.float64)
     if flow.ndim == 3 and flow.shape[0] == 2 and flow.shape[2] != 2:
@@ -70,7 +79,45 @@ def flow_to_colour(flow: ArrayLike, max_flow: float | None = None) -> np.ndarray
     colour = (1 - frac) * wheel[k0] + frac * wheel[k1]
     inside = (radius <= 1)[..., None]
     colour = np.where(inside, 1 - radius[..., None] * (1 - colour), colour * 0.75)
-    return np.floor(255 * colour).astype(np.uint8)
+    picture = np.floor(255 * colour).astype(np.uint8)
+    if not key:
+        return picture
+    panel = flow_colour_key(scale, max(KEY_MIN_RADIUS, min(len(picture) // 8, KEY_MAX_RADIUS)))
+    canvas = np.full((max(len(picture), len(panel)), picture.shape[1] + panel.shape[1], 3), 255,
+                     np.uint8)
+    canvas[:len(picture), :picture.shape[1]] = picture
+    canvas[:len(panel), picture.shape[1]:] = panel
+    return canvas
+
+
+def flow_colour_key(max_flow: float, radius: int) -> np.ndarray:
+    """The key of :func:`flow_to_colour`: the colour wheel as a disc of ``radius`` px on white,
+    labelled ``max MAX_FLOW px`` below, as Middlebury flow pictures (Baker et al., 2011) show it.
+    The disc's pixel at offset ``(dx, dy)`` from its centre, pixel ``(KEY_MARGIN + radius,
+    KEY_MARGIN + radius)`` (x, y), has the colour of the flow ``(dx, dy) * max_flow / radius``:
+    its direction is the flow's direction in the image (y down), its rim the magnitude
+    ``max_flow`` (full colour). Returns ``[height, width, 3]`` uint8: the disc and the label
+    under it, within margins of ``KEY_MARGIN`` px.
+
+    Example:
+        >>> key = flow_colour_key(4.0, radius=10)
+        >>> key[KEY_MARGIN + 10, KEY_MARGIN + 20].tolist()  # the rim to the right: red
+        [255, 0, 0]
+    """
+    if not (math.isfinite(max_flow) and max_flow > 0):
+        raise ValueError(f"max_flow must be a positive number of pixels, got {max_flow=}")
+    label = f"max {max_flow:.3g} px"
+    text_width = math.ceil(ImageDraw.Draw(Image.new("RGB", (1, 1))).textlength(label))
+    side = 2 * radius + 1
+    label_top = KEY_MARGIN + side + 2
+    canvas = Image.new("RGB", (max(side, text_width) + 2 * KEY_MARGIN,
+                               label_top + _KEY_LABEL_HEIGHT + KEY_MARGIN), "white")
+    dy, dx = np.mgrid[-radius:radius + 1, -radius:radius + 1].astype(np.float64)
+    disc = flow_to_colour(np.stack((dx, dy), axis=-1) * (max_flow / radius), max_flow=max_flow)
+    disc[np.hypot(dx, dy) > radius] = 255
+    canvas.paste(Image.fromarray(disc), (KEY_MARGIN, KEY_MARGIN))
+    ImageDraw.Draw(canvas).text((KEY_MARGIN, label_top), label, fill="black")
+    return np.asarray(canvas)
 
 
 def disparity_to_colour(disparity: ArrayLike, *, vmin: float | None = None,

@@ -112,10 +112,15 @@ def test_backward_rpos_and_colour_wheel(tmp_path: Path, capsys: pytest.CaptureFi
                      for kind in (".flo", "_color.png", "_noc.png", "_rpos.png")}
     forward = io.read_flo(tmp_path / "out" / "f0_flow.flo")
     colour = io.read_image(tmp_path / "out" / "f0_flow_color.png")
-    assert colour.shape == (192, 192, 3)
-    from crossview.viz import flow_to_colour
+    from crossview.viz import flow_colour_key, flow_to_colour
 
-    np.testing.assert_array_equal(colour, flow_to_colour(forward))
+    # the flow's pixels, and on the right the colour-wheel key at the flow's largest magnitude
+    key = flow_colour_key(float(np.hypot(*forward.astype(np.float64).transpose(2, 0, 1)).max()),
+                          192 // 8)
+    assert colour.shape == (192, 192 + key.shape[1], 3)
+    np.testing.assert_array_equal(colour[:, :192], flow_to_colour(forward))
+    np.testing.assert_array_equal(colour[:key.shape[0], 192:], key)
+    assert (colour[key.shape[0]:, 192:] == 255).all()
 
 
 def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],

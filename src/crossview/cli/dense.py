@@ -408,7 +408,8 @@ def pair_writers(images: Pair, views: list[ViewTensors], kind: str,
         raw, valid, rpos = (t[0].cpu().numpy() for t in tensors)
         check_finite(raw, f"{options.model_inputs()} gave non-finite {kind} at valid pixels",
                      valid if raw.ndim == 2 else valid[..., None])
-        colour = viz.disparity_to_colour(raw) if kind == "disparity" else viz.flow_to_colour(raw)
+        colour = (viz.disparity_to_colour(raw) if kind == "disparity"
+                  else viz.flow_to_colour(raw, key=True))
         writers += [raw_writer(raw, options.fmt, kind)[1], picture_writer(colour),
                     picture_writer(viz.mask_to_image(valid))]
         if options.save_rpos:

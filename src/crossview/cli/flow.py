@@ -1,11 +1,13 @@
 """``crossview flow FRAME0 FRAME1``: optical flow with MatchFlow.
 
 Writes per pair into ``-o DIR`` (NAME = the first frame's stem): ``NAME_flow.{flo,pfm,png,npy}``
-(raw forward flow, px; pfm holds (u, v, 0)), ``NAME_flow_color.png`` (standard colour wheel),
-``NAME_flow_noc.png`` (forward-backward consistency mask); with ``--save-right`` the backward
-flow (``NAME_flow_backward*``), with ``--save-rpos`` the self relative positions as
-``NAME_flow_rpos.png``, with ``--save-confidence`` the confidence from forward-backward
-consistency (:mod:`crossview.cli.confidence_output`). A video ``V.mp4`` gives one pair per
+(raw forward flow, px; pfm holds (u, v, 0)), ``NAME_flow_color.png`` (standard colour wheel,
+its key on the right: the wheel, labelled with the magnitude of full colour, the pair's
+largest; :func:`crossview.viz.flow_to_colour`), ``NAME_flow_noc.png`` (forward-backward
+consistency mask); with ``--save-right`` the backward flow (``NAME_flow_backward*``), with
+``--save-rpos`` the self relative positions as ``NAME_flow_rpos.png``, with
+``--save-confidence`` the confidence from forward-backward consistency
+(:mod:`crossview.cli.confidence_output`). A video ``V.mp4`` gives one pair per
 consecutive frames, named ``V_000000`` (frames 0 and 1), ..., a folder of frames one pair per
 consecutive images in name order, named by the first; ``--start``, ``--stop`` and ``--stride``
 choose the frames (:class:`crossview.cli.dense.FrameRange`: frames start, start + stride, ...
