@@ -12,8 +12,8 @@ PACKAGE = Path(crossview.__file__).resolve().parent
 # The layer order of DESIGN.md, lowest first; a module may import its own layer or lower ones.
 # A top-level module is named by its file, a package by its folder.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "defaults", "errors", "lazy", "output", "console", "long_step", "report", "viz",
-     "distributed", "device", "memory", "settings", "pixel_grid", "registry"),
+    ("__init__", "defaults", "errors", "lazy", "output", "console", "long_step", "progress",
+     "report", "viz", "distributed", "device", "memory", "settings", "pixel_grid", "registry"),
     ("metrics",),
     ("data",),
     ("geometry",),

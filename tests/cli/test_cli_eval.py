@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,10 @@ def test_eval_kitti_table_and_json(fake_models, kitti, tmp_path: Path,
     assert payload["per_sample"][1]["epe"] == pytest.approx(scores[1].value, rel=1e-5)
     assert "random weights" in printed.err
     assert f"note: scanning {root} for kitti2015 samples" in printed.err.splitlines()
+    # off a terminal, a progress line per sample instead of the live bar
+    progress = [line for line in printed.err.splitlines() if line.startswith("eval ")]
+    assert [re.sub(r" \(\d+\.\d s\)$", "", line) for line in progress] == [
+        "eval kitti2015 1/2: 000000_10.png", "eval kitti2015 2/2: 000001_10.png"], printed.err
 
 
 def test_middeval3_mean_is_called_unweighted(fake_models, tmp_path: Path,

@@ -3,6 +3,7 @@ the bad-input contract."""
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Callable
 from fractions import Fraction
@@ -164,7 +165,7 @@ def test_a_pair_failing_at_inference_is_skipped_and_the_others_written(
         _frames(tmp_path / name, size, size)
     code, _, err = _run(["flow", str(tmp_path / "*" / "f0.png"), str(tmp_path / "*" / "f1.png"),
                          "-o", str(tmp_path / "out"), *FAST], capsys)
-    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    lines = [line for line in err.splitlines() if not line.startswith(("warning:", "pair "))]
     assert code == 1 and len(lines) == 2, err
     assert lines[0].startswith(f"error: {tmp_path / 'b' / 'f0.png'} and ") and "too small" in err
     assert {p.name for p in (tmp_path / "out").iterdir()} == {
@@ -188,6 +189,11 @@ def test_a_video_gives_one_pair_per_consecutive_frames(
                            "--format", "npy", *FAST], capsys)
     assert code == 0, err
     assert out == f"wrote 2 pair(s) to {tmp_path / 'out'}\n"
+    # off a terminal, a progress line per pair (numbered only: this container declares no
+    # frame count)
+    progress = [line for line in err.splitlines() if line.startswith("pair ")]
+    assert [re.sub(r" \(\d+\.\d s\)$", "", line) for line in progress] == [
+        "pair 1: clip_000000", "pair 2: clip_000001"], err
     assert {p.name for p in (tmp_path / "out").glob("*.npy")} == {
         "clip_000000_flow.npy", "clip_000001_flow.npy"}
     for index in (1, 2):

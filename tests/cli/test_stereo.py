@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -289,7 +290,7 @@ def test_a_failed_pair_is_reported_and_skipped_the_others_are_written(
     (out_dir / "b_disp.npy").write_bytes(b"an earlier result")
     code, out, err = _run(["stereo", str(left), str(right), "-o", str(out_dir), "--format",
                            "npy", *FAST], capsys)
-    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    lines = [line for line in err.splitlines() if not line.startswith(("warning:", "pair "))]
     assert code == 1
     assert lines == [f"error: {left / 'b.png'} and {right / 'b.png'}: images of 100x120 px are "
                      "too small: the model needs at least 161x161 px (HxW) for stereo (padded "
@@ -303,6 +304,25 @@ def test_a_failed_pair_is_reported_and_skipped_the_others_are_written(
     assert io.read_npy(out_dir / "c_disp.npy").shape == (192, 200)
 
 
+def test_off_a_terminal_each_pair_is_one_progress_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """stderr is no terminal here (a log file, CI): no live bar but a line per pair, saying
+    which pair of how many it was and how long it took, or that its files were there."""
+    left, right = _folders(tmp_path, {"a": (192, 200), "b": (192, 200)})
+    args = ["stereo", str(left), str(right), "-o", str(tmp_path / "out"), "--format", "npy",
+            *FAST]
+    code, _, err = _run(args, capsys)
+    progress = [line for line in err.splitlines() if line.startswith("pair ")]
+    assert code == 0 and len(progress) == 2, err
+    assert re.fullmatch(r"pair 1/2: a \(\d+\.\d s\)", progress[0]), err
+    assert re.fullmatch(r"pair 2/2: b \(\d+\.\d s\)", progress[1]), err
+    (tmp_path / "out" / "b_disp.npy").unlink()
+    code, _, err = _run([*args, "--skip-existing"], capsys)
+    progress = [line for line in err.splitlines() if line.startswith("pair ")]
+    assert code == 0 and progress[0] == "pair 1/2: a already there", err
+    assert re.fullmatch(r"pair 2/2: b \(\d+\.\d s\)", progress[1]), err
+
+
 def test_when_every_pair_fails_the_exit_code_is_2_and_nothing_is_written(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     left, right = _folders(tmp_path, {"a": (100, 120), "b": (192, 200)})
@@ -310,7 +330,7 @@ def test_when_every_pair_fails_the_exit_code_is_2_and_nothing_is_written(
     code, out, err = _run(["stereo", str(left), str(right), "-o", str(tmp_path / "out"),
                            *FAST], capsys)
     assert code == 2 and out == f"wrote 0 pair(s) to {tmp_path / 'out'}\n"
-    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    lines = [line for line in err.splitlines() if not line.startswith(("warning:", "pair "))]
     assert len(lines) == 3 and lines[-1] == "2 pair(s) failed"
     assert "b.png: cannot read image" in lines[1], err
     assert not (tmp_path / "out").exists()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from safetensors.torch import save_file
 
 from cli_runner import run_cli
 from crossview.cli.app import main
+from crossview.errors import UserError
 from crossview.models.matchstereo.config import MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.weights import load_weights
@@ -428,8 +430,54 @@ def test_resuming_a_finished_run_says_so_and_a_larger_step_count_trains_it_on(
         f"train.steps in {config})")
     code, out, err = run_cli(["train", str(config), "--resume", "--steps", "3"], capsys)
     assert code == 0, err
-    assert err == ("note: --resume: the run finished at step 2; training on to step 3 with the "
-                   "one-cycle learning-rate schedule over the 1 added step\n")
+    assert err.startswith("note: --resume: the run finished at step 2; training on to step 3 "
+                          "with the one-cycle learning-rate schedule over the 1 added step\n")
     assert "step 3 of 3; loss " in out and "nan" not in out, out
     assert [r["step"] for r in read_log(run_dir / "log.jsonl")["train"]] == [1, 2, 3]
     assert load_checkpoint(run_dir / "step-00000003.pt")["schedule_start"] == 2
+
+
+def test_the_log_and_the_progress_lines_hold_the_first_last_and_stopped_steps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With log_every above the steps run, log.jsonl still gets the first step of a run and
+    the last one it reaches: stopped by Ctrl-C after step 2, resumed to the end (5), and
+    ended by an error after step 2; off a terminal each logged step is a progress line."""
+    values = {**MICRO, "train": {**MICRO["train"], "steps": 5, "log_every": 10,
+                                 "val_every": 10}}
+    config = write_config(tmp_path, values)
+    run_dir = tmp_path / "run"
+    run_step = Trainer.train_step
+
+    def interrupt_after_step_2(self: Trainer, batch: dict | None = None) -> dict[str, float]:
+        logs = run_step(self, batch)
+        if self.step == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return logs
+
+    monkeypatch.setattr(Trainer, "train_step", interrupt_after_step_2)
+    code, _, err = run_cli(["train", str(config), "--out-dir", str(run_dir)], capsys)
+    assert code == 130
+    assert [r["step"] for r in read_log(run_dir / "log.jsonl")["train"]] == [1, 2]
+    progress = [line for line in err.splitlines() if line.startswith("step ")]
+    assert len(progress) == 2, err
+    for step, line in zip((1, 2), progress, strict=True):
+        assert re.fullmatch(rf"step {step}/5: loss \S+ lr \S+ \(\d+\.\d s\)", line), err
+    monkeypatch.setattr(Trainer, "train_step", run_step)
+    code, _, err = run_cli(["train", str(config), "--out-dir", str(run_dir), "--resume"],
+                           capsys)
+    assert code == 0, err
+    assert [r["step"] for r in read_log(run_dir / "log.jsonl")["train"]] == [1, 2, 3, 5]
+    assert [line.split(":")[0] for line in err.splitlines() if line.startswith("step ")] == [
+        "step 3/5", "step 5/5"], err
+
+    def fail_at_step_3(self: Trainer, batch: dict | None = None) -> dict[str, float]:
+        if self.step == 2:
+            raise UserError("stopping at step 3: the loss diverged")
+        return run_step(self, batch)
+
+    monkeypatch.setattr(Trainer, "train_step", fail_at_step_3)
+    code, _, err = run_cli(["train", str(config), "--out-dir", str(tmp_path / "failed")],
+                           capsys)
+    assert code == 2 and err.splitlines()[-1] == "error: stopping at step 3: the loss diverged"
+    assert [r["step"] for r in read_log(tmp_path / "failed" / "log.jsonl")["train"]] == [1, 2]

@@ -3,9 +3,12 @@
 :func:`run_batch` runs every job (one pair), each through the caller's ``run`` that publishes
 that pair's files all together or not at all (:func:`crossview.output.staged_files`). A pair
 that fails is reported on stderr (``error: ... (pair skipped)``) and the run goes on; a summary
-ends the run. Exit code 0 when every pair was written (or already there), 1 when some failed,
-2 when none could be written (every input bad). Ctrl-C and SIGTERM stop the run between files:
-the pairs finished so far stay, the one running is discarded, and ``--skip-existing`` resumes.
+ends the run. A progress bar shows the run on a terminal; off one (a log file, CI), each pair
+is one line on stderr: ``pair 3/10: NAME (0.8 s)``, NAME being the pair's output stem
+(``NAME already there`` / ``NAME failed`` for a pair skipped or failed). Exit code 0 when
+every pair was written (or already there), 1 when some failed, 2 when none could be written
+(every input bad). Ctrl-C and SIGTERM stop the run between files: the pairs finished so far
+stay, the one running is discarded, and ``--skip-existing`` resumes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from crossview.errors import UserError
 from crossview.lazy import lazy_import
 from crossview.output import Terminated
 
-bars = lazy_import("rich.progress")  # progress bars: loaded when a run starts
+shown = lazy_import("crossview.progress")  # its progress bar (rich.progress) loads when used
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report Ctrl-C
 
@@ -86,27 +89,29 @@ def _guarded(jobs: Iterable[PairJob], summary: BatchSummary) -> Iterator[PairJob
 
 
 def run_batch(jobs: Iterable[PairJob], total: int | None, run: Callable[[PairJob], None],
-              out_dir: Path, *, exists: Callable[[PairJob], bool] | None = None,
-              label: str = "pairs") -> None:
+              out_dir: Path, *, exists: Callable[[PairJob], bool] | None = None) -> None:
     """Run every job, each published by ``run(job)`` on its own; skip a job whose outputs
     ``exists(job)`` says are all there (``--skip-existing``). Prints the summary and exits
     with :meth:`BatchSummary.exit_code` (130 after Ctrl-C; SIGTERM's :class:`Terminated`
     passes on to the runner, exit 143)."""
     summary = BatchSummary()
     try:
-        with bars.Progress(console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
-            task = bar.add_task(label, total=total or None)
+        with shown.Progress(transient=True) as bar:
+            task = bar.add_task("pair", total=total or None)
             for job in _guarded(jobs, summary):
                 if exists is not None and exists(job):
                     summary.skipped += 1
+                    note, timed = " already there", False
                 else:
                     try:
                         run(job)
                     except Exception as error:
                         _report(summary, error, job)
+                        note, timed = " failed", True
                     else:
                         summary.written += 1
-                bar.advance(task)
+                        note, timed = "", True
+                bar.step(task, job.name + note, timed=timed)
     except KeyboardInterrupt:
         summary.stopped = "interrupted"
         _finish(summary, out_dir)

@@ -359,7 +359,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
         return [jobs[0].name]
     names: list[str] = []
     run_batch((names.append(job.name) or job for job in jobs), count, run, options.out_dir,
-              exists=exists, label=task)
+              exists=exists)
     return names
 
 

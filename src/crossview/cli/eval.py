@@ -2,10 +2,10 @@
 
 Parses options, opens the dataset (:mod:`crossview.data.datasets.registry`), loads the model
 and its predictor through :mod:`crossview.api`, runs :func:`crossview.eval.evaluate` under a
-progress bar, and prints a per-sample and a mean table (and JSON with ``--json``). On kinds
-that have a classical baseline (real ``scenes``) it also scores the baseline
-(:mod:`crossview.baselines`) and prints one table per scene and one of the means, the baseline
-as a row under the model.
+progress bar (off a terminal, a line per sample: :mod:`crossview.progress`), and prints a
+per-sample and a mean table (and JSON with ``--json``). On kinds that have a classical
+baseline (real ``scenes``) it also scores the baseline (:mod:`crossview.baselines`) and prints
+one table per scene and one of the means, the baseline as a row under the model.
 
 ``torchrun --nproc-per-node N -m crossview eval ...`` runs it data-parallel: every rank checks
 the input and loads the model before the process group opens (bad input fails on every rank,
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from crossview.cli import options
-from crossview.console import stderr
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
 from crossview.output import check_output_file
@@ -29,7 +28,8 @@ from crossview.report import print_table, write_json
 if TYPE_CHECKING:
     from crossview.api import EvalResult
 
-bars = lazy_import("rich.progress")  # progress bars: loaded when a run starts
+bars = lazy_import("rich.progress")  # the progress bar's columns: loaded when a run starts
+shown = lazy_import("crossview.progress")  # the progress bar, or lines off a terminal
 
 api = lazy_import("crossview.api")
 distributed = lazy_import("crossview.distributed")
@@ -179,15 +179,14 @@ def eval_command(
                bars.TimeRemainingColumn())
     info = distributed.init_distributed(device)
     try:
-        # a transient bar shows nothing off a terminal but would leave an empty line on stderr
-        with bars.Progress(*columns, console=stderr, transient=True,
-                      disable=not info.is_main or not stderr.is_terminal) as progress:
+        with shown.Progress(*columns, transient=True, show=info.is_main) as progress:
             label = f"eval {kind.name}" + (f" (rank 0 of {info.world_size})" if info.enabled
                                            else "")
             task = progress.add_task(label, total=len(distributed.shard_strided(total, info)))
             result = api.evaluation.evaluate(data, predictor, specs, reduction=kind.reduction,
                               dataset_name=kind.name, limit=limit,
-                              on_sample=lambda *_: progress.advance(task), dist_info=info)
+                              on_sample=lambda _, name, __: progress.step(task, name),
+                              dist_info=info)
             baselines = None
             if kind.baseline:
                 baselines = []
@@ -199,7 +198,7 @@ def eval_command(
                                              total=len(distributed.shard_strided(total, info)))
                     baselines.append(api.baselines.evaluate_baseline(
                         data, specs, baseline=method, reduction=kind.reduction, limit=limit,
-                        on_sample=lambda *_, task=task: progress.advance(task),
+                        on_sample=lambda _, name, __, task=task: progress.step(task, name),
                         dist_info=info))
         try:
             if info.is_main:

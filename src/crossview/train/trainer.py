@@ -13,6 +13,9 @@ exactly what the uninterrupted run would have computed, and leaves the same file
 back to the resumed step (:func:`crossview.train.runlog.cut_after`), ``best.pt`` mended if an
 older version left it stale (:func:`crossview.train.checkpoint.repair_best`), temporaries of
 killed writes removed. Rank 0 alone writes checkpoints, the JSONL log and the progress bar.
+The log gets the train record of the first step a run takes, of every ``train.log_every``-th
+step and of the last step it reaches, also when a signal or an error ends it early; off a
+terminal, each of those steps is also a progress line on stderr (:mod:`crossview.progress`).
 
 A finished run is extended by resuming it with a larger ``train.steps``: training goes on from
 its last checkpoint (weights, optimiser moments, random states) with the learning-rate
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Sampler, default_collate
@@ -58,6 +61,7 @@ from crossview.distributed import (
 )
 from crossview.errors import UserError
 from crossview.eval import evaluate
+from crossview.progress import Progress
 from crossview.train import checkpoint as ckpt
 from crossview.train import runlog
 from crossview.train.config import Config, config_from_dict, config_to_dict
@@ -199,7 +203,7 @@ class Trainer:
         grow: ``init_weights`` come from a network with fewer decoder layers per scale or
             encoder blocks per stage; the extra ones start as the identity
             (:func:`crossview.train.grow.grow_into`).
-        progress: show a progress bar (rank 0).
+        progress: show a progress bar, or lines off a terminal (rank 0).
         on_step: called on every rank after every step with ``(step, logs)``; returning True
             stops the run like SIGINT/SIGTERM do (checkpoint, then return).
     """
@@ -560,15 +564,28 @@ class Trainer:
                             TextColumn("{task.completed}/{task.total}"),
                             TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
                             TextColumn("eta"), TimeRemainingColumn(),
-                            disable=not (self.progress and self.dist.is_main)
-                            or self.step >= cfg.steps)  # a finished run: no bar to show
+                            show=self.progress and self.dist.is_main
+                            and self.step < cfg.steps)  # a finished run: nothing to show
+        bar = progress.add_task("step", total=cfg.steps, completed=self.step, loss="-")
+        taken = logged = self.step  # the step of last_logs; the last one in the log
+        seconds = 0.0
+
+        def log_step() -> None:
+            """The train record of step ``taken``, and its progress line."""
+            nonlocal logged
+            self._log({"kind": "train", "step": taken, **last_logs, "step_s": seconds,
+                       "samples_per_s": cfg.batch_size / max(seconds, 1e-9),
+                       "nonfinite_total": self.nonfinite_total})
+            progress.line(bar, f"loss {last_logs['loss']:.4g} lr {last_logs['lr']:.3g}")
+            logged = taken
+
         try:
             with _StopRequested() as stop, progress:
-                bar = progress.add_task("train", total=cfg.steps, completed=self.step, loss="-")
                 batches = self._prefetched_batches() if cfg.workers else None
                 while self.step < cfg.steps:
                     t0 = time.perf_counter()
                     last_logs = self.train_step(None if batches is None else next(batches))
+                    taken = self.step
                     if self.on_step is not None and self.on_step(self.step, last_logs):
                         stop.requested = True
                     if self.dist.enabled:  # a signal may reach the ranks at different steps
@@ -576,11 +593,10 @@ class Trainer:
                         stop.requested = bool(all_reduce_sum(flag, self.dist)[0] > 0)
                     seconds = time.perf_counter() - t0
                     progress.update(bar, completed=self.step, loss=f"{last_logs['loss']:.3f}")
-                    if self.step % cfg.log_every == 0 or self.step == cfg.steps:
-                        self._log({"kind": "train", "step": self.step, **last_logs,
-                                   "step_s": seconds,
-                                   "samples_per_s": cfg.batch_size / max(seconds, 1e-9),
-                                   "nonfinite_total": self.nonfinite_total})
+                    # the first step, every log_every-th and the last one this run takes
+                    if (self.step % cfg.log_every == 0 or stop.requested
+                            or self.step in (first_step + 1, cfg.steps)):
+                        log_step()
                     saved = False
                     if self.val_set is not None and (self.step % cfg.val_every == 0
                                                      or self.step == cfg.steps):
@@ -596,6 +612,8 @@ class Trainer:
                     if stop.requested:
                         break
         finally:
+            if logged < taken:  # a run ended by an error still logs the last step it took
+                log_step()
             self.close()
         return {"step": self.step, "train": last_logs, "val": last_val,
                 "seconds": time.perf_counter() - started, "steps_run": self.step - first_step,
