@@ -601,9 +601,9 @@ def verify_published(name: str) -> Path:
 
 @dataclass
 class MetricDepth:
-    """A disparity map in metres: ``depth [H, W]`` float64 (0 where dropped), ``keep [H, W]``
-    bool (the pixels kept) and ``points [N, 3]`` float64, the kept pixels' 3D points (x right,
-    y down, z forward; metres, row-major order of ``keep``)."""
+    """A disparity map in metres: ``depth [H, W]`` float64 (NaN where dropped: no depth),
+    ``keep [H, W]`` bool (the pixels kept) and ``points [N, 3]`` float64, the kept pixels' 3D
+    points (x right, y down, z forward; metres, row-major order of ``keep``)."""
 
     depth: torch.Tensor
     keep: torch.Tensor
@@ -615,7 +615,8 @@ def metric_depth(disparity: torch.Tensor, valid: torch.Tensor, calibration: Ster
     """Depth and points of a left-view ``disparity [H, W]`` (px) with the calibration of its
     pair, keeping pixels that are ``valid [H, W]``, at a positive depth, not beyond
     ``max_depth`` metres (``None``: any) and, with ``edge_ratio`` > 0, not at a depth edge
-    (:func:`crossview.geometry.depth.depth_edge_mask`: flying pixels)."""
+    (:func:`crossview.geometry.depth.depth_edge_mask`: flying pixels); the others' depth is NaN
+    (0 would read as a depth, and a map's consumers skip NaN)."""
     cal = calibration
     depth = disparity_to_depth(disparity.double(), cal.focal, cal.baseline, cal.doffs)
     keep = valid & (depth > 0)
@@ -623,7 +624,7 @@ def metric_depth(disparity: torch.Tensor, valid: torch.Tensor, calibration: Ster
         keep &= depth <= max_depth
     if edge_ratio > 0:
         keep &= ~depth_edge_mask(depth, edge_ratio)
-    depth = torch.where(keep, depth, 0.0)
+    depth = torch.where(keep, depth, torch.nan)
     cx, cy = cal.principal_point(*depth.shape)
     return MetricDepth(depth, keep, depth_to_points(depth, cal.focal, cx, cy)[keep])
 

@@ -68,7 +68,7 @@ def test_depth_and_point_cloud_match_the_disparity(tmp_path: Path, pair: tuple[P
     depth = io.read_npy(out / "scene_l_depth.npy")
     expected_keep = noc & (disparity + doffs > 0)
     assert expected_keep.mean() > 0.3  # the check below has pixels to check
-    np.testing.assert_array_equal(depth > 0, expected_keep)
+    np.testing.assert_array_equal(np.isnan(depth), ~expected_keep)  # no depth: NaN, not 0
     np.testing.assert_allclose(depth[expected_keep],
                                f * b / (disparity[expected_keep] + doffs), rtol=1e-6)
 
@@ -161,7 +161,7 @@ def test_min_confidence_takes_low_confidence_pixels_out(
     np.testing.assert_array_equal(mask, first & ~taken)
     if command == "stereo":
         depth = io.read_npy(tmp_path / threshold / "scene_l_depth.npy")
-        assert not (depth[~mask] > 0).any()
+        assert np.isnan(depth[~mask]).all()
 
 
 def test_flow_confidence(tmp_path: Path, pair: tuple[Path, Path],
@@ -187,9 +187,10 @@ def test_a_coloured_depth_picture_with_a_colour_bar(
     picture = io.read_image(out / "scene_l_depth_color.png")
     assert picture.shape[0] == H and picture.shape[1] > W  # the colour bar on the right
     shown = picture[:, :W]
-    assert (shown[depth == 0] == 0).all() and (shown[depth > 0].max(-1) > 0).all()
-    near, far = np.unravel_index(np.argmin(np.where(depth > 0, depth, np.inf)), depth.shape), \
-        np.unravel_index(np.argmax(depth), depth.shape)
+    kept = ~np.isnan(depth)
+    assert (shown[~kept] == 0).all() and (shown[kept].max(-1) > 0).all()
+    near, far = (np.unravel_index(pick(depth), depth.shape) for pick in (np.nanargmin,
+                                                                         np.nanargmax))
     assert shown[near][0] > shown[near][2] and shown[far][2] > shown[far][0]  # red near, blue far
 
 
@@ -208,7 +209,7 @@ def test_a_calibration_of_twice_the_size_is_rescaled(
             "the height)") in err.splitlines()
     disparity = io.read_npy(out / "scene_l_disp.npy").astype(np.float64)
     depth = io.read_npy(out / "scene_l_depth.npy")
-    kept = depth > 0
+    kept = ~np.isnan(depth)
     assert kept.any()
     np.testing.assert_allclose(depth[kept], 150.25 * 0.12 / (disparity[kept] + 1.0), rtol=1e-6)
 
@@ -334,9 +335,37 @@ def test_pfm_depth_holds_metres(tmp_path: Path, pair: tuple[Path, Path],
     assert code == 0, err
     disparity = io.read_npy(out / "scene_l_disp.npy").astype(np.float64)
     depth = io.read_pfm(out / "scene_l_depth.pfm")
-    kept = depth > 0
+    kept = ~np.isnan(depth)
     assert kept.any()
     np.testing.assert_allclose(depth[kept], 100.0 / disparity[kept], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["npy", "pfm", "png16"])
+def test_a_pixel_without_depth_is_nan_in_float_files_and_0_in_a_png(
+        tmp_path: Path, pair: tuple[Path, Path], fmt: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Dropped pixels (inconsistent, no finite depth, beyond --max-depth) have no depth: NaN
+    in the float files (0 would read as a depth), 0 in the 16-bit PNG, which cannot hold NaN
+    (millimetres); the point cloud has the others only."""
+    out = tmp_path / "out"
+    code, _, err = run_cli(_stereo(pair, out, "--focal", "300", "--baseline", "0.1",
+                                   "--max-depth", "20", "--edge-ratio", "0",
+                                   "--depth-format", fmt), capsys)  # a random model keeps few
+    assert code == 0, err
+    disparity = io.read_npy(out / "scene_l_disp.npy").astype(np.float64)
+    noc = np.asarray(Image.open(out / "scene_l_disp_noc.png")) == 255
+    positive = disparity > 0
+    keep = noc & positive & (30.0 / np.where(positive, disparity, 1.0) <= 20)
+    assert keep.any() and not keep.all()
+    if fmt == "png16":
+        millimetres = io.read_png16(out / "scene_l_depth.png")
+        np.testing.assert_array_equal(millimetres == 0, ~keep)
+    else:
+        depth = io.read_npy(out / "scene_l_depth.npy") if fmt == "npy" else io.read_pfm(
+            out / "scene_l_depth.pfm")
+        np.testing.assert_array_equal(np.isnan(depth), ~keep)
+        np.testing.assert_allclose(depth[keep], 30.0 / disparity[keep], rtol=1e-6)
+    assert plyfile.PlyData.read(str(out / "scene_l_depth.ply"))["vertex"].count == keep.sum()
 
 
 def test_a_baseline_in_millimetres_gets_one_warning_naming_the_fix(

@@ -5,7 +5,7 @@ The calibration is a file (``--calib``: Middlebury/ETH3D ``calib.txt`` or KITTI
 ``--baseline`` metres, optional ``--doffs``, ``--cx``, ``--cy`` px), never both. A file
 calibrated at another resolution is rescaled to a scaled copy of its images, with a ``note:``
 (:meth:`crossview.data.calibration.StereoCalibration.for_size`). With it,
-each pair NAME also gets ``NAME_depth.{npy,pfm,png}`` (metres; the 16-bit PNG holds
+each pair NAME also gets ``NAME_depth.{npy,pfm,png}`` (metres, float32; the 16-bit PNG holds
 millimetres, so depths beyond 65.535 m read as missing), ``NAME_depth_color.png`` (the kept
 depths coloured, near red and far blue, holes black, with a colour bar in metres:
 :func:`crossview.viz.depth_to_colour`) and ``NAME_depth.ply`` (binary PLY,
@@ -14,7 +14,9 @@ the left image's colours, camera frame in metres: x right, y down, z forward).
 A pixel keeps its depth (and becomes a point) only when it passes every filter: left-right
 consistent (the ``_noc`` mask), a finite depth (``disparity + doffs > 0``), no farther than
 ``--max-depth``, and not at a depth edge (:func:`crossview.geometry.depth.depth_edge_mask`
-with ``--edge-ratio``, where flying pixels hang between surfaces). The others hold depth 0.
+with ``--edge-ratio``, where flying pixels hang between surfaces). The others have no depth:
+NaN in the ``.npy`` and ``.pfm`` files, 0 in the 16-bit PNG (which cannot hold NaN; 0 mm is
+never a depth), and no point in the point cloud.
 
 A run whose kept depths have a median beyond :data:`FAR_DEPTH` gets one ``warning:`` line (the
 first such pair; the files are written all the same, a scene can be that far): depth is in
@@ -119,9 +121,10 @@ class DepthOutput:
 
     def writers(self, images: tuple[np.ndarray, np.ndarray], result: StereoResult
                 ) -> list[Callable[[Path], None]]:
-        """Writers of the depth map and the point cloud of batch row 0, in
-        :meth:`file_names` order; a :class:`UserError` naming the calibration's numbers if the
-        kept depths or points do not fit float32."""
+        """Writers of the depth map (NaN where no depth; 0 in a 16-bit PNG), its picture and
+        the point cloud (the kept pixels) of batch row 0, in :meth:`file_names` order; a
+        :class:`UserError` naming the calibration's numbers if the kept depths or points do not
+        fit float32."""
         cal = self.calibration_for(*result.disparity.shape[-2:])
         metric = api.metric_depth(result.disparity[0].cpu(), result.valid[0].cpu(), cal,
                                   max_depth=self.max_depth, edge_ratio=self.edge_ratio)
@@ -169,6 +172,7 @@ class DepthOutput:
         if self.fmt == "pfm":
             return lambda path: api.write_pfm(path, depth)
         millimetres = np.round(depth.astype(np.float64) * MILLIMETRES)
+        # 0: no depth (NaN, which a PNG cannot hold) or one beyond the 16 bits
         png = np.where(millimetres <= 65535, millimetres, 0).astype(np.uint16)
         return lambda path: api.write_png16(path, png)
 
