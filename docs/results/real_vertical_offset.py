@@ -6,7 +6,7 @@ of ROOT is also run with its right image moved down by :data:`SHIFTS` px (biline
 image and its ground truth unchanged), as a rig or a rectification slightly off would leave
 it. ``matchstereo-hybrid`` runs with its defaults, with ``fused_network.align_px`` unset (never
 lined up) and 0 (always: the right image moved by the measured offset,
-:func:`crossview.models.dense.vertical_alignment.vertical_offset`); a threshold ``t`` takes the
+:func:`crossview.models.dense.vertical_alignment.measure_rows`); a threshold ``t`` takes the
 lined-up run where the measured offset is at least ``t`` px. Scores: bad-2 and EPE of the left
 disparity at the known pixels, per scene, shift and threshold, and the measured offset.
 Leave-one-group-out (the groups of ROOT's README, a scene's shifted copies in its group) picks
@@ -27,7 +27,7 @@ import torch
 import crossview
 from crossview.geometry.disparity import field_to_disparity
 from crossview.models.dense.inference import predict_fields
-from crossview.models.dense.vertical_alignment import rows_shifted, vertical_offset
+from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -62,7 +62,7 @@ def main(out: Path, root: str) -> None:
                 error = np.abs(field_to_disparity(field[:1])[0].numpy() - truth)[valid]
                 runs[align] = {"bad2": float(100 * (error > 2).mean()),
                                "epe": float(error.mean())}
-            measured = vertical_offset(left, right)
+            measured = measure_rows(left, right).offset
             row = {"never": runs[None]}
             row.update({f"{t:g}": runs[0.0] if abs(measured) >= t else runs[None]
                         for t in THRESHOLDS})

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -699,20 +700,26 @@ def write_rectified(pair: RectifiedPair, folder: str | os.PathLike) -> list[str]
     return paths
 
 
-def write_uncalibrated(pair: UncalibratedRectification, folder: str | os.PathLike) -> list[str]:
-    """Write ``pair`` into ``folder`` as ``left.png``, ``right.png`` and ``rectification.json``
-    (the homographies, focal length, matches, row difference, disparity shift and range), all
-    or nothing. Returns the three paths."""
-    paths = [os.path.join(folder, name) for name in UNCALIBRATED_FILES]
+def uncalibrated_writers(pair: UncalibratedRectification) -> list[Callable[[Path], None]]:
+    """Writers of ``pair``'s files, in the order of :data:`UNCALIBRATED_FILES`: the rectified
+    left and right images and ``rectification.json`` (the homographies, focal length, matches,
+    row difference, disparity shift and range); each takes the path to write."""
     record = {"left_homography": pair.left_homography.tolist(),
               "right_homography": pair.right_homography.tolist(), "focal_px": pair.focal,
               "matches": pair.matches, "row_error_px": pair.row_error,
               "disparity_shift_px": pair.disparity_shift,
               "disparity_range_px": list(pair.disparity_range)}
-    with staged_files(paths) as (left, right, record_path):
-        write_image(left, pair.left)
-        write_image(right, pair.right)
-        Path(record_path).write_text(json.dumps(record, indent=1) + "\n")
+    return [lambda path: write_image(path, pair.left), lambda path: write_image(path, pair.right),
+            lambda path: Path(path).write_text(json.dumps(record, indent=1) + "\n")]
+
+
+def write_uncalibrated(pair: UncalibratedRectification, folder: str | os.PathLike) -> list[str]:
+    """Write ``pair`` into ``folder`` as :data:`UNCALIBRATED_FILES`
+    (:func:`uncalibrated_writers`), all or nothing. Returns the three paths."""
+    paths = [os.path.join(folder, name) for name in UNCALIBRATED_FILES]
+    with staged_files(paths) as staged:
+        for path, write in zip(staged, uncalibrated_writers(pair), strict=True):
+            write(path)
     return paths
 
 

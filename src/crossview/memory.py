@@ -10,9 +10,11 @@ an array exactly, however absurd its shape).
 
 The memory available is ``$CROSSVIEW_MAX_MEMORY_GB`` (GiB) when set (a limit of the user's
 choosing; tests use it to be independent of the machine), else for CUDA devices the free device
-memory, else the kernel's ``MemAvailable`` (``/proc/meminfo``: what can be allocated without
-swapping), else the free physical pages (``os.sysconf``); ``None`` where none of these can be
-read, and nothing is refused then.
+memory, else the least of what the machine, the process's control group and its address-space
+limit leave: the kernel's ``MemAvailable`` (``/proc/meminfo``: what can be allocated without
+swapping), a container's memory limit less its usage (cgroup v2 or v1), and ``ulimit -v`` less
+the process's virtual size; else the free physical pages (``os.sysconf``); ``None`` where none
+of these can be read, and nothing is refused then.
 """
 
 from __future__ import annotations
@@ -55,15 +57,61 @@ def available_memory(device: torch.device | str = "cpu") -> tuple[int, str] | No
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return free, f"free on {device}"
-    meminfo = Path("/proc/meminfo")
-    if meminfo.is_file():
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024, "MemAvailable"
+    figures = [figure for figure in (_mem_available(), _cgroup_room(), _address_space_room())
+               if figure is not None]
+    if figures:
+        return min(figures)
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free memory"
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _mem_available() -> tuple[int, str] | None:
+    """The kernel's ``MemAvailable`` (``/proc/meminfo``), in bytes."""
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024, "MemAvailable"
+    return None
+
+
+def _cgroup_room() -> tuple[int, str] | None:
+    """What this process's control group (a container's memory limit) still allows: cgroup v2
+    ``memory.max - memory.current``, or v1 ``memory.limit_in_bytes - memory.usage_in_bytes``;
+    ``None`` without a limit."""
+    for limit_file, usage_file in (("memory.max", "memory.current"),
+                                   ("memory/memory.limit_in_bytes",
+                                    "memory/memory.usage_in_bytes")):
+        limit, usage = (_read(f"/sys/fs/cgroup/{name}") for name in (limit_file, usage_file))
+        if limit is None or usage is None or not limit.strip().isdigit():
+            continue  # "max": no limit
+        if int(limit) >= 2**60:  # v1 writes "no limit" as a huge number
+            continue
+        return max(0, int(limit) - int(usage)), "the control group's memory limit"
+    return None
+
+
+def _address_space_room() -> tuple[int, str] | None:
+    """What ``ulimit -v`` (``RLIMIT_AS``) still allows beyond this process's virtual size;
+    ``None`` without that limit."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    for line in (_read("/proc/self/status") or "").splitlines():
+        if line.startswith("VmSize:"):
+            return max(0, soft - int(line.split()[1]) * 1024), "ulimit -v"
+    return None
 
 
 def format_bytes(count: float) -> str:

@@ -23,6 +23,7 @@ as NaN or infinity where a reader trusts them (a depth map, a point cloud, a fie
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -52,6 +53,12 @@ _OWNED_NAME = re.compile(r"\.crossview-(?:staging|tmp)-(?P<host>.+)-(?P<pid>\d+)
 
 log = logging.getLogger(__name__)
 
+# errno -> what a command says when the storage cannot take its outputs
+STORAGE_FULL = {errno.ENOSPC: "no space left on the device",
+                errno.EDQUOT: "the disk quota is exceeded",
+                errno.EFBIG: "a file grew past the file-size limit (ulimit -f) or the file "
+                             "system's largest file"}
+
 
 class Terminated(BaseException):
     """SIGTERM arrived while :func:`terminate_raises` was in force (a ``BaseException``, like
@@ -72,6 +79,22 @@ def check_finite(values: np.ndarray, what: str, where: np.ndarray | None = None)
     bad = int(np.count_nonzero(~(np.abs(values) <= np.finfo(np.float32).max)))  # NaN: False
     if bad:
         raise UserError(f"{what} ({bad} of {values.size} values)")
+
+
+def storage_full(error: BaseException) -> str | None:
+    """One line for an ``OSError`` that says the storage is full (:data:`STORAGE_FULL`),
+    naming where it was writing (the destination directory, not a staging name), or ``None``
+    for any other error."""
+    if not isinstance(error, OSError) or error.errno not in STORAGE_FULL:
+        return None
+    where = ""
+    if error.filename:
+        directory = Path(os.fsdecode(error.filename)).parent
+        if directory.name.startswith(STAGING_PREFIX):
+            directory = directory.parent
+        where = f" writing into {directory}"
+    return (f"{STORAGE_FULL[error.errno]}{where}; the outputs being written were discarded "
+            "(free some space, or write elsewhere)")
 
 
 def owned_prefix(kind: str) -> str:

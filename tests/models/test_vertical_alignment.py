@@ -15,7 +15,7 @@ from PIL import Image
 import crossview
 from crossview.geometry.disparity import field_to_disparity
 from crossview.models.dense.inference import predict_fields
-from crossview.models.dense.vertical_alignment import rows_shifted, vertical_offset
+from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
@@ -44,7 +44,7 @@ def _pair(offset: int, h: int = 192, w: int = 224) -> tuple[np.ndarray, np.ndarr
 @pytest.mark.parametrize("offset", [-3, 0, 2])
 def test_the_offset_is_measured(offset: int) -> None:
     left, right = _pair(offset)
-    assert vertical_offset(left, right) == pytest.approx(offset, abs=0.15)
+    assert measure_rows(left, right).offset == pytest.approx(offset, abs=0.15)
 
 
 def test_rows_move_as_the_formula_says() -> None:

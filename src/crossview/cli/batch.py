@@ -7,8 +7,9 @@ ends the run. A progress bar shows the run on a terminal; off one (a log file, C
 is one line on stderr: ``pair 3/10: NAME (0.8 s)``, NAME being the pair's output stem
 (``NAME already there`` / ``NAME failed`` for a pair skipped or failed). Exit code 0 when
 every pair was written (or already there), 1 when some failed, 2 when none could be written
-(every input bad). Ctrl-C and SIGTERM stop the run between files: the pairs finished so far
-stay, the one running is discarded, and ``--skip-existing`` resumes.
+(every input bad). Ctrl-C and SIGTERM stop the run between files, and so does a full disk
+(the runner's one ``error:`` line, exit code 2): the pairs finished so far stay, the one
+running is discarded, and ``--skip-existing`` resumes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import typer
 from crossview.console import stderr, stdout
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
-from crossview.output import Terminated
+from crossview.output import Terminated, storage_full
 
 shown = lazy_import("crossview.progress")  # its progress bar (rich.progress) loads when used
 
@@ -106,6 +107,8 @@ def run_batch(jobs: Iterable[PairJob], total: int | None, run: Callable[[PairJob
                     try:
                         run(job)
                     except Exception as error:
+                        if storage_full(error) is not None:  # so would every later pair
+                            raise
                         _report(summary, error, job)
                         note, timed = " failed", True
                     else:
@@ -118,6 +121,12 @@ def run_batch(jobs: Iterable[PairJob], total: int | None, run: Callable[[PairJob
         raise typer.Exit(INTERRUPTED_EXIT) from None
     except Terminated:
         summary.stopped = "stopped by SIGTERM"
+        _finish(summary, out_dir)
+        raise
+    except OSError as error:  # the storage is full: the runner says so (exit code 2)
+        if storage_full(error) is None:
+            raise
+        summary.stopped = "stopped: the storage is full"
         _finish(summary, out_dir)
         raise
     _finish(summary, out_dir)

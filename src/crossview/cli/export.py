@@ -13,6 +13,7 @@ from crossview.cli import options
 from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
+from crossview.errors import UserError
 from crossview.lazy import lazy_import
 from crossview.output import check_output_file
 
@@ -48,6 +49,9 @@ def onnx_command(
     """Export MODEL to ONNX: inputs image0, image1 [1, 3, H, W] float 0..255; outputs field,
     disparity or flow, valid (MatchStereo / MatchFlow: what `crossview stereo` / `flow` give,
     refinement and all) or coords (TransforMatcher)."""
+    if static and not bare:
+        raise UserError("--static fixes the size of a --bare export; without --bare the file "
+                        "already takes only --size (add --bare, or drop --static)")
     check_output_file(out, "-o")
     shape = parse_size(size)
     for module in ("onnx", "onnxscript", *(["onnxruntime"] if check else [])):

@@ -4,53 +4,69 @@ own matches (:func:`crossview.api.rectify_photographs`, what ``crossview rectify
 
 The rectified pair is written into ``-o DIR/NAME_rectified/`` (``left.png``, ``right.png``,
 ``rectification.json``; NAME = the left file's stem) and the disparity files are those of the
-rectified left image, named after the photographs as usual. All or nothing: when matching
-fails, the rectified pair is removed again.
+rectified left image, named after the photographs as usual. All or nothing: the rectified pair
+is one more output of the pair (:class:`RectifiedPairOutput`), published with the disparity
+files when the whole command succeeds, so a failed or interrupted run (a rerun into the same
+folder included) leaves every earlier file as it was.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
 from crossview.output import check_output_files
 
+if TYPE_CHECKING:
+    from crossview.api import UncalibratedRectification
+    from crossview.cli.dense import ExtraOutput, Pair
+
 api = lazy_import("crossview.api")
 
 
+class RectifiedPairOutput:
+    """The rectified pair as an extra output of ``crossview stereo``
+    (:class:`crossview.cli.dense.ExtraOutput`): ``FOLDER/left.png``, ``right.png`` and
+    ``rectification.json`` (FOLDER relative to the output directory)."""
+
+    def __init__(self, folder: str, pair: UncalibratedRectification) -> None:
+        self.folder = folder
+        self.pair = pair
+
+    def check(self, images: list[Pair]) -> None:
+        """Nothing to check: the images are the rectified pair itself."""
+
+    def file_names(self, name: str) -> list[str]:
+        return [f"{self.folder}/{file}" for file in api.UNCALIBRATED_FILES]
+
+    def writers(self, images: Pair, result: Any) -> list[Callable[[Path], None]]:
+        return api.uncalibrated_writers(self.pair)
+
+
 def stereo_on_rectified(left: str, right: str, out_dir: Path,
-                        run: Callable[[str, str], object]) -> Path:
-    """Rectify the photographs ``left`` and ``right`` (two image files), write the rectified
-    pair into ``out_dir / NAME_rectified``, then ``run(left, right)`` on the rectified images
-    (saved under the photographs' file names in a temporary folder, so that the outputs keep
-    their names). Returns the rectified pair's folder."""
+                        run: Callable[[str, str, Sequence[ExtraOutput]], object]) -> Path:
+    """Rectify the photographs ``left`` and ``right`` (two image files), then
+    ``run(left, right, extras)`` on the rectified images (saved under the photographs' file
+    names in a temporary folder, so that the outputs keep their names) with the rectified pair
+    as the one extra output, written into ``out_dir / NAME_rectified``. Returns that folder."""
     first, second = Path(left), Path(right)
     for given in (first, second):
         if not given.is_file():
             raise UserError(f"--rectify takes two image files (one pair of photographs), not "
                             f"{given}")
-    folder = out_dir / f"{first.stem}_rectified"
-    check_output_files([folder / name for name in api.UNCALIBRATED_FILES])
+    folder = f"{first.stem}_rectified"
+    check_output_files([out_dir / folder / name for name in api.UNCALIBRATED_FILES])
     pair = api.rectify_photographs(first, second)
-    made = [directory for directory in (out_dir, folder) if not directory.exists()]
-    written = [Path(path) for path in api.write_uncalibrated(pair, folder)]
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            inputs = []
-            for side, source, image in (("l", first, pair.left), ("r", second, pair.right)):
-                path = Path(scratch) / side / f"{source.stem}.png"
-                path.parent.mkdir()
-                api.write_image(path, image)
-                inputs.append(str(path))
-            run(*inputs)
-    except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
-        for directory in reversed(made):  # the folders this run made, if nothing else is there
-            if directory.is_dir() and not any(directory.iterdir()):
-                directory.rmdir()
-        raise
-    return folder
+    with tempfile.TemporaryDirectory() as scratch:
+        inputs = []
+        for side, source, image in (("l", first, pair.left), ("r", second, pair.right)):
+            path = Path(scratch) / side / f"{source.stem}.png"
+            path.parent.mkdir()
+            api.write_image(path, image)
+            inputs.append(str(path))
+        run(*inputs, [RectifiedPairOutput(folder, pair)])
+    return out_dir / folder

@@ -13,6 +13,7 @@ rectified from its own matches first (:mod:`crossview.cli.rectified_stereo`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,7 +22,7 @@ import typer
 from crossview.cli import depth_output as depth
 from crossview.cli import options
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
-from crossview.cli.dense import DenseOptions, ViewTensors, run_dense
+from crossview.cli.dense import DenseOptions, ExtraOutput, ViewTensors, run_dense
 from crossview.cli.rectified_stereo import stereo_on_rectified
 from crossview.console import stdout
 from crossview.defaults import DEFAULT_STEREO_MODEL
@@ -88,9 +89,9 @@ def stereo_command(
                                   dense.model_inputs())
     extras = [confidence] if save_confidence else []
 
-    def run(first: str, second: str) -> None:
+    def run(first: str, second: str, more: Sequence[ExtraOutput] = ()) -> None:
         run_dense("stereo", first, second, dense, views=("disp", "disp_right"), tensors=_views,
-                  extras=extras + ([depth_files] if depth_files else []))
+                  extras=[*extras, *([depth_files] if depth_files else []), *more])
 
     if rectify:
         folder = stereo_on_rectified(left, right, out_dir, run)

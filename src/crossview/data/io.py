@@ -32,7 +32,7 @@ from typing import BinaryIO
 
 import numpy as np
 from numpy.lib import format as npy_format
-from PIL import Image
+from PIL import Image, ImageOps
 
 from crossview import memory
 from crossview.data import png
@@ -116,12 +116,14 @@ def read_image(path: PathLike) -> np.ndarray:
     smallest of the 8- and 16-bit ranges that holds its values (as stored when all are at most
     255, else the high byte of 16 bits); negative values or values above 65535 are an error.
     Grayscale is repeated over the three channels, palette images are expanded through their
-    palette, and an alpha channel is dropped (not composited).
+    palette, and an alpha channel is dropped (not composited). An EXIF orientation (a phone
+    photograph stored sideways) is applied: the image is returned upright, as viewers show it.
     """
     _require_file(path)
     try:
-        with Image.open(path) as image:
-            image.load()
+        with Image.open(path) as opened:
+            opened.load()
+            image = ImageOps.exif_transpose(opened)  # upright, as viewers show it
             if image.mode.startswith("I;16") or image.mode == "I":
                 grey = _integer_grey(np.asarray(image).astype(np.int64),
                                      _declares_16_bits(image), path)

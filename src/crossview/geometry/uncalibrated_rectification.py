@@ -38,6 +38,7 @@ import numpy as np
 
 from crossview.data.rig_calibration import require_opencv
 from crossview.errors import UserError
+from crossview.geometry.pair_order import warn_if_swapped
 
 log = logging.getLogger(__name__)
 
@@ -206,9 +207,11 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
     """Rectify two photographs of one scene, ``left`` and ``right`` ``[H, W]`` or
     ``[H, W, 3]`` uint8 of one size, from their own feature matches (module docstring).
 
-    Which photograph is the left one is not checked: the matches fix the rows, but a turn of
-    either camera about its vertical axis moves all disparities alike and is all but invisible
-    to them, so their sign does not tell the order. Raises :class:`UserError` for images of
+    Which photograph is the left one is checked only for a pair kept as it is (a warning when
+    nearly all matches lie at negative disparities,
+    :func:`crossview.geometry.pair_order.warn_if_swapped`): once the cameras are turned, a turn
+    of either about its vertical axis moves all disparities alike and is all but invisible to
+    the matches, so their sign does not tell the order. Raises :class:`UserError` for images of
     different sizes or too few matches.
     """
     cv2 = require_opencv()
@@ -220,7 +223,10 @@ def rectify_uncalibrated(left: np.ndarray, right: np.ndarray) -> UncalibratedRec
     points0, points1 = feature_matches(left, right)
     rows_as_given = float(np.median(np.abs(points0[:, 1] - points1[:, 1])))
     if rows_as_given * matching_factor(height, width) <= KEEP_ROWS_PX:
-        low, high = np.percentile(points0[:, 0] - points1[:, 0], [1, 99])
+        disparities = points0[:, 0] - points1[:, 0]
+        # kept as it is, nothing turned: the sign of the disparities tells the order
+        warn_if_swapped(disparities, tolerance=1.0 / matching_factor(height, width))
+        low, high = np.percentile(disparities, [1, 99])
         return UncalibratedRectification(left.copy(), right.copy(), np.eye(3), np.eye(3), None,
                                          len(points0), rows_as_given, 0.0,
                                          (float(low), float(high)))

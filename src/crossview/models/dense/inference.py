@@ -29,10 +29,11 @@ from crossview.errors import UserError
 from crossview.geometry.confidence import attention_peak
 from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
+from crossview.geometry.pair_order import warn_if_swapped
 from crossview.geometry.photometric_refinement import refine_field
 from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
-from crossview.models.dense.vertical_alignment import rows_shifted, vertical_offset
+from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
 from crossview.models.registry import Predictor
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,10 @@ RESIZE_BYTES_PER_PIXEL = 150
 # Photometric refinement: peak bytes per pixel of each field it refines (measured with
 # refine_field on two 3-channel views: 443 B at 800x800, 332 B at 1600x1600).
 REFINE_BYTES_PER_PIXEL = 450
+# The fusion with the classical matcher: peak bytes per pixel of the pair above its inputs
+# (measured with fuse_with_sgbm: 234 B at 1000x1500, 194 B at 2000x3000; fuse_with_dis: 591 B
+# at 1000x1500), with a margin
+FUSE_BYTES_PER_PIXEL = {"stereo": 300, "flow": 650}
 
 
 class MemoryAdvice(NamedTuple):
@@ -68,7 +73,7 @@ LIBRARY_ADVICE = MemoryAdvice()  # the words of the library's own arguments
 def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch: int = 1,
                  lri: bool | None = None, size: tuple[int, int] | None = None,
                  device: str | torch.device = "cpu", advice: MemoryAdvice = LIBRARY_ADVICE,
-                 refine: bool | None = None) -> int | None:
+                 refine: bool | None = None, fuse: bool = False) -> int | None:
     """Refuse (:class:`UserError`) a :func:`predict_fields` run on ``batch`` pairs of
     ``height x width`` px that needs more memory than ``device`` has
     (:func:`crossview.memory.available_memory`), before anything is allocated.
@@ -80,7 +85,9 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     :data:`RESIZE_BYTES_PER_PIXEL` per input pixel with ``size``; with the photometric
     refinement (``refine``, resolved as in :func:`predict_fields`), which runs after the network
     has freed its buffers, at least :data:`REFINE_BYTES_PER_PIXEL` per pixel of both views'
-    fields at the input size. ``advice`` says what to change (the CLI names its options).
+    fields at the input size; with the fusion (``fuse``), which also runs after the network,
+    at least :data:`FUSE_BYTES_PER_PIXEL` per pixel of the pair. ``advice`` says what to change
+    (the CLI names its options).
     Returns the estimate in bytes (``None`` for
     models that cannot estimate, which are not checked).
     """
@@ -95,6 +102,8 @@ def check_memory(model: nn.Module, height: int, width: int, *, task: str, batch:
     if refines(model, refine):  # the full-resolution refinement can be what does not fit
         needed = max(needed, REFINE_BYTES_PER_PIXEL * 2 * batch * height * width)
         hint += f", or pass {advice.no_refine}"
+    if fuse:
+        needed = max(needed, FUSE_BYTES_PER_PIXEL[task] * batch * height * width)
     if size is not None:
         needed += RESIZE_BYTES_PER_PIXEL * batch * height * width
     run = f"{run_h}x{run_w} px" + (f" (images of {height}x{width} px resized)"
@@ -197,8 +206,10 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
     if x0.shape != x1.shape:
         raise UserError(f"the two images differ in size: {tuple(x0.shape[-2:])} and "
                         f"{tuple(x1.shape[-2:])} (H, W)")
+    if size is None or fuse:  # the pair itself is matched: refused before any matcher runs
+        _check_size(model, *x0.shape[-2:], task)
     check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=size,
-                 device=target, refine=refine, advice=advice)
+                 device=target, refine=refine, advice=advice, fuse=fuse)
     model.to(target)
     x0, x1 = x0.to(target), x1.to(target)
     offsets = row_offsets(model, task, fuse, x0, x1)
@@ -225,16 +236,21 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
                 x1: torch.Tensor) -> torch.Tensor | None:
     """Per pair of ``x0, x1 [B, 3, H, W]`` (0..255) the vertical offset ``[B]`` px that a
     fusing stereo run of a model whose ``fused_network.align_px`` is set lines its right
-    image up by (:func:`crossview.models.dense.vertical_alignment.vertical_offset`; 0 where it
+    image up by (:func:`crossview.models.dense.vertical_alignment.measure_rows`; 0 where it
     is below ``align_px``), or ``None``: no pair is lined up. Offsets of at least
     :data:`NOTED_OFFSET_PX` are logged at INFO (the command shows them as ``note:`` lines);
     from :data:`RECTIFY_HINT_PX` the note points to ``crossview rectify`` (photographs taken
-    by hand are turned as well as offset, which one offset does not undo)."""
+    by hand are turned as well as offset, which one offset does not undo). A pair whose
+    matches say it was given right image first gets a warning
+    (:func:`crossview.geometry.pair_order.warn_if_swapped`)."""
     preset = getattr(model, "fused_network", None) if fuse and task == "stereo" else None
     if preset is None or preset.align_px is None:
         return None
-    offsets = torch.tensor([vertical_offset(a, b) for a, b in zip(uint8_images(x0),
-                                                                  uint8_images(x1), strict=True)])
+    measures = [measure_rows(a, b) for a, b in zip(uint8_images(x0), uint8_images(x1),
+                                                   strict=True)]
+    for measure in measures:
+        warn_if_swapped(measure.disparities, tolerance=NOTED_OFFSET_PX)
+    offsets = torch.tensor([measure.offset for measure in measures])
     offsets = torch.where(offsets.abs() >= preset.align_px, offsets, 0.0)
     for offset in offsets.tolist():
         if abs(offset) >= NOTED_OFFSET_PX:
