@@ -184,7 +184,9 @@ def load_model(name: str = DEFAULT_STEREO_MODEL, weights: str | os.PathLike | No
 
     Args:
         name: one of :func:`list_models` (``matchstereo-t/-s/-b``, ``matchflow-b``, the bundled
-            ``matchstereo-hybrid``, ``transformatcher``, ``multiview``, ...).
+            ``matchstereo-hybrid``, ``transformatcher``, ``multiview``, ...), or the
+            ``.safetensors`` file of a model ``crossview train --export`` wrote (its
+            ``NAME.json`` beside it; :func:`crossview.models.registry.get_spec`).
         weights: ``None`` (the default): the weights bundled for ``name`` if it has some
             (``matchstereo-mini``, the hybrids, ``transformatcher``), else its published ones
             (as ``"published"``), else none (random, see below). ``"published"``: the

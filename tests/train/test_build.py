@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from real_scenes import write_real_scenes
 
 from crossview.data.synthetic.flow import FlowConfig, SyntheticFlow
 from crossview.data.synthetic.stereo import StereoConfig, SyntheticStereo
@@ -80,24 +81,8 @@ def test_street_probability_reaches_the_training_scenes_only(task: str) -> None:
         config_from_dict({"data": {"street_probability": 1.5}})
 
 
-def _real_scenes(root, count: int = 3):
-    """``count`` tiny real-layout stereo scenes (``s0``, ``s1``, ...) of 64 x 96 px."""
-    import numpy as np
-
-    from crossview.data import io
-    rng = np.random.default_rng(0)
-    for i in range(count):
-        folder = root / f"s{i}"
-        folder.mkdir(parents=True)
-        left = rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
-        io.write_image(folder / "left.png", left)
-        io.write_image(folder / "right.png", np.roll(left, -2 - i, axis=1))
-        io.write_npy(folder / "gt.npy", np.full((64, 96), 2.0 + i, np.float32))
-    return root
-
-
 def test_real_scenes_mix_into_training_and_validate_on_the_held_out_ones(tmp_path) -> None:
-    root = _real_scenes(tmp_path)
+    root = write_real_scenes(tmp_path)
     cfg = config_from_dict({"data": {"train_size": 8, "height": 32, "width": 64,
                                      "real_scenes": str(root), "real_fraction": 0.5,
                                      "real_holdout": ["s1"], "val": "real-scenes"}})
@@ -114,7 +99,7 @@ def test_real_scenes_mix_into_training_and_validate_on_the_held_out_ones(tmp_pat
 
 
 def test_real_scenes_train_and_validate_a_flow_model(tmp_path) -> None:
-    root = _real_scenes(tmp_path)
+    root = write_real_scenes(tmp_path)
     cfg = config_from_dict({"task": "flow",
                             "data": {"train": "synthetic-flow", "train_size": 8, "height": 32,
                                      "width": 64, "real_scenes": str(root), "real_fraction": 0.5,
@@ -130,7 +115,7 @@ def test_real_scenes_train_and_validate_a_flow_model(tmp_path) -> None:
 
 
 def test_real_scenes_alone_and_their_mistakes(tmp_path) -> None:
-    root = _real_scenes(tmp_path)
+    root = write_real_scenes(tmp_path)
     cfg = config_from_dict({"data": {"train": "real-scenes", "train_size": 4, "height": 32,
                                      "width": 64, "real_scenes": str(root), "val_size": 0}})
     train, val = build_datasets(cfg)

@@ -6,17 +6,22 @@ import re
 import signal
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
+from real_scenes import write_real_scenes
 from run_lock_holder import hold_lock
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 from cli_runner import run_cli
 from crossview.cli.app import main
+from crossview.data import io
 from crossview.errors import UserError
+from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.matchstereo.config import MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
+from crossview.models.registry import get_spec
 from crossview.models.weights import load_weights
 from crossview.train.build import build_model
 from crossview.train.checkpoint import load_checkpoint
@@ -481,3 +486,73 @@ def test_the_log_and_the_progress_lines_hold_the_first_last_and_stopped_steps(
                            capsys)
     assert code == 2 and err.splitlines()[-1] == "error: stopping at step 3: the loss diverged"
     assert [r["step"] for r in read_log(tmp_path / "failed" / "log.jsonl")["train"]] == [1, 2]
+
+
+@pytest.mark.slow
+def test_init_weights_takes_a_model_name_and_refuses_names_it_does_not_know(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--init-weights matchstereo-mini starts from the bundled weights (a learning rate of
+    1e-12 leaves them as they were after a step); an unknown name, or a model without
+    weights, is one line before anything trains."""
+    values = {"task": "stereo", "model": {"name": "matchstereo-mini"},
+              "data": {"train_size": 2, "val_size": 0, "height": 128, "width": 160},
+              "optim": {"lr": 1e-12}, "train": {"steps": 1, "batch_size": 1}}
+    config = write_config(tmp_path, values)
+    code, _, err = run_cli(["train", str(config), "--out-dir", str(tmp_path / "run"),
+                            "--init-weights", "matchstereo-mini"], capsys)
+    assert code == 0, err
+    bundled = load_file(get_spec("matchstereo-mini").weights_path)
+    trained = load_checkpoint(tmp_path / "run" / "step-00000001.pt")["model"]
+    for key, value in bundled.items():
+        torch.testing.assert_close(trained[key], value, rtol=0, atol=1e-6)
+    for name, message in (
+            ("nope", "error: --init-weights nope: no such file, and no model of that name "
+                     "(`crossview models` lists the names)"),
+            ("multiview", "error: --init-weights multiview: model 'multiview' has no weights "
+                          "(neither bundled nor published)")):
+        code, out, err = run_cli(["train", str(config), "--out-dir", str(tmp_path / name),
+                                  "--init-weights", name], capsys)
+        assert code == 2 and out == "" and err == message + "\n", err
+        assert not list((tmp_path / name).glob("step-*"))
+
+
+def test_an_exported_model_runs_with_the_model_option_the_export_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--export prints the command that runs the exported model; `crossview stereo --model
+    FILE` then runs the trained weights (its disparities differ from those of the same network
+    untrained), and so does `crossview eval --model FILE`."""
+    config = write_config(tmp_path, {**MICRO, "optim": {"lr": 1e-2}})
+    out = tmp_path / "weights" / "micro-net.safetensors"
+    code, said, err = run_cli(["train", str(config), "--out-dir", str(tmp_path / "run"),
+                               "--export", str(out)], capsys)
+    assert code == 0, err
+    command = f"crossview stereo LEFT RIGHT --model {out}"
+    assert f"use it: {command}\n" in said, said
+    torch.manual_seed(0)  # the trainer's seed: the network it started from
+    untrained = tmp_path / "untrained.safetensors"
+    write_bundle(build_model(load_config(config)), untrained, name="untrained", task="stereo")
+    rng = np.random.default_rng(0)
+    left = rng.integers(0, 256, (192, 192, 3), dtype=np.uint8)
+    io.write_image(tmp_path / "l.png", left)
+    io.write_image(tmp_path / "r.png", np.roll(left, -3, axis=1))
+    disparities = []
+    for model in (out, untrained):
+        args = command.split()[1:]
+        args[1:3] = [str(tmp_path / "l.png"), str(tmp_path / "r.png")]
+        args[-1] = str(model)
+        code, _, err = run_cli([*args, "-o", str(tmp_path / model.stem), "--format", "npy"],
+                               capsys)
+        assert code == 0, err
+        disparities.append(io.read_npy(tmp_path / model.stem / "l_disp.npy"))
+    assert not np.allclose(*disparities)
+    scenes = write_real_scenes(tmp_path / "scenes", count=1, size=(192, 192))
+    code, said, err = run_cli(["eval", "--model", str(out), "--dataset", f"scenes:{scenes}"],
+                              capsys)
+    assert code == 0 and "s0" in said, err
+    (tmp_path / "notes.txt").write_text("not a model")
+    code, _, err = run_cli(["stereo", str(tmp_path / "l.png"), str(tmp_path / "r.png"),
+                            "--model", str(tmp_path / "notes.txt")], capsys)
+    assert code == 2 and err == (
+        f"error: {tmp_path / 'notes.txt'}: not a model file (a NAME.safetensors that `crossview "
+        "train --export` wrote, its NAME.json beside it); a weights file of a registered model "
+        "goes with --weights\n"), err

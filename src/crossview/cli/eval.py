@@ -164,7 +164,7 @@ def eval_command(
     if json_path is not None:
         check_output_file(json_path, "--json")
     # the dataset's errors come first: a mistyped model name is reported by api.benchmark_predictor
-    known = model.lower() in api.list_models()
+    known = model.lower() in api.list_models() or Path(model).is_file()  # or an export's file
     data, kind = api.datasets.open_dataset(dataset, task=api.model_task(model) if known else None)
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
     specs = api.metrics.get_metrics(kind.task, names)

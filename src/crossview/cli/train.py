@@ -28,9 +28,11 @@ def train_command(
         "step-*.pt that cannot be read (truncated, corrupt, not a training checkpoint) is "
         "renamed to NAME.unreadable, with one warning line saying why and which checkpoint "
         "is used instead; if none can be read: an error naming the newest.")] = False,
-    init_weights: Annotated[Path | None, typer.Option(
-        "--init-weights", help="Fine-tune: start from these weights (.pth, state dict or "
-        ".safetensors); ignored with --resume.")] = None,
+    init_weights: Annotated[str | None, typer.Option(
+        "--init-weights", help="Fine-tune: start from these weights: a model name (its "
+        "bundled or published weights; `crossview models` lists them) or a file (.pth, state "
+        "dict or .safetensors); replaces the config's model.init_weights; ignored with "
+        "--resume.")] = None,
     grow: Annotated[bool, typer.Option(
         "--grow", help="--init-weights come from a network with fewer decoder layers per "
         "scale or encoder blocks per stage (model.overrides.decoder_layers, encoder_depths); "
@@ -44,9 +46,9 @@ def train_command(
     export: Annotated[Path | None, typer.Option(
         "--export", help="When train.steps are reached, write the model's weights to this "
         ".safetensors file (stereo/flow: and its registry description next to it, NAME.json, "
-        "NAME = the file's stem). A run stopped early (Ctrl-C, SIGTERM) writes no export: it "
-        "says how to continue (--resume) or export the stopped state "
-        "(--resume --export-only).")] = None,
+        "NAME = the file's stem; then --model FILE runs it, as the printed command says). A "
+        "run stopped early (Ctrl-C, SIGTERM) writes no export: it says how to continue "
+        "(--resume) or export the stopped state (--resume --export-only).")] = None,
     description: Annotated[str, typer.Option(
         help="Description stored with --export.")] = "",
     export_only: Annotated[bool, typer.Option(
@@ -63,6 +65,10 @@ def train_command(
                     export_only=export_only)
     for written in run.exported:
         stdout.print(f"wrote {written}" + (f" (step {run.step})" if export_only else ""))
+    if run.exported and run.cfg.task in api.ESTIMATORS:  # a bundle: --model takes its path
+        inputs = "LEFT RIGHT" if run.cfg.task == "stereo" else "FRAME0 FRAME1"
+        stdout.print(f"use it: crossview {run.cfg.task} {inputs} --model {export}",
+                     markup=False, soft_wrap=True)
     if export_only:
         return
     cfg, summary, finished = run.cfg, run.summary, run.finished

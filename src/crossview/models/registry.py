@@ -227,21 +227,62 @@ def configured(config: Any, make: Callable[[Any], nn.Module]) -> Callable[..., n
 # every family folder's specs.py registers its models
 MODELS: Registry[str, ModelSpec] = Registry("model", import_modules(__package__, "specs"))
 
+# ``reader(path)``: the spec of the model that the file ``path`` describes (a family's
+# ``crossview train --export`` output), named ``str(path)``; None if it is not one of the
+# family's. Each family's specs.py adds its reader.
+ModelFileReader = Callable[[Path], ModelSpec | None]
+MODEL_FILES: list[ModelFileReader] = []
+
 
 def register_model(spec: ModelSpec, *, replace: bool = False) -> ModelSpec:
     """Add ``spec`` under ``spec.name`` (lower case); ``replace=True`` to overwrite a name."""
     return MODELS.register(spec.name.lower(), spec, replace=replace)
 
 
+def register_model_files(reader: ModelFileReader) -> ModelFileReader:
+    """Add ``reader`` to the readers of model files that :func:`get_spec` asks."""
+    MODEL_FILES.append(reader)
+    return reader
+
+
 def get_spec(name: str) -> ModelSpec:
-    """The spec registered under ``name``; :class:`UserError` listing the names otherwise
-    (``TypeError`` if ``name`` is not a string)."""
+    """The spec registered under ``name``, else that of the model file ``name`` (what
+    ``crossview train --export`` wrote, read by its family's reader: :data:`MODEL_FILES`);
+    :class:`UserError` listing the names otherwise (``TypeError`` if ``name`` is not a
+    string)."""
     if not isinstance(name, str):
         raise TypeError(f"the model name must be a string, got {name!r}; choose one of: "
                         f"{', '.join(list_models())}")
-    if name.lower() not in MODELS:  # the name as given, not lower-cased
-        raise UserError(f"unknown model {name!r}; choose one of: {', '.join(list_models())}")
-    return MODELS.get(name.lower())
+    if name.lower() in MODELS:  # the name as given, not lower-cased
+        return MODELS.get(name.lower())
+    if Path(name).is_file():
+        for reader in MODEL_FILES:
+            spec = reader(Path(name))
+            if spec is not None:
+                return spec
+        raise UserError(f"{name}: not a model file (a NAME.safetensors that `crossview train "
+                        "--export` wrote, its NAME.json beside it); a weights file of a "
+                        "registered model goes with --weights")
+    raise UserError(f"unknown model {name!r}; choose one of: {', '.join(list_models())}, or "
+                    "the .safetensors file that `crossview train --export` wrote")
+
+
+def weights_named(value: str | os.PathLike[str], what: str) -> str | os.PathLike[str]:
+    """The weights file that ``value``, given as ``what`` (``--init-weights``), names: an
+    existing file as given, else the default weights of the registered model of that name
+    (:meth:`ModelSpec.weights_file`: bundled, or published and in the cache). A
+    :class:`UserError` for a model without weights or a value that is neither."""
+    if Path(value).is_file():
+        return value
+    name = str(value).lower()
+    if name not in MODELS:
+        raise UserError(f"{what} {value}: no such file, and no model of that name (`crossview "
+                        "models` lists the names)")
+    path = MODELS.get(name).weights_file(None)
+    if path is None:
+        raise UserError(f"{what} {value}: model {name!r} has no weights (neither bundled nor "
+                        "published)")
+    return path
 
 
 def models_fitting(state_dict: Mapping[str, torch.Tensor], task: str) -> list[str]:

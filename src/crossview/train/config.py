@@ -99,10 +99,14 @@ for _tag, _construct in (("tag:yaml.org,2002:int", yaml.SafeLoader.construct_yam
 
 @dataclass
 class ModelConfig:
-    """Which model to train: a registry name plus overrides of its configuration fields."""
+    """Which model to train: a registry name (or the file of an exported model) plus overrides
+    of its configuration fields, and the weights it starts from: ``init_weights``, a
+    registered model's name (its bundled or published weights) or a weights file; empty:
+    random (``crossview train --init-weights`` replaces it)."""
 
     name: str = "matchstereo-t"
     overrides: dict[str, Any] = field(default_factory=dict)
+    init_weights: str = ""
 
 
 @dataclass

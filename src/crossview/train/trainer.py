@@ -61,6 +61,7 @@ from crossview.distributed import (
 )
 from crossview.errors import UserError
 from crossview.eval import evaluate
+from crossview.models.registry import weights_named
 from crossview.progress import Progress
 from crossview.train import checkpoint as ckpt
 from crossview.train import runlog
@@ -198,8 +199,10 @@ class Trainer:
         resume: continue from the newest usable checkpoint of ``cfg.train.out_dir``; newer
             unreadable ones are renamed ``NAME.unreadable`` with a warning line each (see
             :func:`crossview.train.checkpoint.usable_checkpoint`).
-        init_weights: a weights file loaded into the model before step 0 (fine-tuning);
-            ignored when resuming.
+        init_weights: the weights loaded into the model before step 0 (fine-tuning), in
+            place of ``cfg.model.init_weights``: a weights file, or a registered model's name
+            for its bundled or published weights
+            (:func:`crossview.models.registry.weights_named`); ignored when resuming.
         grow: ``init_weights`` come from a network with fewer decoder layers per scale or
             encoder blocks per stage; the extra ones start as the identity
             (:func:`crossview.train.grow.grow_into`).
@@ -261,8 +264,10 @@ class Trainer:
                 ckpt.remove_stale_temporaries(self.run_dir)
             if resume:
                 self._resume()
-            elif init_weights is not None:
-                self.recipe.load_init_weights(self.model, init_weights, grow=grow)
+            elif init_weights is not None or cfg.model.init_weights:
+                given, what = ((init_weights, "--init-weights") if init_weights is not None
+                               else (cfg.model.init_weights, "config: model.init_weights"))
+                self.recipe.load_init_weights(self.model, weights_named(given, what), grow=grow)
         except BaseException:
             self._release_lock()
             raise

@@ -7,6 +7,8 @@ are fetched by name from where the authors publish them (:data:`PUBLISHED_AT`, s
 only: a ``NAME.safetensors`` and a ``NAME.json`` next to it in ``crossview/models/weights/``
 (shipped as package data), as :mod:`crossview.models.matchstereo.bundle` writes them
 (``crossview train --export``); the JSON's ``"weights"`` defaults to ``NAME.safetensors``.
+A bundle elsewhere is the model named by its path: ``--model runs/my-stereo.safetensors``
+(:func:`exported_bundle`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from functools import partial
 from pathlib import Path
 
+from crossview.errors import UserError
 from crossview.models.dense.inference import NETWORK_ALONE, NETWORK_ALONE_CAPTIONS, dense_predictor
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
@@ -25,6 +28,7 @@ from crossview.models.registry import (
     ModelSpec,
     configured,
     register_model,
+    register_model_files,
 )
 
 # the MatchAttention authors' Hugging Face model repository; a file's download is this + name
@@ -54,23 +58,44 @@ def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
                      variants={NETWORK_ALONE: NETWORK_ALONE_CAPTIONS[task]} if fuse else {})
 
 
+def bundle_spec(description: Path, name: str | None = None) -> ModelSpec:
+    """The spec of the bundle that ``description`` (``NAME.json``) describes, its weights file
+    beside it, under ``name`` (default: the JSON's ``"name"``); ``ValueError`` naming the file
+    for a description that does not hold one."""
+    try:
+        meta = json.loads(description.read_text())
+        config = MatchStereoConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                      for k, v in meta.get("config", {}).items()})
+        return matchstereo_spec(
+            meta["name"] if name is None else name, config, meta["task"],
+            weights=str(description.parent / meta.get("weights",
+                                                      f"{description.stem}.safetensors")),
+            description=meta.get("description", ""), refine=bool(meta.get("refine", False)),
+            lri=bool(meta.get("lri", False)), fuse=bool(meta.get("fuse", False)),
+            fused_network=None if "fused_network" not in meta
+            else FusedNetwork(**meta["fused_network"]))
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{description}: bad model description ({error!r})") from None
+
+
 def register_bundled(folder: Path = WEIGHTS_DIR) -> None:
     """Register every ``*.json`` description of bundled MatchStereo weights in ``folder``."""
     for description in sorted(folder.glob("*.json")):
-        try:
-            meta = json.loads(description.read_text())
-            config = MatchStereoConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                          for k, v in meta.get("config", {}).items()})
-            spec = matchstereo_spec(
-                meta["name"], config, meta["task"],
-                weights=str(folder / meta.get("weights", f"{description.stem}.safetensors")),
-                description=meta.get("description", ""), refine=bool(meta.get("refine", False)),
-                lri=bool(meta.get("lri", False)), fuse=bool(meta.get("fuse", False)),
-                fused_network=None if "fused_network" not in meta
-                else FusedNetwork(**meta["fused_network"]))
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{description}: bad bundled model description ({error!r})") from None
-        register_model(spec, replace=True)
+        register_model(bundle_spec(description), replace=True)
+
+
+@register_model_files
+def exported_bundle(path: Path) -> ModelSpec | None:
+    """The model of a bundle that ``crossview train --export`` wrote, named by ``path``: its
+    ``NAME.safetensors`` (or ``NAME.json``) with ``NAME.json`` beside it; None for other
+    files. A description that holds no bundle is a :class:`UserError` naming it."""
+    description = path.with_suffix(".json")
+    if path.suffix not in (".safetensors", ".json") or not description.is_file():
+        return None
+    try:
+        return bundle_spec(description, name=str(path))
+    except ValueError as error:
+        raise UserError(str(error)) from None
 
 
 for _letter, _variant in (("t", "tiny"), ("s", "small"), ("b", "base")):

@@ -27,6 +27,7 @@ from crossview.metrics.registry import get_metrics
 from crossview.metrics.score import MetricSpec
 from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.matchstereo.model import MatchStereo
+from crossview.models.registry import get_spec
 from crossview.train import build
 from crossview.train.config import Config
 from crossview.train.losses import training_loss
@@ -175,7 +176,7 @@ class FieldRecipe(Recipe):
             raise UserError(f"--export writes MatchStereo / MatchFlow bundles; {cfg.model.name!r} "
                             "is another family (its checkpoints are in train.out_dir)")
         return list(write_bundle(model, path, name=name, task=self.task,
-                                 description=description))
+                                 description=description, like=get_spec(cfg.model.name)))
 
 
 register_recipe(FieldRecipe("stereo"))
