@@ -107,3 +107,27 @@ def test_bad_input_fails_on_every_rank_before_any_collective() -> None:
     for code, out, err in runs:
         assert code == 2 and out == ""
         assert err.startswith("error: unknown stereo metric") and err.count("\n") == 1
+
+
+def test_the_api_evaluates_a_benchmark_and_reports_on_the_main_rank(tmp_path: Path) -> None:
+    """``api.evaluate_benchmark`` is what ``crossview eval`` calls: the same result as the
+    command's JSON, ``report`` called once with it, progress stepped per sample."""
+    from crossview import api
+
+    reports, steps = [], []
+
+    def track(label: str, total: int):
+        steps.append((label, total))
+        return lambda name: steps.append(name)
+
+    run = api.evaluate_benchmark("matchstereo-mini", DATASET, limit=3, progress=track,
+                                 report=reports.append)
+    assert reports == [run] and run.dist.is_main and run.baselines is None
+    assert steps == [("eval synthetic-stereo", 3), "0", "1", "2"]
+    done = subprocess.run([*_cli("--model", "matchstereo-mini", "--dataset", DATASET,
+                                 "--limit", "3", "--json", str(tmp_path / "cli.json"))],
+                          capture_output=True, text=True, timeout=HANG_GUARD_SECONDS)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "cli.json").read_text())["mean"] == run.result.mean()
+    with pytest.raises(UserError, match="needs a torchrun launch"):
+        api.evaluate_benchmark("matchstereo-mini", DATASET, distributed=True)

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from crossview import distributed as process_group
 from crossview import memory
 from crossview.attention.match import NonFiniteError as NonFiniteError
 from crossview.data.calibration import StereoCalibration as StereoCalibration
@@ -336,6 +337,94 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
     variants = {caption: predictor(model, device=device, precision=precision, variant=variant)
                 for variant, caption in predictor_variants(name).items()}
     return predict, variants
+
+
+# progress(label, total) starts a task of ``total`` samples and returns its step(sample name)
+ProgressTracker = Callable[[str, int], Callable[[str], None]]
+
+
+@dataclass
+class BenchmarkRun:
+    """What :func:`evaluate_benchmark` gives: the model's ``result``, the ``baselines`` scored
+    beside it (``None`` on kinds without any), the dataset ``kind`` (its name, task, note and
+    reduction) and this process's place in the run (``dist``: ``dist.is_main`` reports)."""
+
+    result: EvalResult
+    baselines: list[Any] | None  # crossview.baselines.BaselineRun
+    kind: Any  # crossview.data.datasets.registry.DatasetKind
+    dist: Any  # crossview.distributed.DistInfo
+
+
+def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike | None = None,
+                       metric_names: list[str] | None = None, limit: int | None = None,
+                       device: str = "cpu", precision: str = "fp32", download: bool = False,
+                       refine: bool | None = None, lri: bool | None = None, adapt: int = 0,
+                       fuse: bool | None = None, distributed: bool | None = None,
+                       progress: ProgressTracker | None = None,
+                       report: Callable[[BenchmarkRun], None] | None = None) -> BenchmarkRun:
+    """Score ``model`` (a registered name or an exported file) on the benchmark ``dataset``
+    (``KIND[,OPTION=VALUE...]:PATH``, see :func:`crossview.data.datasets.open_dataset`) with
+    its own metrics (or ``metric_names``), on its first ``limit`` samples; with the model's
+    variants and the classical baselines beside it on kinds that have them (real ``scenes``).
+
+    ``distributed``: join the process group of a ``torchrun`` launch (``None``: when launched
+    so; ``False``: score alone even then): every rank checks the input and loads the model
+    before the group opens (bad input fails on every rank, no rank waits), scores its strided
+    share, and every rank gets the merged result. ``progress(label, total)`` starts a task and
+    returns its ``step(name)``, called per sample (on every rank: the caller shows rank 0's).
+    ``report(run)`` runs on the main rank while the others wait (a rank ending early cannot
+    get the job stopped before the report is written). Raises :class:`UserError` for a bad
+    model, dataset, metric, limit or device.
+    """
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, got {limit}")
+    resolve_device(device, "--device")
+    info = dist_info_from_env() if distributed is not False else process_group.DistInfo()
+    if distributed and not info.enabled:
+        raise UserError("distributed evaluation needs a torchrun launch (WORLD_SIZE, RANK)")
+    # the dataset's errors come first: a mistyped model name is reported by benchmark_predictor
+    known = model.lower() in list_models() or Path(model).is_file()  # or an export's file
+    data, kind = datasets.open_dataset(dataset, task=model_task(model) if known else None)
+    specs = metrics.get_metrics(kind.task, metric_names or kind.metrics)
+    if info.enabled and device.startswith("cuda"):
+        device = f"cuda:{info.local_rank}"
+    size = getattr(getattr(data, "config", None), "size", None)  # a generated set's (H, W)
+    predict, variants = benchmark_predictor(
+        model, kind.task, weights, device=device, precision=precision, quiet=not info.is_main,
+        download=download, sample_size=None if size is None else (int(size[0]), int(size[1])),
+        refine=refine, lri=lri, adapt=adapt, fuse=fuse)
+    total = len(data) if limit is None else min(limit, len(data))
+    info = process_group.init_distributed(device) if info.enabled else info
+    try:
+        share = len(process_group.shard_strided(total, info))
+
+        def on_sample(label: str) -> Any:
+            step = progress(label, share) if progress is not None else None
+            return None if step is None else lambda _, name, __: step(name)
+
+        rank = f" (rank 0 of {info.world_size})" if info.enabled else ""
+        result = evaluation.evaluate(data, predict, specs, reduction=kind.reduction,
+                                     dataset_name=kind.name, limit=limit,
+                                     on_sample=on_sample(f"eval {kind.name}{rank}"),
+                                     dist_info=info)
+        runs = None
+        if kind.baseline:
+            methods = [baselines.Baseline(caption.split(":")[0], caption, variant, opencv=False)
+                       for caption, variant in variants.items()]
+            runs = [baselines.evaluate_baseline(data, specs, baseline=method,
+                                                reduction=kind.reduction, limit=limit,
+                                                on_sample=on_sample(f"{method.name} baseline"),
+                                                dist_info=info)
+                    for method in [*methods, *baselines.BASELINES[kind.task]]]
+        run = BenchmarkRun(result, runs, kind, info)
+        try:
+            if report is not None and info.is_main:
+                report(run)
+        finally:
+            process_group.barrier(info)
+    finally:
+        process_group.close_distributed(info)
+    return run
 
 
 def predictor_variants(name: str) -> dict[str, str]:

@@ -1,19 +1,18 @@
 """``crossview eval``: score a model on a benchmark with the benchmark's own metrics.
 
-Parses options, opens the dataset (:mod:`crossview.data.datasets.registry`), loads the model
-and its predictor through :mod:`crossview.api`, runs :func:`crossview.eval.evaluate` under a
-progress bar (off a terminal, a line per sample: :mod:`crossview.progress`), and prints a
-per-sample and a mean table (and JSON with ``--json``). On kinds that have a classical
-baseline (real ``scenes``) it also scores the baseline (:mod:`crossview.baselines`) and prints
-one table per scene and one of the means, the baseline as a row under the model.
+Parses options and calls :func:`crossview.api.evaluate_benchmark` (the dataset, the model,
+the baselines, data-parallel runs) under a progress bar (off a terminal, a line per sample:
+:mod:`crossview.progress`), then prints a per-sample and a mean table (and JSON with
+``--json``). On kinds that have a classical baseline (real ``scenes``) it prints one table per
+scene and one of the means, the baselines as rows under the model.
 
-``torchrun --nproc-per-node N -m crossview eval ...`` runs it data-parallel: every rank checks
-the input and loads the model before the process group opens (bad input fails on every rank,
-no rank waits), scores its strided share, and rank 0 alone shows progress, prints and writes.
+``torchrun --nproc-per-node N -m crossview eval ...`` runs it data-parallel (the api opens the
+process group); rank 0 alone shows progress, prints and writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,19 +25,13 @@ from crossview.output import check_output_file
 from crossview.report import print_table, write_json
 
 if TYPE_CHECKING:
-    from crossview.api import EvalResult
+    from crossview.api import BenchmarkRun, EvalResult
 
 bars = lazy_import("rich.progress")  # the progress bar's columns: loaded when a run starts
 shown = lazy_import("crossview.progress")  # the progress bar, or lines off a terminal
 
 api = lazy_import("crossview.api")
 distributed = lazy_import("crossview.distributed")
-
-
-def _declared_size(data: object) -> tuple[int, int] | None:
-    """The ``(H, W)`` of every sample of a generated dataset (its ``config.size``), if any."""
-    size = getattr(getattr(data, "config", None), "size", None)
-    return None if size is None else (int(size[0]), int(size[1]))
 
 
 def _print_datasets() -> None:
@@ -149,7 +142,7 @@ def eval_command(
         "--list", help="List the dataset kinds and exit.")] = False,
 ) -> None:
     """Evaluate a model on a benchmark: per-sample and mean table, optional JSON."""
-    # everything up to init_distributed runs before any collective
+    # which rank prints: rank 0 of a torchrun launch (the api opens its process group)
     info = distributed.dist_info_from_env()
     if list_kinds:
         if info.is_main:
@@ -158,73 +151,42 @@ def eval_command(
     if model is None or dataset is None:
         raise UserError("crossview eval needs --model NAME and --dataset KIND:PATH "
                         "(--list shows the dataset kinds)")
-    if limit is not None and limit < 1:
-        raise UserError(f"--limit must be at least 1, got {limit}")
-    api.resolve_device(device, "--device")
     if json_path is not None:
         check_output_file(json_path, "--json")
-    # the dataset's errors come first: a mistyped model name is reported by api.benchmark_predictor
-    known = model.lower() in api.list_models() or Path(model).is_file()  # or an export's file
-    data, kind = api.datasets.open_dataset(dataset, task=api.model_task(model) if known else None)
-    names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else kind.metrics
-    specs = api.metrics.get_metrics(kind.task, names)
-    if info.enabled and device.startswith("cuda"):
-        device = f"cuda:{info.local_rank}"
-    predictor, variants = api.benchmark_predictor(model, kind.task, weights, device=device,
-                                        precision=precision, quiet=not info.is_main,
-                                        download=download, sample_size=_declared_size(data),
-                                        refine=refine, lri=lri, adapt=adapt, fuse=fuse)
-    total = len(data) if limit is None else min(limit, len(data))
     columns = (bars.TextColumn("{task.description}"), bars.BarColumn(), bars.MofNCompleteColumn(),
                bars.TimeRemainingColumn())
-    info = distributed.init_distributed(device)
-    try:
-        with shown.Progress(*columns, transient=True, show=info.is_main) as progress:
-            label = f"eval {kind.name}" + (f" (rank 0 of {info.world_size})" if info.enabled
-                                           else "")
-            task = progress.add_task(label, total=len(distributed.shard_strided(total, info)))
-            result = api.evaluation.evaluate(data, predictor, specs, reduction=kind.reduction,
-                              dataset_name=kind.name, limit=limit,
-                              on_sample=lambda _, name, __: progress.step(task, name),
-                              dist_info=info)
-            baselines = None
-            if kind.baseline:
-                baselines = []
-                methods = [api.baselines.Baseline(caption.split(":")[0], caption, variant,
-                                                  opencv=False)
-                           for caption, variant in variants.items()]
-                for method in [*methods, *api.baselines.BASELINES[kind.task]]:
-                    task = progress.add_task(f"{method.name} baseline",
-                                             total=len(distributed.shard_strided(total, info)))
-                    baselines.append(api.baselines.evaluate_baseline(
-                        data, specs, baseline=method, reduction=kind.reduction, limit=limit,
-                        on_sample=lambda _, name, __, task=task: progress.step(task, name),
-                        dist_info=info))
-        try:
-            if info.is_main:
-                _report(result, per_sample, json_path, {
-                    "model": model, "weights": None if weights is None else str(weights),
-                    "dataset_spec": dataset, "limit": limit, "note": kind.note,
-                    "refine": refine, "lri": lri, "fuse": fuse, "adapt": adapt}, baselines)
-        finally:
-            # the other ranks stay until rank 0 has written: a rank ending early cannot get
-            # the job stopped (torchrun stops all ranks when one fails) before the output exists
-            distributed.barrier(info)
-    finally:
-        distributed.close_distributed(info)
+    settings = {"model": model, "weights": None if weights is None else str(weights),
+                "dataset_spec": dataset, "limit": limit}
+    options = {"refine": refine, "lri": lri, "fuse": fuse, "adapt": adapt}
+    with shown.Progress(*columns, transient=True, show=info.is_main) as progress:
+
+        def track(label: str, total: int) -> Callable[[str], None]:
+            task = progress.add_task(label, total=total)
+            return lambda name: progress.step(task, name)
+
+        def report(run: BenchmarkRun) -> None:
+            progress.stop()  # the tables go below the finished bar
+            _report(run, per_sample, json_path, {**settings, "note": run.kind.note, **options})
+
+        api.evaluate_benchmark(
+            model, dataset, weights=weights, limit=limit, device=device, precision=precision,
+            download=download,
+            metric_names=[m.strip() for m in metrics.split(",") if m.strip()] if metrics
+            else None, progress=track, report=report, **options)
 
 
-def _report(result: EvalResult, per_sample: bool, json_path: Path | None,
-            run: dict[str, Any], baselines: list[api.baselines.BaselineRun] | None = None) -> None:
-    """Print the tables (and ``run["note"]``) and write ``run`` plus the result (and the
-    baselines', a list under ``"baselines"``) to ``json_path`` (rank 0)."""
+def _report(run: BenchmarkRun, per_sample: bool, json_path: Path | None,
+            settings: dict[str, Any]) -> None:
+    """Print the tables (and ``settings["note"]``) and write ``settings`` plus the result (and
+    the baselines', a list under ``"baselines"``) to ``json_path`` (rank 0)."""
+    result, baselines = run.result, run.baselines
     if baselines is None:
-        _print_result(result, per_sample, run["note"])
+        _print_result(result, per_sample, settings["note"])
     elif result.categories:
-        _print_by_category(result, baselines, run["model"], per_sample)
+        _print_by_category(result, baselines, settings["model"], per_sample)
     else:
-        _print_with_baseline(result, baselines, run["model"], per_sample)
+        _print_with_baseline(result, baselines, settings["model"], per_sample)
     if json_path is not None:
         extra = {} if baselines is None else {"baselines": [b.to_dict() for b in baselines]}
-        write_json(json_path, {**run, **result.to_dict(), **extra})
+        write_json(json_path, {**settings, **result.to_dict(), **extra})
         typer.echo(f"wrote {json_path}")
