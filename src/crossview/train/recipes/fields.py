@@ -6,7 +6,8 @@ reference-view field ``[H, W, 2]`` (or both views, ``[2, H, W, 2]``); ``valid`` 
 provide ``forward_fields(img0, img1, task=...)``; the losses are
 :func:`crossview.train.losses.training_loss`. Validation scores the reference view with the
 registry's ``epe`` (and ``bad2`` for stereo, the disparity being ``max(-x, 0)``), pooled over
-the validation pixels; ``best.pt`` is the lowest EPE.
+the validation pixels; ``best.pt`` is the lowest EPE. TensorBoard shows the predicted disparity
+or flow of the first validation samples beside their ground truth (:meth:`FieldRecipe.preview`).
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ from crossview.train.config import Config
 from crossview.train.losses import training_loss
 from crossview.train.photometric import photometric_loss
 from crossview.train.recipe import Batch, Recipe, image_tensor, register_recipe
+from crossview.viz import disparity_to_colour, flow_to_colour
 
 _KEYS = ("img0", "img1", "gt", "valid")
+_GAP = 4  # px of white between the pictures of a preview
+_NO_TRUTH = (0, 0, 0)  # the colour of ground-truth pixels without a value
 
 
 def collate(samples: Sequence[Mapping[str, torch.Tensor]]) -> Batch:
@@ -44,6 +48,72 @@ def collate(samples: Sequence[Mapping[str, torch.Tensor]]) -> Batch:
         batch["gt"] = batch["gt"].transpose(0, 1).flatten(0, 1)
         batch["valid"] = batch["valid"].transpose(0, 1).flatten(0, 1)
     return batch
+
+
+def _side_by_side(pictures: Sequence[np.ndarray]) -> np.ndarray:
+    """``[H_i, W_i, 3]`` uint8 pictures left to right, ``_GAP`` px of white between them, the
+    shorter ones padded with white below."""
+    height = max(p.shape[0] for p in pictures)
+    width = sum(p.shape[1] for p in pictures) + _GAP * (len(pictures) - 1)
+    canvas = np.full((height, width, 3), 255, np.uint8)
+    x = 0
+    for picture in pictures:
+        canvas[:picture.shape[0], x:x + picture.shape[1]] = picture
+        x += picture.shape[1] + _GAP
+    return canvas
+
+
+def _truth(sample: Mapping[str, Any], key: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The ground truth ``key`` of a numpy validation sample and where it holds a finite value
+    (``valid`` and finite), or ``(None, None)`` when the sample has none."""
+    truth = sample.get(key)
+    if truth is None:
+        return None, None
+    truth = np.asarray(truth, np.float64)
+    known = np.isfinite(truth) if truth.ndim == 2 else np.isfinite(truth).all(-1)
+    if sample.get("valid") is not None:
+        known &= np.asarray(sample["valid"], bool)
+    return truth, known
+
+
+def disparity_preview(prediction: np.ndarray, truth: np.ndarray | None = None,
+                      known: np.ndarray | None = None) -> np.ndarray:
+    """Predicted disparity ``[H, W]`` beside the ground truth ``truth [H, W]`` (if given; its
+    pixels outside ``known [H, W]`` black), both on the ground truth's colour range (1st..99th
+    percentile; the prediction's without ground truth), with one colour bar: ``[H, W', 3]``
+    uint8."""
+    prediction = np.asarray(prediction, np.float64)
+    if truth is None:
+        return disparity_to_colour(prediction)
+    shown = np.where(known, truth, np.nan)
+    values = shown[np.isfinite(shown)]
+    if values.size == 0:
+        values = prediction[np.isfinite(prediction)]
+    low, high = ((float(np.percentile(values, 1)), float(np.percentile(values, 99)))
+                 if values.size else (0.0, 1.0))
+    w = prediction.shape[1]
+    both = np.concatenate([prediction, np.full((len(prediction), _GAP), np.nan), shown], 1)
+    picture = disparity_to_colour(both, vmin=low, vmax=high).copy()
+    picture[:, w:w + _GAP] = 255
+    picture[:, w + _GAP:2 * w + _GAP][~known] = _NO_TRUTH
+    return picture
+
+
+def flow_preview(prediction: np.ndarray, truth: np.ndarray | None = None,
+                 known: np.ndarray | None = None) -> np.ndarray:
+    """Predicted flow ``[H, W, 2]`` beside the ground truth ``truth [H, W, 2]`` (if given; its
+    pixels outside ``known [H, W]`` black), both on the colour wheel scaled to the ground
+    truth's largest magnitude (the prediction's without ground truth), with the wheel's key on
+    the right: ``[H', W', 3]`` uint8."""
+    prediction = np.asarray(prediction, np.float64)
+    reference = prediction if truth is None else np.where(known[..., None], truth, 0.0)
+    largest = float(np.nan_to_num(np.hypot(reference[..., 0], reference[..., 1])).max())
+    max_flow = largest if largest > 0 else 1.0
+    if truth is None:
+        return flow_to_colour(prediction, max_flow, key=True)
+    truth_picture = flow_to_colour(reference, max_flow, key=True).copy()
+    truth_picture[:len(known), :known.shape[1]][~known] = _NO_TRUTH
+    return _side_by_side([flow_to_colour(prediction, max_flow), truth_picture])
 
 
 def pair_rows(outputs: dict[str, Any], pairs: range, total: int) -> dict[str, Any]:
@@ -163,6 +233,13 @@ class FieldRecipe(Recipe):
             return (-field[..., 0]).clip(min=0.0) if self.task == "stereo" else field
 
         return predict
+
+    def preview(self, sample: Mapping[str, Any], prediction: np.ndarray) -> np.ndarray:
+        """The predicted disparity (:func:`disparity_preview`) or flow (:func:`flow_preview`)
+        beside the sample's ground truth, if it has one."""
+        if self.task == "stereo":
+            return disparity_preview(prediction, *_truth(sample, "disparity"))
+        return flow_preview(prediction, *_truth(sample, "flow"))
 
     def metrics(self, cfg: Config) -> list[MetricSpec]:
         return get_metrics(self.task, ("epe", "bad2") if self.task == "stereo" else ("epe",))
