@@ -9,6 +9,7 @@ import torch
 from ddp_train_worker import standin_trainer
 from train_standin import StandInModel
 
+from crossview.train.tensorboard_log import BOARD_DIR
 from ranks import finish_ranks, start_ranks
 
 WORKER = str(Path(__file__).with_name("ddp_train_worker.py"))
@@ -34,6 +35,8 @@ def test_two_processes_equal_one_with_the_same_global_batch(tmp_path: Path) -> N
         assert moved > 1e-3
         torch.testing.assert_close(rank0[key], value, rtol=0, atol=0.01 * moved)
         torch.testing.assert_close(rank1[key], rank0[key], rtol=0, atol=0)
-    # rank 0 alone wrote the checkpoint and the log
-    assert sorted(p.name for p in out_dir.iterdir()) == [
-        "best.pt", "log.jsonl", "rank0.pt", "rank1.pt", "step-00000003.pt"]
+    # rank 0 alone wrote the checkpoint and the log (and its TensorBoard events, if installed)
+    names = sorted(p.name for p in out_dir.iterdir() if p.name != BOARD_DIR)
+    assert names == ["best.pt", "log.jsonl", "rank0.pt", "rank1.pt", "step-00000003.pt"]
+    if (out_dir / BOARD_DIR).exists():
+        assert len(list((out_dir / BOARD_DIR).iterdir())) == 1
