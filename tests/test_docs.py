@@ -1,7 +1,7 @@
-"""The documents name only what a user can find: every repository path in README.md, docs/*.md
-and samples/README.md exists, or the same document gives the command that writes it (an output
-option: ``--json``, ``--export``, ``--run-dir``, ``-o``); no configuration calls a model the
-default that is not."""
+"""The documents name only what a user can find: every repository path in README.md, docs/*.md,
+the study pages under docs/results/ and samples/README.md exists, or the same document gives the
+command that writes it (an output option: ``--json``, ``--export``, ``--run-dir``, ``-o``); every
+relative link resolves; no configuration calls a model the default that is not."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from crossview.defaults import DEFAULT_FLOW_MODEL, DEFAULT_STEREO_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", ROOT / "samples" / "README.md",
-             *sorted((ROOT / "docs").glob("*.md"))]
+             *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")  # a markdown link's target
 PATH = re.compile(r"(?<![\w/.-])((?:docs|runs|configs|samples|src|tests|bench-results|results)"
                   r"/[A-Za-z0-9_./-]*[A-Za-z0-9_])")
 OUTPUT = re.compile(r"(?:--json|--export|--run-dir|-o|--out)[ =]+(\S+)")
-SCRIPT = re.compile(r"python docs/results/\w+\.py ([^`]*)`")  # its arguments: what it writes
+SCRIPT = re.compile(r"python docs/results/[\w/-]+\.py ([^`]*)`")  # its arguments: what it writes
 # the worked example of a new model family (docs/conventions.md): files the reader creates
 EXAMPLES = {"src/crossview/models/tinyflow/model.py", "src/crossview/models/tinyflow/specs.py"}
 # run directories of the configurations, which `crossview train CONFIG` writes
@@ -62,6 +63,13 @@ def _missing(document: Path) -> list[str]:
 def test_every_path_a_document_names_exists_or_is_written_by_its_commands(document: Path
                                                                            ) -> None:
     assert _missing(document) == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_of_a_document_resolves(document: Path) -> None:
+    targets = [target.split("#")[0] for target in LINK.findall(document.read_text())
+               if not target.startswith(("http://", "https://", "mailto:", "#"))]
+    assert [t for t in targets if not (document.parent / t).exists()] == []
 
 
 def test_no_configuration_calls_another_model_the_default() -> None:

@@ -19,7 +19,7 @@ worse than a random ranking on every development and held-out scene), while a sp
 marks pixels whose whole window already agrees with the match; multiplied in, ``1 - peak``
 lowers the sparsification AUC of the consistency cue alone on every stereo scene measured
 and leaves flow about unchanged
-(``docs/results/confidence_auc.py``, :mod:`crossview.metrics.sparsification`).
+(``docs/results/confidence/confidence_auc.py``, :mod:`crossview.metrics.sparsification`).
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ matches' disparities (their :data:`DISPARITY_PERCENTILE` percentile) fall below
 there (:attr:`UncalibratedRectification.disparity_shift`, what a rig's ``doffs`` is). Without a
 calibration there is no metric depth. What the turns bring into the frame repeats the images'
 edges (:data:`BORDER`): black borders led the fused default astray on real scenes whose
-rectification was all but the identity (docs/results/real_uncalibrated_rectification.py). A
-pair whose matches already lie on one row (within :data:`KEEP_ROWS_PX`) is kept as it is.
+rectification was all but the identity
+(docs/results/real-stereo/real_uncalibrated_rectification.py). A pair whose matches already lie
+on one row (within :data:`KEEP_ROWS_PX`) is kept as it is.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 MATCH_PIXELS = 700_000
 # a pair whose matches' rows already agree this well (median, px at the matching size) is kept
 # as it is: resampling cost rectified real scenes 0.7-0.9 points of bad-2, and their matches'
-# rows agree to 0.05-0.31 px (docs/results/real_uncalibrated_rectification.py)
+# rows agree to 0.05-0.31 px (docs/results/real-stereo/real_uncalibrated_rectification.py)
 KEEP_ROWS_PX = 0.5
 RATIO = 0.75  # Lowe's ratio test: the best match clearly better than the second best
 RANSAC_PX = 1.0  # RANSAC's distance to the epipolar line (px at the matching size)
@@ -57,15 +58,15 @@ MAX_ROW_ERROR_PX = 1.0
 DISPARITY_MARGIN = 0.01  # the least disparity of the matches after the shift, times the width
 DISPARITY_PERCENTILE = 1.0  # the matches' "least" disparity: this percentile (outliers aside)
 # OpenCV's INTER_<name> that resamples the images; cubic chosen over linear by
-# leave-one-group-out on real scenes (docs/results/real_uncalibrated_rectification.py)
+# leave-one-group-out on real scenes (docs/results/real-stereo/real_uncalibrated_rectification.py)
 INTERPOLATION = "cubic"
 BORDER = "replicate"  # OpenCV's BORDER_<name> beyond the edges (black borders mislead the matchers)
 # a pull of the angles towards 0 and of f towards W + H, so that what the matches leave open
 # (matches on one plane, or a pair that is already rectified: many turns fit) stays as it is:
 # each match's residual grows by 1 px per PRIOR_RADIANS of turn and per PRIOR_FOCAL_POWER of a;
 # chosen by leave-one-group-out over {0.1, 0.2, 0.5, 1, 2} x {5, 20, 100} on real scenes, by the
-# rows of their true matches (docs/results/real_rectification_prior.py): the focal length is
-# left all but free
+# rows of their true matches (docs/results/real-stereo/real_rectification_prior.py): the focal
+# length is left all but free
 PRIOR_RADIANS = 0.5
 PRIOR_FOCAL_POWER = 100.0
 _E1 = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # [e1]x

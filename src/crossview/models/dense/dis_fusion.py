@@ -18,8 +18,8 @@ colour edges. Last, each direction is polished by OpenCV's variational refinemen
 the energy DIS itself ends each scale with: the network's and the median's flow carry no
 smoothness term at full resolution. No ground truth is read; the rule, its threshold, the
 median's passes and the refinement's settings were chosen by leave-one-group-out on real scenes
-used as flow pairs (docs/real-eval.md, ``docs/results/flow_dis_fusion.py``,
-``docs/results/flow_edge_median.py``, ``docs/results/flow_variational.py``).
+used as flow pairs (docs/real-eval.md, ``docs/results/real-flow/flow_dis_fusion.py``,
+``docs/results/real-flow/flow_edge_median.py``, ``docs/results/real-flow/flow_variational.py``).
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ FUSION_DIS_FB_PX = 0.5
 # DIS's runs in order, each choosing by the rule above against what the runs before it left:
 # on the grey frames (None) or on their rank transforms of this radius; chosen by
 # leave-one-group-out over {grey}, {rank r}, {rank r, grey}, {grey, rank r} for r in {2, 3, 5}
-# (docs/results/flow_rank_dis.py)
+# (docs/results/real-flow/flow_rank_dis.py)
 FLOW_DIS_RUNS: tuple[int | None, ...] = (None, 2)
 # the stereo fusion's two passes, chosen by leave-one-group-out over them and 12 single passes
-# (docs/results/flow_edge_median.py)
+# (docs/results/real-flow/flow_edge_median.py)
 FLOW_EDGE_MEDIANS = EDGE_MEDIANS
 # chosen by leave-one-group-out among the 33 of 43 settings (iterations, weights, before or
-# after the medians) within 10 x 5 iterations (docs/results/flow_variational.py)
+# after the medians) within 10 x 5 iterations (docs/results/real-flow/flow_variational.py)
 FLOW_VARIATIONAL = {"iterations": 10, "sor_iterations": 5, "alpha": 40.0, "delta": 1.0,
                     "gamma": 20.0}
 

@@ -37,13 +37,13 @@ SGBM's search range comes from the network's largest disparity of the pair
 The lengths and thresholds above are in pixels, chosen on images at most 740 px wide;
 :func:`fuse_view` takes a ``scale`` for them, which the default leaves at 1 (scaling with the
 image width helped on real-train scenes upsampled twice but hurt the KITTI scene, whose width
-is field of view, not resolution: docs/results/real_fusion_scale.py).
+is field of view, not resolution: docs/results/real-stereo/real_fusion_scale.py).
 The rule, its thresholds, the padding and the median's settings were chosen by
 leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
-``docs/results/real_fusion.py``, ``docs/results/real_edge_median.py``,
-``docs/results/real_sgbm_border.py``, ``docs/results/real_out_of_view.py``,
-``docs/results/real_fusion_thresholds.py``, ``docs/results/real_tone_matching.py``,
-``docs/results/real_rank_sgbm.py``).
+``docs/results/real-stereo/real_fusion.py``, ``docs/results/real-stereo/real_edge_median.py``,
+``docs/results/real-stereo/real_sgbm_border.py``, ``docs/results/real-stereo/real_out_of_view.py``,
+``docs/results/real-stereo/real_fusion_thresholds.py``,
+``docs/results/real-stereo/real_tone_matching.py``, ``docs/results/real-stereo/real_rank_sgbm.py``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from crossview.models.dense.tone_matching import right_toned_to_left
 # SGBM's left-right check; chosen by leave-one-group-out over {none, 0.5, 1, 2, 4} px
 FUSION_SGBM_CHECK_PX = 1.0
 # chosen together by leave-one-group-out over uniqueness {3, 5, 10} x consistency {0, 0.25,
-# 0.5} px x runs {0, 16, 32, 64, 128} px (docs/results/real_fusion_thresholds.py)
+# 0.5} px x runs {0, 16, 32, 64, 128} px (docs/results/real-stereo/real_fusion_thresholds.py)
 FUSION_SGBM_UNIQUENESS = 3
 FUSION_CONSISTENCY_PX = 0.5
 FUSION_NETWORK_RUN_PX = 128
@@ -80,20 +80,20 @@ FUSION_THREADS = 2  # the views fused at once
 # step 1's SGBM runs in order, each filling the holes that the runs before it left: the keyword
 # arguments of rank_matching_image, or {} for the colour images; chosen by leave-one-group-out
 # over radius {2, ..., 7} x grey channels {0, 1, 2}, with and without the colour run after it,
-# and the colour run alone (docs/results/real_rank_sgbm.py)
+# and the colour run alone (docs/results/real-stereo/real_rank_sgbm.py)
 FUSION_SGBM_RUNS: tuple[dict, ...] = ({"radius": 5, "grey_channels": 2}, {})
 # step 4: 5 x 5 samples 6 px apart around jumps > 2 px, then 2 px apart around jumps > 1 px;
 # chosen by leave-one-group-out over 64 settings that fit the time budget
-# (docs/results/real_edge_median.py)
+# (docs/results/real-stereo/real_edge_median.py)
 EDGE_MEDIANS = ({"jump": 2.0, "width": 2, "radius": 12, "step": 6, "sigma_colour": 20.0},
                 {"jump": 1.0, "width": 2, "radius": 4, "step": 2, "sigma_colour": 20.0})
 # step 5: chosen by leave-one-group-out over spans {12, 16, 24} x rows {10, 25, 50, 100},
-# before or after step 4 (docs/results/real_out_of_view.py)
+# before or after step 4 (docs/results/real-stereo/real_out_of_view.py)
 OUT_OF_VIEW = {"span": 16, "rows": 100}
 # step 0: SGBM sees the right image toned to the left through the network's consistent matches
 # when the tone curves differ from the identity by at least this many grey levels (None: never);
 # chosen by leave-one-group-out over {never, 0, 2, 4, 8} on real-train scenes with the right
-# image's gain, gamma or colour changed (docs/results/real_tone_matching.py)
+# image's gain, gamma or colour changed (docs/results/real-stereo/real_tone_matching.py)
 TONE_MATCH_MIN_GREY: float | None = 8.0
 
 

@@ -3,7 +3,7 @@
 A rectified pair's matches lie on the same row. Photographs from a rig that is slightly off, or
 whose rectification is, hold a vertical offset between the views, which both halves of the fused
 default pay for: SGBM searches along the row only and the network was trained on rectified pairs
-(docs/results/real_vertical_offset.py measures it on real scenes). :func:`measure_rows`
+(docs/results/real-stereo/real_vertical_offset.py measures it on real scenes). :func:`measure_rows`
 measures the offset as the median vertical component of OpenCV DIS's flow from the left image to
 the right at the pixels whose forward-backward error is below :data:`CONSISTENT_PX`. DIS alone
 misses offsets that are large for the image (20 rows of a 128-row pair of fine texture), so
