@@ -40,7 +40,7 @@ def _modules_after_help(command: list[str]) -> tuple[set[str], set[str]]:
 # what `crossview --help` must not wait for (seconds of imports together); what else typer, rich
 # and the standard library load depends on their versions, and is not counted
 HEAVY_PACKAGES = {"torch", "numpy", "PIL", "cv2", "matplotlib", "scipy", "skimage", "safetensors",
-                  "yaml", "onnx", "onnxruntime", "av", "triton"}
+                  "yaml", "onnx", "onnxruntime", "av", "triton", "gradio"}
 
 
 def test_root_help_imports_no_command_module_and_no_heavy_package() -> None:

@@ -50,6 +50,9 @@ COMMANDS = {
     "export": LazyCommand("crossview.cli.export", "app", "Export models to other runtimes."),
     "weights": LazyCommand("crossview.cli.weights", "app",
                            "Published checkpoints by name: list, download, verify, path."),
+    "demo": LazyCommand("crossview.cli.demo", "demo_command",
+                        "Serve a local web page (pip install \"crossview[demo]\") to try "
+                        "stereo, flow and matching on your own images, offline."),
 }
 
 app = App(

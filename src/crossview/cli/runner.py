@@ -20,7 +20,7 @@ from crossview.output import Terminated, storage_full, terminate_raises
 
 # top-level module -> the extra of pyproject.toml that installs it
 EXTRAS = {"yaml": "train", "onnx": "export", "onnxruntime": "export", "onnxscript": "export",
-          "av": "video", "triton": "gpu"}
+          "av": "video", "triton": "gpu", "gradio": "demo"}
 
 
 def run_app(app: typer.Typer, argv: list[str] | None = None) -> None:
