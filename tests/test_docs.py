@@ -1,7 +1,8 @@
 """The documents name only what a user can find: every repository path in README.md, docs/*.md,
 the study pages under docs/results/ and samples/README.md exists, or the same document gives the
-command that writes it (an output option: ``--json``, ``--export``, ``--run-dir``, ``-o``); every
-relative link resolves; no configuration calls a model the default that is not."""
+command that writes it (an output option: ``--json``, ``--export``, ``--run-dir``,
+``--cache-dir``, ``-o``); every relative link resolves; no configuration calls a model the
+default that is not."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ DOCUMENTS = [ROOT / "README.md", ROOT / "samples" / "README.md",
 LINK = re.compile(r"\]\(([^)\s]+)\)")  # a markdown link's target
 PATH = re.compile(r"(?<![\w/.-])((?:docs|runs|configs|samples|src|tests|bench-results|results)"
                   r"/[A-Za-z0-9_./-]*[A-Za-z0-9_])")
-OUTPUT = re.compile(r"(?:--json|--export|--run-dir|-o|--out)[ =]+(\S+)")
+OUTPUT = re.compile(r"(?:--json|--export|--run-dir|--cache-dir|-o|--out)[ =]+(\S+)")
 SCRIPT = re.compile(r"python docs/results/[\w/-]+\.py ([^`]*)`")  # its arguments: what it writes
 # the worked example of a new model family (docs/conventions.md): files the reader creates
 EXAMPLES = {"src/crossview/models/tinyflow/model.py", "src/crossview/models/tinyflow/specs.py"}
