@@ -15,6 +15,7 @@ from crossview.demo import flow, matching, models, stereo
 from crossview.demo.uploads import MAX_MEGAPIXELS, MAX_UPLOAD, image_field
 
 TITLE = "crossview demo"
+MODELS = "models"  # the queue every model run waits in: one at a time, the CPU is the limit
 INTRO = (f"# {TITLE}\nStereo, optical flow and semantic matching with the models bundled with "
          "crossview, on this computer (nothing leaves it). Images up to "
          f"{MAX_MEGAPIXELS:g} MP; a run on a CPU takes seconds.")
@@ -62,7 +63,7 @@ def _stereo_tab() -> None:
                            elem_id="stereo-cloud")
     sample.click(stereo.load_sample, None, [left, right, rectify, focal, baseline, doffs, cx, cy])
     run.click(stereo.run_stereo, [left, right, model, rectify, focal, baseline, doffs, cx, cy],
-              [disparity, confidence, depth, cloud, summary])
+              [disparity, confidence, depth, cloud, summary], concurrency_id=MODELS)
 
 
 def _flow_tab() -> None:
@@ -81,7 +82,8 @@ def _flow_tab() -> None:
     summary = gr.Markdown(elem_id="flow-summary")
     picture = _picture("Flow", "flow-picture")
     sample.click(flow.load_sample, None, [first, second, video])
-    run.click(flow.run_flow, [first, second, video, model], [picture, summary])
+    run.click(flow.run_flow, [first, second, video, model], [picture, summary],
+              concurrency_id=MODELS)
 
 
 def _matching_tab() -> None:
@@ -101,12 +103,17 @@ def _matching_tab() -> None:
         lines = _picture("Matches side by side", "match-lines")
     shown = [source, transferred, lines, points, summary]
     for event in (source.upload, source.clear):
-        event(matching.new_source, [source, target_image], [source_image, *shown])
+        event(matching.new_source, [source, target_image], [source_image, *shown],
+              concurrency_id=MODELS)
     for event in (target.upload, target.clear):
-        event(matching.new_target, [target, source_image, points], [target_image, *shown])
-    source.select(matching.add_point, [source_image, target_image, points], shown)
-    clear.click(matching.clear_points, [source_image, target_image], shown)
-    sample.click(matching.load_sample, None, [source_image, target_image, target, *shown])
+        event(matching.new_target, [target, source_image, points], [target_image, *shown],
+              concurrency_id=MODELS)
+    source.select(matching.add_point, [source_image, target_image, points], shown,
+                  concurrency_id=MODELS)
+    clear.click(matching.clear_points, [source_image, target_image], shown,
+                concurrency_id=MODELS)
+    sample.click(matching.load_sample, None, [source_image, target_image, target, *shown],
+                 concurrency_id=MODELS)
 
 
 def build() -> gr.Blocks:
@@ -128,7 +135,7 @@ def serve(host: str = "127.0.0.1", port: int = 7860, share: bool = False) -> gr.
     (``page.local_url``, ``page.share_url``; ``page.block_thread()`` waits for Ctrl-C,
     ``page.close()`` stops it)."""
     page = build()
-    page.queue(default_concurrency_limit=1)  # one model run at a time: the CPU is the limit
+    page.queue(default_concurrency_limit=1)  # one run per queue (MODELS: every model run)
     page.launch(server_name=host, server_port=port, share=share, inbrowser=False,
                 show_error=False, max_file_size=MAX_UPLOAD, prevent_thread_lock=True,
                 quiet=True, run_history=False)
