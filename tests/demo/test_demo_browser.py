@@ -30,6 +30,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from hang_guard import HANG_GUARD_SECONDS
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -85,13 +87,13 @@ def served(browser_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
             assert server.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.5)
-        with urllib.request.urlopen(url, timeout=30) as answer:
+        with urllib.request.urlopen(url, timeout=HANG_GUARD_SECONDS) as answer:
             assert answer.status == 200
         yield url
     finally:
         server.send_signal(signal.SIGINT)
         try:
-            server.wait(timeout=30)
+            server.wait(timeout=HANG_GUARD_SECONDS)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
@@ -151,7 +153,7 @@ def test_the_sample_pair_shows_the_disparity_of_crossview_stereo(
                                   stereo_command_outputs["colour"])
     assert _pixels(tab, "#stereo-confidence").shape == (250, 370, 3)
     assert tab.locator("#stereo-summary").inner_text().startswith("matchstereo-hybrid: 370x250")
-    tab.wait_for_selector("#stereo-cloud canvas", timeout=60_000)
+    tab.wait_for_selector("#stereo-cloud canvas", timeout=HANG_GUARD_SECONDS * 1000)
     deadline = time.monotonic() + 120
     while not _drawn(tab, "#stereo-cloud"):
         assert time.monotonic() < deadline, "the 3D viewer drew no point cloud"
