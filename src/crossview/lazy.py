@@ -6,7 +6,10 @@ stand-in for the module ``name``: the first attribute read imports the module (a
 import, into ``sys.modules``), and every read, write or deletion of an attribute goes to the
 module itself, so a test that patches the module is seen through the stand-in. Nothing is put
 into ``sys.modules`` before that first read (tools that walk ``sys.modules``, such as
-``inspect.getmodule``, never trigger the import at a random moment).
+``inspect.getmodule``, never trigger the import at a random moment). Special names
+(``__wrapped__``, ``__file__``, ...) are not forwarded: tools that probe an object for them
+(doctest's finder, ``inspect.unwrap``, ``copy``, ``pickle``) see a stand-in without them instead
+of importing the module, which may be an optional dependency that is not installed.
 
 Example:
     >>> colours = lazy_import("colorsys")
@@ -33,6 +36,8 @@ class LazyModule:
         return importlib.import_module(self._name)
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(f"{self!r} does not forward the special name {attr!r}")
         return getattr(self._module(), attr)
 
     def __setattr__(self, attr: str, value: Any) -> None:
