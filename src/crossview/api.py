@@ -477,7 +477,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                        min_confidence: float = 0.0,
                        advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0,
-                       fuse: bool | None = None) -> StereoResult:
+                       fuse: bool | None = None,
+                       init: torch.Tensor | None = None) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -510,6 +511,11 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             where it was chosen on held-out real scenes; fused, that model runs its network at
             0.75 of the pair without lri and refinement unless ``lri``, ``refine`` or ``size``
             say otherwise). The attention-peak part of ``confidence`` stays the network's.
+        init: a warm start, e.g. the previous frame's answer: both views' fields
+            ``[2B, H, W, 2]`` (px; :func:`disparity_fields` of a :class:`StereoResult`) that
+            start the network in place of its own initialisation
+            (:func:`~crossview.models.dense.inference.predict_fields`); see
+            :func:`crossview.stereo_stream`.
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
@@ -518,7 +524,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine, advice=advice,
-                                        adapt=adapt, fuse=fuse)
+                                        adapt=adapt, fuse=fuse, init=init)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
@@ -553,6 +559,14 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                       confidence[:b], confidence[b:])
 
 
+def disparity_fields(result: StereoResult) -> torch.Tensor:
+    """Both views' fields ``[2B, H, W, 2]`` (px) of ``result``, as the network gives them
+    (left views ``-disparity``, right views ``+disparity``, y 0): what ``init`` of
+    :func:`estimate_disparity` takes."""
+    x = torch.cat([-result.disparity, result.disparity_right])
+    return torch.stack([x, torch.zeros_like(x)], dim=-1)
+
+
 def check_min_confidence(min_confidence: float, name: str = "min_confidence") -> None:
     """A :class:`UserError` naming ``name`` unless ``min_confidence`` lies in [0, 1]
     (confidences do)."""
@@ -563,7 +577,8 @@ def check_min_confidence(min_confidence: float, name: str = "min_confidence") ->
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
              size: tuple[int, int] | None, threshold: float, refine: bool | None,
-             advice: MemoryAdvice, adapt: int, fuse: bool | None = None) -> Fields:
+             advice: MemoryAdvice, adapt: int, fuse: bool | None = None,
+             init: torch.Tensor | None = None) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
     (:class:`~crossview.models.dense.inference.Fields`), after ``adapt`` steps of test-time
     adaptation (0: none)."""
@@ -580,7 +595,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
                               lri=lri, device=target)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
                           size=size, threshold=threshold, refine=refine, advice=advice,
-                          fuse=fuse)
+                          fuse=fuse, init=init)
 
 
 # ----------------------------------------------------------------------------- training

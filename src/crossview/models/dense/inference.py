@@ -4,7 +4,8 @@ network that keeps :class:`crossview.models.dense.contract.DenseNetwork`.
 Inputs are padded to a multiple of 32 by edge replication (height on the top, width on the
 right, as the published MatchStereo inference does) and the outputs cropped back. With
 ``size`` the pair runs at a fixed resolution and the fields are resized back; with ``lri`` a
-half-resolution pass gives the initial field (low-resolution initialisation).
+half-resolution pass gives the initial field (low-resolution initialisation); with ``init`` a
+field the caller has (the previous frame's, a warm start) gives it instead.
 :func:`predict_fields` is what :func:`crossview.estimate_disparity` and
 :func:`crossview.estimate_flow` run; :func:`dense_predictor` runs it on benchmark samples.
 """
@@ -127,7 +128,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                    device: str | torch.device = "cpu", precision: str = "fp32",
                    lri: bool | None = None, size: tuple[int, int] | None = None,
                    threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
-                   advice: MemoryAdvice = LIBRARY_ADVICE, fuse: bool | None = None) -> Fields:
+                   advice: MemoryAdvice = LIBRARY_ADVICE, fuse: bool | None = None,
+                   init: torch.Tensor | None = None) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -156,6 +158,10 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             pair) from there where they are ``None`` (:func:`network_settings`), and runs
             whole at :func:`working_size` on pairs of more than its ``max_pixels`` (unless a
             ``size`` is given).
+        init: a warm start: both views' fields ``[2B, h, w, 2]`` (px, as ``field`` returns
+            them; any ``h x w``, e.g. the previous frame's) that start the network in place of
+            its correlation (and of the half-resolution pass of ``lri``), converted to the
+            token grid of the size the network runs at (:func:`init_tokens`).
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -173,6 +179,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     if size is not None:
         _check_size(model, *size, task, f"size={size} is")
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
+    _check_init(init, x0.shape[0])
     fuse = fuses(model, fuse)
     shape = tuple(x0.shape[-2:])
     work = working_size(model, task, fuse, size, shape)
@@ -183,23 +190,23 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                      size=run_size or work, device=target, refine=False, advice=advice)
         fields = _predict(model, _images_at(x0, work), _images_at(x1, work), task, target,
                           dtype, lri=lri, refine=refine, size=run_size, threshold=threshold,
-                          advice=advice, fuse=True)
+                          advice=advice, fuse=True, init=init)
         return _fields_at(fields, shape, threshold)
     lri, refine, size = network_settings(model, task, fuse, lri, refine, size, shape)
     return _predict(model, x0, x1, task, target, dtype, lri=lri, refine=refine, size=size,
-                    threshold=threshold, advice=advice, fuse=fuse)
+                    threshold=threshold, advice=advice, fuse=fuse, init=init)
 
 
 def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
              target: torch.device, dtype: torch.dtype, *, lri: bool, refine: bool,
              size: tuple[int, int] | None, threshold: float, advice: MemoryAdvice,
-             fuse: bool) -> Fields:
+             fuse: bool, init: torch.Tensor | None = None) -> Fields:
     """:func:`predict_fields` on image batches ``[B, 3, H, W]`` (0..255) with its settings
     resolved: checked, then the network (at ``size`` if given), the refinement and the fusion
     at the pair's own size."""
-    if lri and not getattr(model, "accepts_init_field", False):
+    if (lri or init is not None) and not getattr(model, "accepts_init_field", False):
         raise UserError(f"model {getattr(model, 'model_name', type(model).__name__)!r} has no "
-                        "low-resolution initialisation (lri)")
+                        "low-resolution initialisation (lri) and no warm start (init)")
     if x0.shape[0] != x1.shape[0]:
         raise UserError(f"the two images differ in batch size: the first holds {x0.shape[0]} "
                         f"images, the second {x1.shape[0]} ([B, 3, H, W])")
@@ -219,7 +226,8 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
                 else contextlib.nullcontext())
     with torch.inference_mode():
         with autocast:
-            field, rpos, peak = network_fields(model, x0, x1, task, lri=lri, size=size)
+            field, rpos, peak = network_fields(model, x0, x1, task, lri=lri, size=size,
+                                               init=None if init is None else init.to(target))
         field, rpos = field.float(), rpos.float()
         peak = None if peak is None else peak.float()
         if refine:
@@ -282,20 +290,22 @@ def _rows_back(field: torch.Tensor, rpos: torch.Tensor, peak: torch.Tensor | Non
 
 
 def network_fields(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, *,
-                   lri: bool, size: tuple[int, int] | None = None
+                   lri: bool, size: tuple[int, int] | None = None,
+                   init: torch.Tensor | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """The network's part of :func:`predict_fields` on float pairs ``[B, 3, H, W]`` (0..255,
     on the model's device): padded to multiples of 32 and cropped back, after a
     half-resolution pass with ``lri`` (skipped for pairs whose half is below the model's least
-    size), at the fixed resolution ``size`` if given. Plain tensor code on the pair's shape
+    size; a warm start ``init`` replaces it: :func:`init_tokens`), at the fixed resolution
+    ``size`` if given. Plain tensor code on the pair's shape
     only, so that :mod:`crossview.export` traces the same computation.
 
     Returns ``field [2B, H, W, 2]``, ``self_rpos [2B, H, W, 2]`` (px, the first images' rows
     first) and the attention peak ``[2B, H, W]`` (``None`` without attention weights).
     """
     if size is None:
-        return run_padded(model, x0, x1, task, lri)
-    return _run_fixed(model, x0, x1, task, lri, size)
+        return run_padded(model, x0, x1, task, lri, init)
+    return _run_fixed(model, x0, x1, task, lri, size, init)
 
 
 def refine_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
@@ -429,11 +439,12 @@ def _run_size(size: object) -> tuple[int, int] | None:
 
 
 def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, lri: bool,
-               size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+               size: tuple[int, int], init: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Fixed-resolution inference: resize to ``size``, run, resize the fields back, rescale."""
     h, w = x0.shape[-2:]
     _check_size(model, *size, task, f"size={size} is")
-    field, rpos, peak = run_padded(model, _resize(x0, size), _resize(x1, size), task, lri)
+    field, rpos, peak = run_padded(model, _resize(x0, size), _resize(x1, size), task, lri, init)
     gain = torch.tensor([w / size[1], h / size[0]], device=field.device, dtype=field.dtype)
     if peak is not None:
         peak = _resize(peak[:, None], (h, w))[:, 0]
@@ -441,19 +452,22 @@ def _run_fixed(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, 
 
 
 def run_padded(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
-               lri: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+               lri: bool, init: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """One pass of ``x0, x1 [B, 3, H, W]`` (0..255) padded to multiples of 32, two with
-    ``lri`` (the half-resolution pass only initialises: it carries no gradient).
+    ``lri`` (the half-resolution pass only initialises: it carries no gradient); a warm start
+    ``init`` (fields ``[2B, h, w, 2]`` px, any ``h x w``) initialises instead of both.
 
     Returns ``(field [2B, H, W, 2], self_rpos [2B, H, W, 2], attention peak [2B, H, W] or
     None)``, cropped to the input size; gradients flow to the model's weights unless the
     caller disables them (:func:`predict_fields` runs it in inference mode, test-time
     adaptation with gradients)."""
     h, w = x0.shape[-2:]
-    init = None
+    if init is not None:
+        init = init_tokens(init, h, w)
     # the half-resolution pass needs images of the model's least size: smaller pairs (which
     # hold small disparities anyway) start from the correlation as without lri
-    if lri and _fits(model, h // 2, w // 2, task):
+    elif lri and _fits(model, h // 2, w // 2, task):
         half = (h // 2, w // 2)
         with torch.no_grad():
             coarse = run_padded(model, _resize(x0, half), _resize(x1, half), task, lri=False)[0]
@@ -470,6 +484,27 @@ def run_padded(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
     field = _crop(out["field"], h, w)
     rpos = out.get("self_rpos_up")  # absent: every pixel draws from itself
     return field, torch.zeros_like(field) if rpos is None else _crop(rpos, h, w), peak
+
+
+def init_tokens(init: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """A warm start's fields ``init [2B, h', w', 2]`` (px of ``h' x w'`` images) as the
+    network's initial field for ``h x w`` images: ``[2B, ceil32(h)/32, ceil32(w)/32, 2]`` in
+    1/32 tokens (resized as the half-resolution pass of ``lri`` is, values times
+    ``(w / w', h / h') / 32``)."""
+    gain = torch.tensor([w / init.shape[2], h / init.shape[1]], device=init.device) / 32
+    return _resize_field(init.float(), (_ceil32(h) // 32, _ceil32(w) // 32)) * gain
+
+
+def _check_init(init: torch.Tensor | None, batch: int) -> None:
+    """A ``ValueError`` unless a warm start ``init`` is ``None`` or ``[2B, h, w, 2]`` for
+    ``batch`` pairs."""
+    if init is None:
+        return
+    if not isinstance(init, torch.Tensor):
+        raise TypeError(f"init must be a tensor [2B, H, W, 2], got {type(init).__name__}")
+    if init.ndim != 4 or init.shape[0] != 2 * batch or init.shape[3] != 2:
+        raise ValueError(f"init must be both views' fields [2B, H, W, 2] = [{2 * batch}, H, W, "
+                         f"2] for {batch} pair(s), got {init.shape=}")
 
 
 def _fits(model: nn.Module, h: int, w: int, task: str) -> bool:
