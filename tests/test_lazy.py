@@ -1,5 +1,6 @@
-"""The lazy module stand-in: attribute reads import the module, special names never do (CI's
-doctest collection of ``cli/demo.py`` imported Gradio, not installed, through ``__wrapped__``)."""
+"""The lazy module stand-in: attribute reads import the module; a special name of a module that
+cannot be imported reads as missing (CI's doctest collection of ``cli/demo.py`` failed on Gradio,
+not installed, imported through a probe of ``__wrapped__``)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,19 @@ def test_a_missing_module_fails_at_the_first_attribute_read() -> None:
         lazy_import(MISSING).anything  # noqa: B018
 
 
-@pytest.mark.parametrize("name", ["__wrapped__", "__file__", "__reduce_ex__x__"])
-def test_special_names_are_not_forwarded(name: str) -> None:
+@pytest.mark.parametrize("name", ["__wrapped__", "__file__", "__version__"])
+def test_special_names_of_a_missing_module_read_as_missing(name: str) -> None:
     stand_in = lazy_import(MISSING)
     assert not hasattr(stand_in, name)
     assert MISSING not in sys.modules
+
+
+def test_special_names_of_an_installed_module_are_forwarded() -> None:
+    """``torch.__version__`` through a stand-in (crossview.report records it)."""
+    json = lazy_import("json")
+    assert json.__version__ == sys.modules["json"].__version__
+    assert json.__name__ == "json"
+    assert not hasattr(json, "__wrapped__")
 
 
 def test_tools_that_probe_objects_do_not_import() -> None:

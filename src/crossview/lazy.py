@@ -6,10 +6,11 @@ stand-in for the module ``name``: the first attribute read imports the module (a
 import, into ``sys.modules``), and every read, write or deletion of an attribute goes to the
 module itself, so a test that patches the module is seen through the stand-in. Nothing is put
 into ``sys.modules`` before that first read (tools that walk ``sys.modules``, such as
-``inspect.getmodule``, never trigger the import at a random moment). Special names
-(``__wrapped__``, ``__file__``, ...) are not forwarded: tools that probe an object for them
-(doctest's finder, ``inspect.unwrap``, ``copy``, ``pickle``) see a stand-in without them instead
-of importing the module, which may be an optional dependency that is not installed.
+``inspect.getmodule``, never trigger the import at a random moment). A special name
+(``__version__``, ``__wrapped__``, ...) of a module that cannot be imported reads as missing
+(``AttributeError``) rather than failing: tools probe objects for such names (doctest's finder
+and ``inspect.unwrap`` read ``__wrapped__``), and the module may be an optional dependency that
+is not installed.
 
 Example:
     >>> colours = lazy_import("colorsys")
@@ -37,7 +38,11 @@ class LazyModule:
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(f"{self!r} does not forward the special name {attr!r}")
+            try:
+                module = self._module()
+            except ImportError as error:
+                raise AttributeError(f"{self!r} cannot be imported ({error}): no {attr}") from error
+            return getattr(module, attr)
         return getattr(self._module(), attr)
 
     def __setattr__(self, attr: str, value: Any) -> None:
