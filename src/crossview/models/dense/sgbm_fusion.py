@@ -110,13 +110,15 @@ def scaled_median(settings: dict, scale: float, jumps: float | None = None) -> d
 def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
               image: np.ndarray | None = None, view: str = "left", *,
               network_run: int = FUSION_NETWORK_RUN_PX, scale: float = 1.0,
-              jumps: float | None = None) -> np.ndarray:
+              jumps: float | None = None,
+              medians: tuple[dict, ...] | None = None) -> np.ndarray:
     """One view's fused disparity ``[H, W]`` float32 px from the network's ``[H, W]``, its
     consistency mask ``[H, W]`` bool and SGBM's ``[H, W]`` (NaN at holes), by steps 1-3 above
     (the network's pixels in holes longer than ``network_run * scale`` px); with the view's
     ``image [H, W, 3]`` (0..255), steps 4 and 5 too, their lengths times ``scale`` and the
     median's jumps times ``jumps`` (default ``scale``) (``view``: ``"left"`` or ``"right"``,
-    whose out-of-view strip lies along the other border)."""
+    whose out-of-view strip lies along the other border; ``medians``: step 4's passes, in
+    order, ``None`` for :data:`EDGE_MEDIANS`, ``()`` for none)."""
     if not network.shape == consistent.shape == classical.shape:
         raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
                          f"{classical.shape=}")
@@ -127,7 +129,7 @@ def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray
     fused = fill_holes(sparse)
     if image is None:
         return fused
-    for settings in EDGE_MEDIANS:
+    for settings in EDGE_MEDIANS if medians is None else medians:
         fused = edge_weighted_median(fused, image, **scaled_median(settings, scale, jumps))
     strip = {key: max(1, round(value * scale)) for key, value in OUT_OF_VIEW.items()}
     if view == "left":
@@ -135,7 +137,9 @@ def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray
     return np.ascontiguousarray(extend_out_of_view(fused[:, ::-1], **strip)[:, ::-1])
 
 
-def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
+                   runs: tuple[dict, ...] | None = None,
+                   medians: tuple[dict, ...] | None = None) -> torch.Tensor:
     """Both views' stereo fields fused with SGBM.
 
     Args:
@@ -144,11 +148,16 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
         field: the network's fields ``[2B, H, W, 2]`` (left views first, x = -disparity;
             right views, x = +disparity), as :func:`crossview.models.dense.inference.predict_fields`
             holds them.
+        runs: step 1's SGBM runs, in order (at least one; ``None``: :data:`FUSION_SGBM_RUNS`).
+        medians: step 4's passes, in order (``()`` for none; ``None``: :data:`EDGE_MEDIANS`).
 
     Returns:
         The fused fields ``[2B, H, W, 2]`` (y as given), on ``field``'s device and dtype.
     """
     b = x0.shape[0]
+    runs = FUSION_SGBM_RUNS if runs is None else runs
+    if not runs:
+        raise ValueError("runs must name at least one SGBM run")
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
         raise ValueError(f"field must be [2B, H, W, 2] for images {tuple(x0.shape)}, "
                          f"got {field.shape=}")
@@ -163,12 +172,12 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
                                   TONE_MATCH_MIN_GREY) for i in range(b)]
 
     colour = list(zip(images0, toned1, strict=True))
-    runs = [[tuple(rank_matching_image(image, **run) for image in pair) if run else pair
-             for pair in colour] for run in FUSION_SGBM_RUNS]  # each run's pairs
+    pairs = [[tuple(rank_matching_image(image, **run) for image in pair) if run else pair
+              for pair in colour] for run in runs]  # each run's pairs
 
     def sgbm_view(job: int) -> np.ndarray:
         run, row = divmod(job, 2 * b)
-        left, right = runs[run][row % b]
+        left, right = pairs[run][row % b]
         matcher = sgbm_disparity if row < b else sgbm_right_disparity
         return matcher(left, right, searches[row % b], pad=True,
                        uniqueness=FUSION_SGBM_UNIQUENESS)
@@ -180,12 +189,13 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> t
             checked = np.where(np.isfinite(checked), checked,
                                left_right_checked(run[row], run[other], FUSION_SGBM_CHECK_PX,
                                                   view))
-        return fuse_view(network[row], consistent[row], checked, images[row], view)
+        return fuse_view(network[row], consistent[row], checked, images[row], view,
+                         medians=medians)
 
     # OpenCV and numpy release the GIL: the views run side by side
-    with ThreadPoolExecutor(max_workers=min(2 * b * len(runs), FUSION_THREADS)) as pool:
-        maps = list(pool.map(sgbm_view, range(2 * b * len(runs))))
-        classical = [maps[run * 2 * b:(run + 1) * 2 * b] for run in range(len(runs))]
+    with ThreadPoolExecutor(max_workers=min(2 * b * len(pairs), FUSION_THREADS)) as pool:
+        maps = list(pool.map(sgbm_view, range(2 * b * len(pairs))))
+        classical = [maps[run * 2 * b:(run + 1) * 2 * b] for run in range(len(pairs))]
         views = list(pool.map(fuse_one, range(2 * b)))
     fused = field.clone()
     fused[..., 0] = torch.from_numpy(np.stack(views)).to(field)
