@@ -6,7 +6,10 @@ parses options and calls it.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import shlex
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,7 +18,7 @@ from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
-from crossview.output import check_output_file, check_output_files, staged_files
+from crossview.output import check_output_file, check_output_files, check_writable, staged_files
 from crossview.report import print_table, report_json, write_json
 
 bars = lazy_import("rich.progress")  # progress bars: loaded when a run starts
@@ -28,11 +31,13 @@ camera_bench = lazy_import("crossview.bench.camera")
 data_bench = lazy_import("crossview.bench.data")
 device_bench = lazy_import("crossview.bench.device")
 export_bench = lazy_import("crossview.bench.export")
+gpu_bench = lazy_import("crossview.bench.gpu")
 kernels_bench = lazy_import("crossview.bench.kernels")
 match_bench = lazy_import("crossview.bench.match")
 measure = lazy_import("crossview.bench.measure")
 model_bench = lazy_import("crossview.bench.model")
 train_bench = lazy_import("crossview.bench.train")
+progress_display = lazy_import("crossview.progress")
 
 app = App(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
@@ -447,3 +452,96 @@ def kernels(
                                   kernels_bench.status(row)} for row in rows],
                                   "matchstereo_t_float32": first})
     typer.echo(f"wrote {path}")
+
+
+@app.command("gpu")
+def gpu(
+    out: Annotated[str, typer.Option(
+        "--out", help="Output folder: gpu.json, gpu.md, each step's JSON and logs/.")] = (
+        "bench-results/gpu"),
+    steps: Annotated[list[str] | None, typer.Option(
+        "--step", help="Steps to run, in the order given (repeatable; default all: tests, "
+                       "kernels, attention, model-paper, model).")] = None,
+    timeouts: Annotated[list[str] | None, typer.Option(
+        "--timeout", help="Seconds a step may take before its processes are ended: SECONDS "
+                          "for every step or STEP=SECONDS (repeatable; default each step's "
+                          "own, shown by --dry-run).")] = None,
+    target: Annotated[str | None, typer.Option(
+        "--target", help="GPU architecture of the compile check (default the GPU's own, "
+                         "sm_90 without one).")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="List the steps with their commands and timeouts; run and write "
+                          "nothing (no GPU needed).")] = False,
+) -> None:
+    """Every GPU check in one run: CUDA tests, Triton compile check, GPU benches (tables + JSON).
+
+    Each step runs as its own process with a timeout; one that fails or times out is recorded
+    and the next runs. gpu.json and gpu.md (the paper's GPU figures beside ours) are rewritten
+    after every step. Needs a CUDA GPU and pip install 'crossview[gpu]'.
+    """
+    names = [s.name for s in gpu_bench.plan(Path("."))]
+    chosen = steps or names
+    unknown = [s for s in chosen if s not in names]
+    if unknown:
+        raise UserError(f"unknown --step {', '.join(unknown)}; expected one of "
+                        f"{', '.join(names)}")
+    try:
+        every, per_step = gpu_bench.parse_timeouts(timeouts or [], names)
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    if target is not None and not re.fullmatch(r"sm_\d{2,3}", target):
+        raise UserError(f"--target takes sm_NN (sm_90, sm_80), got {target!r}")
+    if not dry_run:
+        if not torch.cuda.is_available():
+            raise UserError("bench gpu needs a CUDA GPU and torch sees none "
+                            "(torch.cuda.is_available() is False); --dry-run lists its steps")
+        if importlib.util.find_spec("triton") is None:
+            raise UserError("bench gpu needs Triton: pip install 'crossview[gpu]'")
+        if target is None:
+            target = "sm_{}{}".format(*torch.cuda.get_device_capability())
+    folder = Path(out).resolve()
+    if not dry_run:
+        check_writable(folder)
+    plan = [s for s in gpu_bench.plan(folder, target=target or "sm_90") if s.name in chosen]
+    plan.sort(key=lambda s: chosen.index(s.name))
+    limits = {s.name: per_step.get(s.name, every or s.timeout_s) for s in plan}
+    if dry_run:
+        typer.echo(f"bench gpu would run {len(plan)} steps from "
+                   f"{gpu_bench.repository_root()}, writing into {folder}:")
+        for s in plan:
+            typer.echo(f"  {s.name} (timeout {limits[s.name]:g} s): {s.what}\n"
+                       f"    {shlex.join(s.argv)}")
+        typer.echo("dry run: nothing was run or written")
+        return
+    root = gpu_bench.repository_root()
+    command = ["crossview", "bench", "gpu", "--out", out, "--target", target,
+               *(arg for s in plan for arg in ("--step", s.name)),
+               *(arg for s in plan for arg in ("--timeout", f"{s.name}={limits[s.name]:g}"))]
+    header = {"command": shlex.join(command), "environment": gpu_bench.environment(root)}
+    with progress_display.Progress() as progress:
+        task = progress.add_task("bench gpu", total=len(plan))
+
+        def on_start(step: gpu_bench.Step, seconds: float) -> None:
+            if not progress.plain:  # off a terminal the line names the step
+                progress.update(task, description=f"bench gpu: {step.name}")
+            progress.line(task, f"{step.name} running (timeout {seconds:g} s, log "
+                                f"{folder / 'logs' / step.name}.log)", timed=False)
+
+        def on_done(record: dict) -> None:
+            progress.step(task, f"{record['name']} {record['status']} (exit code "
+                                f"{record['exit_code']})")
+
+        result = gpu_bench.run_steps(plan, folder, root=root, timeouts=limits, header=header,
+                                     on_start=on_start, on_done=on_done)
+    print_table("bench gpu: steps", ["step", "status", "exit code", "seconds", "numbers"],
+                [[s["name"], s["status"], s["exit_code"], s["seconds"],
+                  gpu_bench.step_summary(s)] for s in result["steps"]])
+    print_table("the paper's GPU figures and ours (1536x1536, fp16)",
+                ["model", "paper TFLOPs", "paper ms", "ours ms", "paper GB", "ours GB",
+                 "ours from"], gpu_bench.paper_rows(result))
+    typer.echo(f"wrote {folder / 'gpu.json'} and {folder / 'gpu.md'}")
+    bad = [f"{s['name']} ({s['status']})" for s in result["steps"] if s["status"] != "ok"]
+    if bad:
+        typer.echo(f"error: {len(bad)} of {len(plan)} steps did not pass: {', '.join(bad)}",
+                   err=True)
+        raise typer.Exit(1)
