@@ -9,7 +9,8 @@ Three published systems in one library:
 The user-facing functions (``load_model``, ``build_model``, ``list_models``,
 ``estimate_disparity``, ``estimate_flow``, ``match_keypoints``, ``adapt_to_pair``,
 ``rectify_stereo``, ``rectify_photographs``) live in
-:mod:`crossview.api`, ``disparity_to_depth`` and ``depth_to_points`` in
+:mod:`crossview.api`, ``stereo_stream`` (disparity of a stream of frames, warm-started) in
+:mod:`crossview.streams`, ``disparity_to_depth`` and ``depth_to_points`` in
 :mod:`crossview.geometry.depth`; they are re-exported here lazily, so ``import crossview``
 stays cheap, and ``dir(crossview)`` lists them.
 
@@ -34,6 +35,7 @@ _API_NAMES = ("load_model", "build_model", "list_models", "estimate_disparity", 
               "match_keypoints", "adapt_to_pair", "rectify_stereo",
               "rectify_photographs")
 _GEOMETRY_NAMES = ("disparity_to_depth", "depth_to_points")
+_STREAM_NAMES = ("stereo_stream",)
 
 
 def __getattr__(name: str) -> Any:
@@ -41,12 +43,14 @@ def __getattr__(name: str) -> Any:
         return getattr(import_module("crossview.api"), name)
     if name in _GEOMETRY_NAMES:
         return getattr(import_module("crossview.geometry.depth"), name)
+    if name in _STREAM_NAMES:
+        return getattr(import_module("crossview.streams"), name)
     raise AttributeError(f"module 'crossview' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
     # the lazy names are no module globals until first used: listed here, or dir() hides them
-    return sorted({*globals(), *_API_NAMES, *_GEOMETRY_NAMES})
+    return sorted({*globals(), *_API_NAMES, *_GEOMETRY_NAMES, *_STREAM_NAMES})
 
 
-__all__ = ["__version__", *_API_NAMES, *_GEOMETRY_NAMES]
+__all__ = ["__version__", *_API_NAMES, *_GEOMETRY_NAMES, *_STREAM_NAMES]

@@ -52,6 +52,7 @@ from crossview.data.io import write_pfm as write_pfm
 from crossview.data.io import write_png16 as write_png16
 from crossview.data.ply import write_ply as write_ply
 from crossview.data.rig_calibration import RigCalibration, read_rig_calibration
+from crossview.data.video import count_frames as count_video_frames  # noqa: F401 (re-exported)
 from crossview.data.video import frames
 from crossview.data.video import is_video as is_video
 from crossview.data.video import open_video as open_video
@@ -104,6 +105,7 @@ datasets = lazy_import("crossview.data.datasets")
 baselines = lazy_import("crossview.baselines")
 # the flow video of a run (the colour wheel draws with matplotlib): loaded when one is written
 flow_video = lazy_import("crossview.data.flow_video")
+disparity_video = lazy_import("crossview.data.disparity_video")  # a stereo run's, likewise
 
 ESTIMATORS = {"stereo": "estimate_disparity", "flow": "estimate_flow"}
 video_frames = frames  # the frames [H, W, 3] uint8 of a video file, decoded one by one
@@ -561,9 +563,10 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
 
 def disparity_fields(result: StereoResult) -> torch.Tensor:
     """Both views' fields ``[2B, H, W, 2]`` (px) of ``result``, as the network gives them
-    (left views ``-disparity``, right views ``+disparity``, y 0): what ``init`` of
-    :func:`estimate_disparity` takes."""
-    x = torch.cat([-result.disparity, result.disparity_right])
+    (left views ``-disparity``, right views ``+disparity``, y 0; a non-finite disparity
+    becomes 0): what ``init`` of :func:`estimate_disparity` takes."""
+    x = torch.nan_to_num(torch.cat([-result.disparity, result.disparity_right]), nan=0.0,
+                         posinf=0.0, neginf=0.0)
     return torch.stack([x, torch.zeros_like(x)], dim=-1)
 
 

@@ -59,7 +59,7 @@ def test_help_shows_text_as_written(args: list[str], text: str,
 
 
 @pytest.mark.parametrize(("args", "usage"), [
-    (["stereo"], " stereo [OPTIONS] LEFT RIGHT"),
+    (["stereo"], " stereo [OPTIONS] LEFT [RIGHT]"),
     (["flow"], " flow [OPTIONS] FRAME0 [FRAME1]"),
     (["match"], " match [OPTIONS] SRC TGT"),
     (["weights", "download"], " weights download [OPTIONS] NAMES..."),

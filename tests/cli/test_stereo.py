@@ -236,7 +236,9 @@ def _bad_inputs(tmp_path: Path, huge: tuple[Path, Path]) -> dict[str, tuple[list
         "mismatched names": ([str(tmp_path / "in"), str(tmp_path / "partners")],
                              f"{tmp_path / 'in' / 'scene_l.png'} has no partner of that name in "
                              f"{tmp_path / 'partners'} (directories pair by file name)"),
-        "video for stereo": ([str(tmp_path / "clip.mp4")] * 2, "flow also takes one video file"),
+        # stereo takes two videos (tests/cli/test_stereo_video.py): a missing one is named
+        "video for stereo": ([str(tmp_path / "clip.mp4")] * 2, f"{tmp_path / 'clip.mp4'}: no such "
+                             "file"),
     }
 
 

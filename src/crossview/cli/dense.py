@@ -45,6 +45,8 @@ np = lazy_import("numpy")
 ViewTensors = tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]
 Views = Callable[[object], list[ViewTensors]]
 Pair = tuple["np.ndarray", "np.ndarray"]  # the decoded images [H, W, 3] uint8 of a pair
+# finds a run's pairs: (jobs, count or 0 when unknown, single: exactly two image files)
+JobFinder = Callable[[], tuple[list[PairJob] | Iterator[PairJob], int, bool]]
 
 
 class ExtraOutput(Protocol):
@@ -96,11 +98,14 @@ class FrameRange:
     slice; ``None``: to the last frame), each with the next of them: frames ``start`` and
     ``start + stride`` are the first pair, ``start + stride`` and ``start + 2 * stride`` the
     second. A range that cannot hold a pair is a :class:`UserError` (``--stride``,
-    ``--start``, ``--stop``)."""
+    ``--start``, ``--stop``). ``crossview stereo`` picks the same frames, each one pair
+    (``need=1``: one frame is a run; ``what`` names what the frames make)."""
 
     start: int = 0
     stop: int | None = None
     stride: int = 1
+    need: int = 2
+    what: str = "a flow pair"
 
     def __post_init__(self) -> None:
         if self.stride < 1:
@@ -111,8 +116,8 @@ class FrameRange:
         if self.stop is not None and self.stop <= self.start:
             raise UserError(f"--start {self.start} must be below --stop {self.stop} (frames "
                             "start to stop - 1)")
-        if self.stop is not None and len(range(self.start, self.stop, self.stride)) < 2:
-            raise UserError(f"{self} picks one frame ({self.start}); a flow pair needs two")
+        if self.stop is not None and len(range(self.start, self.stop, self.stride)) < self.need:
+            raise UserError(f"{self} picks one frame ({self.start}); {self.what} needs two")
 
     def __str__(self) -> str:
         """The options that chose this range, as given (``--start 3 --stride 2``)."""
@@ -131,7 +136,7 @@ class FrameRange:
         picked = len(range(self.start, total, self.stride))
         choice = f"; {self} picks {picked}" if str(self) else ""
         return UserError(f"{source} holds {total} frame{'s' if total != 1 else ''}{choice}: "
-                         "a flow pair needs two")
+                         f"{self.what} needs {('one', 'two')[self.need - 1]}")
 
 def find_pairs(first: str, second: str) -> list[tuple[Path, Path]]:
     """Pair the inputs: two files, two directories or two glob patterns."""
@@ -284,7 +289,8 @@ def _video_pairs(path: Path, frames: FrameRange) -> Iterator[PairJob]:
 
 def run_dense(task: str, first: str, second: str | None, options: DenseOptions, *,
               views: tuple[str, str], tensors: Views,
-              extras: Sequence[ExtraOutput] = ()) -> list[str]:
+              extras: Sequence[ExtraOutput] = (), jobs: JobFinder | None = None,
+              warm_start: bool = False) -> list[str]:
     """Check everything, load the model, run every pair and write its outputs; return the
     pairs' names in order, every pair's files then being there (written now or, with
     ``--skip-existing``, before).
@@ -294,14 +300,18 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     ``extras`` (checked on each pair's images before it runs). One pair is all or
     nothing (exit code 2 on error); many pairs are published pair by pair
     (:func:`crossview.cli.batch.run_batch`, which exits instead of returning when a pair
-    failed or the run was stopped).
+    failed or the run was stopped). ``jobs()`` finds the pairs instead of :func:`find_jobs`
+    (stereo videos: :mod:`crossview.cli.stereo_frames`); with ``warm_start`` (stereo) each
+    pair starts from the previous pair's disparity (``init`` of
+    :func:`crossview.api.estimate_disparity`).
     """
     size = parse_size(options.size) if options.size else None
     api.check_run_settings(options.device, "--device")
     api.check_min_confidence(options.min_confidence, "--min-confidence")
     kind = "disparity" if task == "stereo" else "flow"
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
-    jobs, count, single = find_jobs(task, first, second, options.frames)
+    jobs, count, single = (find_jobs(task, first, second, options.frames) if jobs is None
+                           else jobs())
     estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
 
     def destinations(job: PairJob) -> list[Path]:
@@ -327,6 +337,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                               "run at a lower resolution with --size HxW, or give smaller images",
                               "--no-refine")
 
+    previous: list[Any] = [None]  # the last pair's fields: the next one's warm start
+
     def run(job: PairJob, images: Pair | None = None) -> None:
         if images is None:
             images = job.load()
@@ -341,7 +353,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                                       precision=options.precision, lri=options.lri, size=size,
                                       refine=options.refine, advice=advice,
                                       min_confidence=options.min_confidence,
-                                      **({} if options.fuse is None else {"fuse": options.fuse}))
+                                      **({} if options.fuse is None else {"fuse": options.fuse}),
+                                      **({"init": previous[0]} if warm_start else {}))
                 except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None
@@ -352,6 +365,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                 raise UserError(f"{job.label}: {error} (no output written)") from None
             for path, write in zip(staged, writers, strict=True):
                 write(path)
+        if warm_start:
+            previous[0] = api.disparity_fields(result)
 
     if single:
         run(jobs[0], pair)

@@ -21,6 +21,7 @@ is published whole or not at all (a run with failed pairs, or stopped, writes no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -28,22 +29,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from crossview.cli import options
-from crossview.cli.batch import INTERRUPTED_EXIT
 from crossview.cli.confidence_output import ConfidenceOutput, SaveConfidence
 from crossview.cli.dense import DenseOptions, FrameRange, ViewTensors, raw_suffix, run_dense
-from crossview.console import stderr, stdout
+from crossview.cli.result_video import FOLDER_RATE, video_plan, write_result_video
+from crossview.console import stderr
 from crossview.defaults import DEFAULT_FLOW_MODEL
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
-from crossview.output import check_output_file
 
 if TYPE_CHECKING:
     from crossview.api import FlowResult
 
 api = lazy_import("crossview.api")
-steps = lazy_import("crossview.long_step")  # its progress bar (rich.progress) loads when used
-
-FOLDER_RATE = Fraction(10)  # frames per second of a flow video of a folder of frames
 
 
 def _views(result: FlowResult) -> list[ViewTensors]:
@@ -61,27 +58,18 @@ def _video_plan(source: str, second: str | None, out_dir: Path, stride: int
     if second is not None:
         raise UserError("--save-video needs one video file or one folder of frames (the video "
                         "shows its pairs in order), not two inputs")
-    api.require_video_writer()
-    path = Path(source)
-    rate = api.open_video(path).rate if api.is_video(path) else None
-    video = out_dir / f"{path.resolve().name if path.is_dir() else path.stem}_flow.mp4"
-    check_output_file(video, "--save-video")
-    return video, (rate or FOLDER_RATE) / stride
+    return video_plan(source, out_dir, stride, "flow")
 
 
 def _write_video(video: Path, flows: list[Path], rate: Fraction) -> None:
     """Write the flow video ``video`` of the saved ``flows``; Ctrl-C meanwhile leaves none
     and exits with code 130."""
-    try:
-        with steps.long_step(f"writing the flow video {video} ({len(flows)} frames)",
-                             total=len(flows), after=3.0) as advance:
-            scale = api.flow_video.write_flow_video(video, flows, rate,
-                                                    on_frame=lambda: advance(1))
-    except KeyboardInterrupt:
-        stderr.print(f"error: interrupted: {video} not written", markup=False, soft_wrap=True)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
-    stdout.print(f"wrote {video} ({len(flows)} frames at {float(rate):g} per second; full "
-                 f"colour at {scale:.3g} px)", markup=False, soft_wrap=True)
+
+    def encode(on_frame: Callable[[], None]) -> str:
+        scale = api.flow_video.write_flow_video(video, flows, rate, on_frame=on_frame)
+        return f"full colour at {scale:.3g} px"
+
+    write_result_video(video, len(flows), rate, "flow", encode)
 
 
 def flow_command(

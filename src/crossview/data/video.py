@@ -84,6 +84,21 @@ def open_video(path: str | os.PathLike[str], min_frames: int = 1,
     return VideoInfo(path, int(declared), head[0].shape[:2], Fraction(rate) if rate else None)
 
 
+def count_frames(path: str | os.PathLike[str]) -> int:
+    """The frames of the first video stream of ``path`` as the container declares them, else
+    counted from its packets (read, not decoded: fast); a file that does not read is a
+    :class:`UserError` naming it."""
+    av = _av()
+    try:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            if stream.frames:
+                return int(stream.frames)
+            return sum(1 for packet in container.demux(stream) if packet.size)
+    except av.FFmpegError as error:
+        raise UserError(f"{path}: cannot read video ({error})") from None
+
+
 def frames(path: str | os.PathLike[str]) -> Iterator[np.ndarray]:
     """The frames of the first video stream of ``path`` in order, each ``[H, W, 3]`` uint8
     RGB; a file that does not decode (at the start or later) is a :class:`UserError` naming

@@ -1,0 +1,76 @@
+"""Stereo on a stream of frames (a live camera, a video, a folder): one disparity per frame,
+each frame warm-started from the previous frame's answer.
+
+:func:`stereo_stream` runs :func:`crossview.estimate_disparity` on each ``(left, right)`` pair an
+iterable gives, with the model loaded once; with ``warm_start`` the previous frame's disparity
+of both views (:func:`crossview.api.disparity_fields`) is the network's initial field
+(``init=``: :func:`crossview.models.dense.inference.predict_fields`) in place of its own
+correlation. The iterable is read one pair at a time, so a camera that never ends is fine: the
+stream ends when the frames do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from crossview import api
+from crossview.data.image_batch import ImageLike
+from crossview.defaults import DEFAULT_STEREO_MODEL
+from crossview.device import resolve_device
+
+# Measured (docs/results/stereo-video/README.md): the default model fuses with SGBM, whose
+# answer the warm start does not change much; see there for the numbers behind the default.
+WARM_START_BY_DEFAULT = True
+
+
+def stereo_stream(frames: Iterable[tuple[ImageLike, ImageLike]], *,
+                  model: str | nn.Module = DEFAULT_STEREO_MODEL,
+                  weights: str | os.PathLike | None = None, device: str = "cpu",
+                  warm_start: bool | None = None, **options: Any
+                  ) -> Iterator[api.StereoResult]:
+    """Disparity of every rectified ``(left, right)`` pair of ``frames``, in order.
+
+    Args:
+        frames: any iterable of pairs, each image a path, a PIL image, an ``[H, W, 3]`` uint8
+            array or a float tensor ``[1, 3, H, W]`` (0..255), as
+            :func:`crossview.estimate_disparity` takes them; read lazily, one pair per result.
+        model: a name (loaded once, with ``weights``, onto ``device``) or a loaded model.
+        warm_start: start each frame's network from the previous frame's disparity (both
+            views); ``None``: :data:`WARM_START_BY_DEFAULT`. A frame of another size is
+            started from the previous answer resized; the first frame starts cold.
+        options: the other arguments of :func:`crossview.estimate_disparity` (``precision``,
+            ``lri``, ``size``, ``refine``, ``fuse``, ``min_confidence``, ...).
+
+    Yields:
+        one :class:`crossview.api.StereoResult` (batch of one) per pair, as soon as it is done;
+        an error in a pair (a :class:`crossview.errors.UserError` for images of two sizes)
+        ends the stream there, the pairs before it having been yielded.
+
+    Example:
+        >>> import numpy as np, crossview
+        >>> rng = np.random.default_rng(0)
+        >>> left = rng.integers(0, 256, (192, 256, 3), dtype=np.uint8)
+        >>> frames = [(left, np.roll(left, -d, axis=1)) for d in (4, 5)]  # a "camera"
+        >>> for result in crossview.stereo_stream(frames):
+        ...     print(tuple(result.disparity.shape))
+        (1, 192, 256)
+        (1, 192, 256)
+    """
+    if "init" in options:
+        raise TypeError("stereo_stream sets init itself (warm_start=); do not pass init")
+    target = resolve_device(device)
+    if isinstance(model, str):
+        model = api.load_model(model, weights, device=target)
+    warm = WARM_START_BY_DEFAULT if warm_start is None else bool(warm_start)
+    previous: torch.Tensor | None = None
+    for left, right in frames:
+        result = api.estimate_disparity(left, right, model=model, device=str(target),
+                                        init=previous, **options)
+        if warm:
+            previous = api.disparity_fields(result)
+        yield result
