@@ -23,8 +23,9 @@ from crossview.data.image_batch import ImageLike
 from crossview.defaults import DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
 
-# Measured (docs/results/stereo-video/README.md): the default model fuses with SGBM, whose
-# answer the warm start does not change much; see there for the numbers behind the default.
+# Measured with the default model (docs/results/stereo-video/README.md): on driving streets it
+# lowers bad-2 from 12.44 to 11.42 % (EPE 5.20 to 3.99 px), on panned real pairs the answer is
+# unchanged, and the time per frame does not change measurably
 WARM_START_BY_DEFAULT = True
 
 
