@@ -20,6 +20,7 @@ def test_quick_bench_writes_json_and_plot(tmp_path: Path, monkeypatch: pytest.Mo
                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(attention, "QUICK_SIZES", (4, 6))
     monkeypatch.setattr(attention, "COPY_BYTES", 2**20)
+    monkeypatch.setattr(attention, "GEMM_SIZE", 64)
     monkeypatch.setattr(attention, "MIN_SECONDS", 0.0)
     json_path, plot_path = tmp_path / "attention.json", tmp_path / "attention.png"
     with pytest.raises(SystemExit) as done:
@@ -40,7 +41,62 @@ def test_quick_bench_writes_json_and_plot(tmp_path: Path, monkeypatch: pytest.Mo
         assert row["ref_fwd_peak_bytes"] > row["out_bytes"]
     assert result["summary"]["r1"]["fwd_allocates_only_output"] is True
     assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "MatchAttention, 4 heads x 64 ch" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "MatchAttention, 4 heads x 64 ch" in printed
+    # The roof row: ns per query and head next to the bound from this run's GEMM rate and
+    # bandwidth (values depend on the machine: only their presence and consistency here).
+    assert result["gemm_flops_per_s"] > 0 and result["threads"] >= 1
+    assert "against the roof" in printed
+    for row in result["rows"]:
+        assert row["fused_fwd_ns_per_query_head"] == pytest.approx(
+            row["fused_fwd_s"] / (row["tokens"] * 4) * 1e9)
+        assert row["roof"] == attention.roof_ns_per_query_head(
+            1, result["gemm_flops_per_s"], result["copy_bandwidth_Bps"])
+        assert row["roof_ns_per_query_head"] == row["roof"]["ns"] > 0
+    assert set(result["summary"]["r1"]["fwd_over_roof"]) == {"4", "6"}
+
+
+def test_sizes_can_be_chosen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(attention, "COPY_BYTES", 2**20)
+    monkeypatch.setattr(attention, "GEMM_SIZE", 64)
+    monkeypatch.setattr(attention, "MIN_SECONDS", 0.0)
+    json_path = tmp_path / "attention.json"
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "attention", "--quick", "--size", "5", "--repeats", "1", "--json",
+              str(json_path)])
+    assert done.value.code in (0, None)
+    assert [row["size"] for row in json.loads(json_path.read_text())["rows"]] == [5]
+
+
+def test_a_size_smaller_than_the_window_is_refused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "attention", "--size", "5", "--json", str(tmp_path / "a.json")])
+    assert done.value.code == 2  # r = 2 is in the full grid: a 6x6 window
+    assert "--size must be at least 6" in capsys.readouterr().err
+
+
+def test_the_roof_per_query_and_head_by_hand() -> None:
+    # 4 heads x 64 channels, r = 1: 16 keys x (3 x 64 for the L1 score + 2 x 64 to aggregate).
+    assert attention.flops_per_query_head(1) == 16 * (3 * 64 + 2 * 64) == 5120
+    assert attention.flops_per_query_head(2) == 36 * 320 == 11520
+    assert attention.flops_per_query_head(1, similarity="dot") == 16 * (2 * 64 + 2 * 64)
+    assert attention.flops_per_query_head(1, channels=32, value_channels=16) == 16 * (96 + 32)
+    # q, k, v read and out written once (4 x 64 float32 each), 2 rel_pos floats over 4 heads.
+    assert attention.bytes_per_query_head() == 4 * 64 * 4 + 2 * 4 / 4 == 1026
+    assert attention.bytes_per_query_head(heads=4, rel_pos_heads=4) == 1024 + 8
+    # 100 GFLOP/s and 10 GB/s: 51.2 ns of arithmetic, 102.6 ns of traffic; the larger wins.
+    roof = attention.roof_ns_per_query_head(1, flop_rate=100e9, bandwidth=10e9)
+    assert roof["compute_ns"] == pytest.approx(51.2)
+    assert roof["memory_ns"] == pytest.approx(102.6)
+    assert roof["ns"] == pytest.approx(102.6) and roof["bound_by"] == "memory"
+    roof = attention.roof_ns_per_query_head(2, flop_rate=50e9, bandwidth=100e9)
+    assert roof["ns"] == pytest.approx(11520 / 50) and roof["bound_by"] == "compute"
+
+
+def test_the_gemm_rate_counts_two_n_cubed_operations(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(attention, "time_call", lambda fn, **_: {"median_s": 0.5})
+    assert attention.gemm_rate(100) == pytest.approx(2 * 100**3 / 0.5)
 
 
 def test_sizes_beyond_the_reference_budget_are_skipped_with_a_reason() -> None:

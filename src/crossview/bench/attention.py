@@ -8,6 +8,25 @@ measured; the operator's bandwidth bound is the time to read q, k, v and rel_pos
 write out once at that bandwidth. Ratios are taken within the run (the machine is shared).
 On a GPU every timed call waits for the kernels to finish and peak memory is
 ``torch.cuda.max_memory_allocated`` (:mod:`crossview.bench.device`).
+
+**Time per query and head against this machine's roof.** The same run also measures the
+float32 GEMM rate ``G`` (``torch.matmul`` of two :data:`GEMM_SIZE`-square matrices, ``2 n^3``
+floating-point operations each, on all of torch's threads) and the copy bandwidth ``B``. The fused
+forward's time per query and head is ``t = fused forward time / (tokens * heads)`` and its bound
+
+    bound = max(F / G, M / B),
+    F = (2r+2)^2 * (s * C + 2 * Cv)       floating-point operations per query and head
+    M = 4 * (2 * C + 2 * Cv) + 4 * 2 / h  bytes per query and head (float32)
+
+with ``s = 3`` for the L1 similarity (subtract, absolute value, add per channel; ``2`` for a dot
+product: multiply, add) over the ``(2r+2)^2`` keys of the expanded window, ``2 * Cv`` for
+aggregating the values (multiply, add), and ``M`` the traffic no kernel avoids: reading the
+query, its key and its value once (each key and value belongs to about one query's window on
+average), writing the output, and the ``rel_pos`` pair shared by the ``h`` heads. 4 heads x 64
+channels: ``F = 5120`` (r = 1) or ``11520`` (r = 2), ``M = 1026`` bytes. The exponentials of the
+softmax (``(2r+2)^2`` per query and head) and the window's bookkeeping are left out, and ``G`` is
+the rate of fused multiply-adds, which the L1 distance cannot use: the bound is a floor, not a
+target. ``fwd/roof`` (``t / bound``) is what to watch for a regression.
 """
 
 from __future__ import annotations
@@ -36,11 +55,14 @@ HEADS, CHANNELS = 4, 64
 REFERENCE_MAX_GATHER_BYTES = 700 * 2**20  # one gathered window tensor; beyond: skipped
 SDPA_MAX_SECONDS = 10.0  # estimated from the previous size (O(N^2)); beyond: skipped
 COPY_BYTES = 256 * 2**20
+GEMM_SIZE = 2048  # the matrices whose float32 matmul rate is the compute roof
 MIN_SECONDS = 0.5  # fused calls are repeated until this much timed work has accumulated
 MIB = 2**20
 
 SPEED_COLUMNS = ["tokens", "r", "fused fwd", "fused f+b", "ref fwd", "ref f+b", "SDPA fwd",
                  "fwd x", "f+b x"]
+ROOF_COLUMNS = ["tokens", "r", "fwd ns/q·h", "roof ns/q·h", "fwd/roof", "flop/q·h", "bytes/q·h",
+                "bound by"]
 MEMORY_COLUMNS = ["tokens", "r", "bound ms", "fwd/bound", "ns/token", "out", "fused fwd",
                   "fused f+b", "ref fwd"]
 
@@ -52,6 +74,43 @@ def copy_bandwidth(nbytes: int, repeats: int = 5, device: str = "cpu") -> float:
     y = torch.empty_like(x)
     timing = time_call(synchronized(lambda: y.copy_(x), device), repeats=repeats, warmup=1)
     return 2 * nbytes / timing["median_s"]
+
+
+def gemm_rate(size: int = GEMM_SIZE, repeats: int = 3, device: str = "cpu") -> float:
+    """Floating-point operations per second of ``torch.matmul`` on two ``size x size`` float32
+    matrices on ``device`` (``2 size^3`` per product), from the median time."""
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(size, size, generator=gen).to(device) for _ in range(2))
+    timing = time_call(synchronized(lambda: torch.matmul(a, b), device), repeats=repeats,
+                       warmup=1)
+    return 2 * size**3 / timing["median_s"]
+
+
+def flops_per_query_head(radius: int, channels: int = CHANNELS,
+                         value_channels: int = CHANNELS, similarity: str = "l1") -> int:
+    """``F`` of the module docstring: the fused forward's floating-point operations per query
+    and head (scores over the expanded window, then the values' weighted sum)."""
+    per_channel = 3 if similarity == "l1" else 2
+    return (2 * radius + 2) ** 2 * (per_channel * channels + 2 * value_channels)
+
+
+def bytes_per_query_head(channels: int = CHANNELS, value_channels: int = CHANNELS,
+                         heads: int = HEADS, rel_pos_heads: int = 1,
+                         itemsize: int = 4) -> float:
+    """``M`` of the module docstring: the bytes per query and head no forward avoids (q, k, v
+    read and out written once, ``rel_pos`` shared by ``heads / rel_pos_heads`` heads)."""
+    return itemsize * (2 * channels + 2 * value_channels + 2 * rel_pos_heads / heads)
+
+
+def roof_ns_per_query_head(radius: int, flop_rate: float, bandwidth: float) -> dict[str, Any]:
+    """The fused forward's floor per query and head for this benchmark's cases (4 heads x 64
+    channels, L1, float32, shared ``rel_pos``) at ``flop_rate`` (FLOP/s) and ``bandwidth``
+    (B/s): ``{"flops", "bytes", "compute_ns", "memory_ns", "ns", "bound_by"}``."""
+    flops, moved = flops_per_query_head(radius), bytes_per_query_head()
+    compute_ns, memory_ns = flops / flop_rate * 1e9, moved / bandwidth * 1e9
+    return {"flops": flops, "bytes": moved, "compute_ns": compute_ns, "memory_ns": memory_ns,
+            "ns": max(compute_ns, memory_ns),
+            "bound_by": "compute" if compute_ns >= memory_ns else "memory"}
 
 
 def _inputs(size: int, device: str, seed: int = 0) -> list[torch.Tensor]:
@@ -93,9 +152,11 @@ def _sdpa(inputs: list[torch.Tensor]) -> Callable[[], Any]:
 
 
 def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, reference: bool,
-               sdpa: bool, device: str = "cpu", fused: str = "cpu") -> dict[str, Any]:
+               sdpa: bool, device: str = "cpu", fused: str = "cpu",
+               flop_rate: float | None = None) -> dict[str, Any]:
     """One row: timings (seconds), peak bytes and the bandwidth bound for ``size^2`` tokens on
-    ``device``, the fused backend being ``fused``."""
+    ``device``, the fused backend being ``fused``; with ``flop_rate`` (the GEMM rate) also the
+    fused forward's ns per query and head and its roof (:func:`roof_ns_per_query_head`)."""
     inputs = _inputs(size, device)
     tokens = size * size
     out_bytes = tokens * HEADS * CHANNELS * 4
@@ -105,6 +166,11 @@ def bench_case(size: int, radius: int, *, bandwidth: float, repeats: int, refere
     fwd = synchronized(_forward(inputs, radius, fused), device)
     timing = time_call(fwd, repeats=repeats, min_seconds=MIN_SECONDS)
     row["fused_fwd_s"], row["fused_fwd_min_s"] = timing["median_s"], timing["min_s"]
+    row["fused_fwd_ns_per_query_head"] = timing["median_s"] / (tokens * HEADS) * 1e9
+    if flop_rate is not None:
+        roof = roof_ns_per_query_head(radius, flop_rate, bandwidth)
+        row["roof_ns_per_query_head"] = roof["ns"]
+        row["roof"] = roof
     row["fused_fwd_peak_bytes"] = peak_bytes(fwd, device)
     fwd_bwd = synchronized(_forward_backward(inputs, radius, fused), device)
     row["fused_fwd_bwd_s"] = time_call(fwd_bwd, repeats=repeats,
@@ -138,6 +204,7 @@ def bench_attention(sizes: Sequence[int] = SIZES, radii: Sequence[int] = RADII, 
     "rows", "skipped", "summary"}`` (rows hold seconds and bytes)."""
     fused = fused_backend(device)
     bandwidth = copy_bandwidth(COPY_BYTES, device=device)
+    flop_rate = gemm_rate(device=device)
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     sdpa_last: tuple[int, float] | None = None
@@ -157,11 +224,13 @@ def bench_attention(sizes: Sequence[int] = SIZES, radii: Sequence[int] = RADII, 
                                    f"{estimate:.0f} s per call estimated from {sdpa_last[0]}²")
                     sdpa = False
             row = bench_case(size, radius, bandwidth=bandwidth, repeats=repeats,
-                             reference=reference, sdpa=sdpa, device=device, fused=fused)
+                             reference=reference, sdpa=sdpa, device=device, fused=fused,
+                             flop_rate=flop_rate)
             if "sdpa_fwd_s" in row:
                 sdpa_last = (size, row["sdpa_fwd_s"])
             rows.append(row)
     return {"device": device, "fused_backend": fused, "copy_bandwidth_Bps": bandwidth,
+            "gemm_flops_per_s": flop_rate, "threads": torch.get_num_threads(),
             "heads": HEADS, "channels": CHANNELS,
             "dtype": "float32", "rows": rows, "skipped": skipped, "summary": summarize(rows)}
 
@@ -187,6 +256,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                                      for row in mine},
             "fwd_bwd_over_fwd": {row["size"]: row["fused_fwd_bwd_s"] / row["fused_fwd_s"]
                                  for row in mine},
+            "fwd_ns_per_query_head": {row["size"]: row["fused_fwd_ns_per_query_head"]
+                                      for row in mine},
+            "fwd_over_roof": {row["size"]: row["fused_fwd_ns_per_query_head"]
+                              / row["roof_ns_per_query_head"]
+                              for row in mine if "roof_ns_per_query_head" in row},
         }
     return summary
 
@@ -206,6 +280,17 @@ def speed_rows(result: dict[str, Any]) -> list[list[Any]]:
              "fused_fwd_s", "fused_fwd_bwd_s", "ref_fwd_s", "ref_fwd_bwd_s", "sdpa_fwd_s")),
              _ratio(row, "ref_fwd_s", "fused_fwd_s"),
              _ratio(row, "ref_fwd_bwd_s", "fused_fwd_bwd_s")] for row in result["rows"]]
+
+
+def roof_rows(result: dict[str, Any]) -> list[list[Any]]:
+    """Rows of :data:`ROOF_COLUMNS`: the fused forward's ns per query and head (median, all
+    threads), the roof of the module docstring, their ratio, the roof's operations and bytes per
+    query and head, and which of the two sets it."""
+    return [[f"{row['size']}²", row["radius"], f"{row['fused_fwd_ns_per_query_head']:.0f}",
+             f"{row['roof']['ns']:.0f}",
+             f"{row['fused_fwd_ns_per_query_head'] / row['roof']['ns']:.1f}",
+             row["roof"]["flops"], f"{row['roof']['bytes']:.0f}", row["roof"]["bound_by"]]
+            for row in result["rows"] if "roof" in row]
 
 
 def memory_rows(result: dict[str, Any]) -> list[list[Any]]:

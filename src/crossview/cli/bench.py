@@ -199,8 +199,13 @@ def attention(
     device: Annotated[str, typer.Option(
         help="cpu (fused cpu kernels) or cuda (fused Triton kernels, pip install "
              "'crossview[gpu]').")] = "cpu",
+    sizes_option: Annotated[list[int] | None, typer.Option(
+        "--size", help="Token grid side to run instead of the default grid (repeatable).",
+    )] = None,
 ) -> None:
-    """MatchAttention: fused kernels vs reference backend vs SDPA global attention."""
+    """MatchAttention: fused kernels vs reference backend vs SDPA global attention, and the
+    fused forward's ns per query and head against this machine's roof (GEMM rate, copy
+    bandwidth)."""
     check_output_file(json_path, "--json")
     if plot is not None:
         check_output_file(plot, "--plot")
@@ -213,6 +218,12 @@ def attention(
     device_bench.fused_backend(device)  # fails before measuring if it cannot run
     radii = attention_bench.RADII[:1] if quick else attention_bench.RADII
     sizes = attention_bench.QUICK_SIZES if quick else attention_bench.SIZES
+    if sizes_option:
+        window = 2 * max(radii) + 2  # the expanded window must fit in the key map
+        if min(sizes_option) < window:
+            raise UserError(f"--size must be at least {window} (the {window}x{window} window "
+                            f"of r={max(radii)}), got {min(sizes_option)}")
+        sizes = tuple(sizes_option)
     with bars.Progress(transient=True) as progress:
         task = progress.add_task("MatchAttention", total=len(sizes) * len(radii))
 
@@ -226,6 +237,10 @@ def attention(
     print_table(f"Bandwidth bound (copy {result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s), fused "
                 "forward ns/token, peak allocated MiB", attention_bench.MEMORY_COLUMNS,
                 attention_bench.memory_rows(result))
+    print_table(f"Fused forward per query and head against the roof (GEMM "
+                f"{result['gemm_flops_per_s'] / 1e9:.0f} GFLOP/s, copy "
+                f"{result['copy_bandwidth_Bps'] / 1e9:.1f} GB/s, {result['threads']} threads)",
+                attention_bench.ROOF_COLUMNS, attention_bench.roof_rows(result))
     for line in result["skipped"]:
         typer.echo(f"skipped: {line}")
     with staged_files(outputs) as staged:  # the JSON and the plot together, or neither

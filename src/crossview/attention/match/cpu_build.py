@@ -10,6 +10,8 @@ the process; the reason is what :func:`crossview.attention.match.choose_backend`
 lock left by a killed compile is removed after a while instead of blocking every later process
 (see :mod:`crossview.attention.build_lock`). A compile (no built library in the build directory
 yet) is announced with :data:`COMPILE_NOTE` and a spinner (:mod:`crossview.long_step`).
+``$CROSSVIEW_CPU_MARCH`` builds for another target than this CPU (``x86-64-v3``: what an
+AVX2-only CPU gets from ``-march=native``), to measure that build here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import functools
 import os
 import platform
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,6 +38,9 @@ SOURCE = Path(__file__).resolve().parent / "csrc" / "match_attention.cpp"
 # tuples: torch's load appends its own flags to the lists it is given, which would change the key
 CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno")
 LDFLAGS = ("-fopenmp",)
+# the target of the build, instead of -march=native (e.g. x86-64-v3: any AVX2 CPU; x86-64-v2:
+# SSE4.2 only), to build what another CPU would run (the key hashes the flags)
+MARCH_ENV = "CROSSVIEW_CPU_MARCH"
 NAME = "crossview_match_attention"
 BUILD_PROBLEM = "the C++ extension cannot be built"  # how every reason of this file starts
 COMPILE_NOTE = "compiling the C++ MatchAttention kernels, once for this machine (a minute or two)"
@@ -45,12 +51,27 @@ def _compiler() -> str:
     return os.environ.get("CXX", "c++")
 
 
+def cflags() -> tuple[str, ...]:
+    """:data:`CFLAGS`, with ``-march=native`` replaced by ``-march=$CROSSVIEW_CPU_MARCH`` when
+    that is set (:data:`MARCH_ENV`).
+
+    Raises:
+        ValueError: the variable holds anything but a target name.
+    """
+    march = os.environ.get(MARCH_ENV, "").strip()
+    if not march:
+        return tuple(CFLAGS)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", march):
+        raise ValueError(f"{MARCH_ENV}={march!r} is not a -march target name")
+    return tuple(f"-march={march}" if flag == "-march=native" else flag for flag in CFLAGS)
+
+
 def build_name(source: bytes | None = None) -> str:
     """The extension's name, which is also its build directory's: ``crossview_match_attention_``
     followed by the key of :func:`crossview.attention.build_key.build_key` for ``source`` (the
-    contents of :data:`SOURCE`, read now if not given)."""
+    contents of :data:`SOURCE`, read now if not given) and :func:`cflags`."""
     source = SOURCE.read_bytes() if source is None else source
-    return f"{NAME}_{build_key(source, CFLAGS, LDFLAGS, _compiler())}"
+    return f"{NAME}_{build_key(source, cflags(), LDFLAGS, _compiler())}"
 
 
 def _place_source(build_dir: Path, source: bytes) -> Path:
@@ -81,6 +102,10 @@ def _build() -> ModuleType | str:
         return f"{BUILD_PROBLEM}: ninja is not installed"
     source = SOURCE.read_bytes()  # read once: the key and the compiled copy must agree
     try:
+        flags = cflags()
+    except ValueError as error:
+        return f"{BUILD_PROBLEM}: {error}"
+    try:
         name = build_name(source)
     except (OSError, subprocess.SubprocessError) as error:
         return f"{BUILD_PROBLEM}: the C++ compiler {cxx!r} does not run ({error})"
@@ -94,7 +119,7 @@ def _build() -> ModuleType | str:
         with announce:
             return cpp_extension.load(name=name,
                                       sources=[str(_place_source(build_dir, source))],
-                                      build_directory=str(build_dir), extra_cflags=list(CFLAGS),
+                                      build_directory=str(build_dir), extra_cflags=list(flags),
                                       extra_ldflags=list(LDFLAGS), verbose=False)
     except Exception as error:  # a compiler or linker failure, reported rather than raised
         detail = str(error).strip().splitlines()

@@ -20,7 +20,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -91,73 +93,158 @@ inline Window<acc_t> window_at(const scalar_t* rel, int64_t x, int64_t y, const 
   return w;
 }
 
-// One 64-byte vector register of accumulators (16 floats or 8 doubles), via the GCC/Clang
-// vector extension: -march=native maps it to whatever SIMD width the CPU has.
+// SIMD registers through the GCC/Clang vector extension, as wide as the build's target really
+// has them (-march=native): 64 bytes with AVX-512, 32 with AVX/AVX2, 16 otherwise. A vector type
+// wider than the target's registers has no machine mode: GCC keeps it on the stack and lowers
+// some operations on it lane by lane (the compare of `x < 0 ? -x : x` became 16 scalar
+// compares and blends). That is what made these kernels 4-5x slower on AVX2-only CPUs when
+// every vector here was 64 bytes wide (perf: stack loads and vcmpltss/vblendvps in the L1 loop).
+#if defined(__AVX512F__)
+constexpr int kRegBytes = 64;
+#elif defined(__AVX__)
+constexpr int kRegBytes = 32;
+#else
+constexpr int kRegBytes = 16;
+#endif
+
+// A sum over channels runs a block of 64 bytes (16 floats or 8 doubles) at a time: kParts
+// registers whose lanes are separate partial sums, reduced at the end by one fixed tree of
+// halves (lane_sum). The block, not the register, sets the order of the sum, so AVX-512, AVX2
+// and SSE builds give the same bits.
 template <typename acc_t>
-struct Lanes {
-  typedef acc_t type __attribute__((vector_size(64)));
-  static constexpr int count = 64 / sizeof(acc_t);
+struct Simd {
+  typedef acc_t reg __attribute__((vector_size(kRegBytes)));
+  static constexpr int kWidth = kRegBytes / sizeof(acc_t);  // lanes of one register
+  static constexpr int kParts = 64 / kRegBytes;              // registers of one block
+  static constexpr int kBlock = kWidth * kParts;              // lanes of one block
 };
 template <typename acc_t>
-using vec_t = typename Lanes<acc_t>::type;
+using reg_t = typename Simd<acc_t>::reg;
+
+template <typename acc_t>
+struct Block {
+  reg_t<acc_t> part[Simd<acc_t>::kParts];
+};
 
 template <typename acc_t, typename scalar_t>
-__attribute__((always_inline)) inline vec_t<acc_t> load(const scalar_t* p) {
-  vec_t<acc_t> out;
+__attribute__((always_inline)) inline reg_t<acc_t> load(const scalar_t* p) {
+  reg_t<acc_t> out;
   if constexpr (std::is_same_v<acc_t, scalar_t>) {
     std::memcpy(&out, p, sizeof(out));
   } else {
-    for (int l = 0; l < Lanes<acc_t>::count; ++l) out[l] = static_cast<acc_t>(p[l]);
+    for (int l = 0; l < Simd<acc_t>::kWidth; ++l) out[l] = static_cast<acc_t>(p[l]);
   }
   return out;
 }
 
 template <typename acc_t>
-__attribute__((always_inline)) inline void store(const vec_t<acc_t>& value, acc_t* p) {
+__attribute__((always_inline)) inline void store(const reg_t<acc_t>& value, acc_t* p) {
   std::memcpy(p, &value, sizeof(value));
 }
 
+// |x| by clearing the sign bits: one AND, at any width.
 template <typename acc_t>
-__attribute__((always_inline)) inline vec_t<acc_t> absolute(vec_t<acc_t> x) {
-  return x < 0 ? -x : x;
+__attribute__((always_inline)) inline reg_t<acc_t> absolute(reg_t<acc_t> x) {
+  using bits_t = std::conditional_t<sizeof(acc_t) == 4, int32_t, int64_t>;
+  typedef bits_t bits __attribute__((vector_size(kRegBytes)));
+  return reinterpret_cast<reg_t<acc_t>>(reinterpret_cast<bits>(x) &
+                                        std::numeric_limits<bits_t>::max());
 }
 
-// Sum of the lanes by a fixed tree of halves (the same order on every thread).
-__attribute__((always_inline)) inline float lane_sum(vec_t<float> v) {
-  typedef float half8 __attribute__((vector_size(32)));
-  typedef float half4 __attribute__((vector_size(16)));
-  half8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-            __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  half4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+// Sum of a block's lanes by one fixed tree of halves, whatever the register width. Floats
+// (16 lanes v[0..16)): a[i] = v[i] + v[i+8], b[i] = a[i] + a[i+4], (b[0] + b[2]) + (b[1] + b[3]).
+// Doubles (8 lanes): a[i] = v[i] + v[i+4], (a[0] + a[2]) + (a[1] + a[3]). (Templates, so that
+// only the branch of this build's width is compiled.)
+template <typename acc_t>
+__attribute__((always_inline)) inline acc_t lane_sum(const Block<acc_t>& v) {
+  constexpr int kParts = Simd<acc_t>::kParts;
+  typedef acc_t half4 __attribute__((vector_size(4 * sizeof(acc_t))));
+  half4 b;  // floats: b above; doubles: a above
+  if constexpr (kParts == 4) {  // registers of 16 bytes: lanes 0-3 of a/b from parts 0+2, 1+3
+    if constexpr (std::is_same_v<acc_t, float>) {
+      b = (v.part[0] + v.part[2]) + (v.part[1] + v.part[3]);
+    } else {
+      const auto lo = v.part[0] + v.part[2], hi = v.part[1] + v.part[3];
+      return (lo[0] + hi[0]) + (lo[1] + hi[1]);
+    }
+  } else if constexpr (std::is_same_v<acc_t, float>) {
+    typedef float half8 __attribute__((vector_size(32)));
+    half8 a;
+    if constexpr (kParts == 1) {
+      const auto& x = v.part[0];
+      a = __builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7) +
+          __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15);
+    } else {
+      a = v.part[0] + v.part[1];
+    }
+    b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  } else if constexpr (kParts == 1) {
+    const auto& x = v.part[0];
+    b = __builtin_shufflevector(x, x, 0, 1, 2, 3) + __builtin_shufflevector(x, x, 4, 5, 6, 7);
+  } else {
+    b = v.part[0] + v.part[1];
+  }
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
 
-__attribute__((always_inline)) inline double lane_sum(vec_t<double> v) {
-  typedef double half4 __attribute__((vector_size(32)));
-  half4 a = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
-  return (a[0] + a[2]) + (a[1] + a[3]);
+// Negative L1 distances (kL1) or dot products of the channel vector `a` with kKeys vectors,
+// key i at b + i * stride, n channels each, into out[0..kKeys). The keys share every load of
+// `a`, and their independent sums keep the SIMD units busy. Each key's sum runs in the same
+// order as if it were computed alone.
+template <int kKeys, bool kL1, typename acc_t, typename scalar_t>
+__attribute__((always_inline)) inline void similarities(const scalar_t* a, const scalar_t* b,
+                                                        int64_t stride, int64_t n, acc_t* out) {
+  constexpr int kWidth = Simd<acc_t>::kWidth, kParts = Simd<acc_t>::kParts;
+  constexpr int kBlock = Simd<acc_t>::kBlock;
+  Block<acc_t> sums[kKeys] = {};
+  int64_t c = 0;
+  for (; c + kBlock <= n; c += kBlock) {
+    for (int p = 0; p < kParts; ++p) {
+      const reg_t<acc_t> x = load<acc_t>(a + c + p * kWidth);
+      for (int i = 0; i < kKeys; ++i) {
+        const reg_t<acc_t> y = load<acc_t>(b + i * stride + c + p * kWidth);
+        if constexpr (kL1) {
+          sums[i].part[p] += absolute<acc_t>(x - y);
+        } else {
+          sums[i].part[p] += x * y;
+        }
+      }
+    }
+  }
+  for (int i = 0; i < kKeys; ++i) {
+    acc_t total = lane_sum(sums[i]);
+    for (int64_t t = c; t < n; ++t) {
+      const acc_t x = static_cast<acc_t>(a[t]), y = static_cast<acc_t>(b[i * stride + t]);
+      total += kL1 ? std::abs(x - y) : x * y;
+    }
+    out[i] = kL1 ? -total : total;
+  }
 }
 
-// Negative L1 distance or dot product of two channel vectors, a vector register at a time.
+// The similarity of one pair of channel vectors.
 template <typename acc_t, typename scalar_t>
 __attribute__((always_inline)) inline acc_t similarity(const scalar_t* a, const scalar_t* b,
                                                        int64_t n, bool l1) {
-  constexpr int kLanes = Lanes<acc_t>::count;
-  vec_t<acc_t> lanes = {};
-  int64_t c = 0;
+  acc_t out;
   if (l1) {
-    for (; c + kLanes <= n; c += kLanes) {
-      lanes += absolute<acc_t>(load<acc_t>(a + c) - load<acc_t>(b + c));
-    }
+    similarities<1, true>(a, b, 0, n, &out);
   } else {
-    for (; c + kLanes <= n; c += kLanes) lanes += load<acc_t>(a + c) * load<acc_t>(b + c);
+    similarities<1, false>(a, b, 0, n, &out);
   }
-  acc_t total = lane_sum(lanes);
-  for (; c < n; ++c) {
-    total += l1 ? std::abs(static_cast<acc_t>(a[c]) - static_cast<acc_t>(b[c]))
-                : static_cast<acc_t>(a[c]) * static_cast<acc_t>(b[c]);
-  }
-  return l1 ? -total : total;
+  return out;
+}
+
+// Scores of `count` keys of one window row (key i at row + i * stride) against query qp, in
+// groups that share the query's loads.
+template <bool kL1, typename acc_t, typename scalar_t>
+__attribute__((always_inline)) inline void row_similarities(const scalar_t* qp,
+                                                            const scalar_t* row, int64_t stride,
+                                                            int64_t count, int64_t n,
+                                                            acc_t* out) {
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) similarities<4, kL1>(qp, row + i * stride, stride, n, out + i);
+  for (; i + 2 <= count; i += 2) similarities<2, kL1>(qp, row + i * stride, stride, n, out + i);
+  for (; i < count; ++i) similarities<1, kL1>(qp, row + i * stride, stride, n, out + i);
 }
 
 // Calls f with the window side as a compile-time constant for the common radii 1..3 (so the
@@ -210,6 +297,46 @@ inline acc_t over_corners(int64_t dy, int64_t dx, int64_t side, const acc_t (&va
   return (dy < side - 1 ? top : acc_t(0)) + (dy >= 1 ? bottom : acc_t(0));
 }
 
+// exp(x) for a register of floats: the single-precision polynomial of Cephes' expf (within
+// 2 ulp of the correctly rounded value), a register at a time; glibc's expf is one call per
+// lane and took a tenth of the forward. x = n ln2 + r with n = round(x / ln2) (by adding
+// 1.5 * 2^23, which leaves n in the low mantissa bits), exp(r) by a polynomial on
+// |r| <= ln2 / 2, times 2^n built in the exponent bits. x is clamped to [-87.3, 88.3] so that
+// 2^n stays a normal float: below -87.3 the result is exp(-87.3) ~ 1e-38 instead of a denormal
+// or 0 (the kernels only take exp(score - max score), where such terms are nothing beside the
+// max's 1). NaN passes through.
+inline reg_t<float> exp_reg(reg_t<float> x) {
+  typedef int32_t ireg __attribute__((vector_size(kRegBytes)));
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  constexpr int32_t kMagicBits = 0x4B400000;
+  x = x < -87.3f ? reg_t<float>{} - 87.3f : x;
+  x = x > 88.3f ? reg_t<float>{} + 88.3f : x;
+  const reg_t<float> t = x * 1.44269504088896341f + kMagic;
+  const reg_t<float> n = t - kMagic;
+  const ireg ni = reinterpret_cast<ireg>(t) - kMagicBits;
+  const reg_t<float> r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  reg_t<float> y = 1.9875691500e-4f * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  return y * reinterpret_cast<reg_t<float>>((ni + 127) << 23);
+}
+
+// out[j] = exp(score[j] - top) for j < count (a multiple of the register width for floats).
+template <typename acc_t>
+inline void exponentials(const acc_t* score, acc_t top, int64_t count, acc_t* out) {
+  if constexpr (std::is_same_v<acc_t, float>) {
+    constexpr int kWidth = Simd<float>::kWidth;
+    for (int64_t j = 0; j < count; j += kWidth) {
+      store<float>(exp_reg(load<float>(score + j) - top), out + j);
+    }
+  } else {
+    for (int64_t j = 0; j < count; ++j) out[j] = std::exp(score[j] - top);
+  }
+}
+
 // Per-thread scratch for one query's expanded window and its BilinearSoftmax.
 //
 // Usually ("shared" shift) every corner's softmax uses the window's max score `top`:
@@ -222,7 +349,14 @@ struct Scratch {
   acc_t weight[4], shift[4], inv_sum[4], top;
   bool shared;
 
-  explicit Scratch(int64_t window) : score(window), expo(window), attn(window), coef(window) {}
+  // Padded to whole registers (zeros), so the exponentials run a register at a time.
+  explicit Scratch(int64_t window)
+      : score(padded(window)), expo(padded(window)), attn(padded(window)), coef(padded(window)) {}
+
+  static int64_t padded(int64_t window) {
+    constexpr int64_t kWidth = Simd<acc_t>::kWidth;
+    return (window + kWidth - 1) / kWidth * kWidth;
+  }
 
   // Probability of key j in the softmax of corner c (j inside that corner's sub-window).
   inline acc_t prob(int c, int64_t j) const {
@@ -241,12 +375,14 @@ void mix_window(const scalar_t* qp, const scalar_t* k_head, const Window<acc_t>&
   const int64_t key_stride = s.heads * s.channels;
   for (int64_t dy = 0; dy < side; ++dy) {
     const scalar_t* row = k_head + ((w.origin_y + dy) * s.wk + w.origin_x) * key_stride;
-    for (int64_t dx = 0; dx < side; ++dx) {
-      sc.score[dy * side + dx] =
-          static_cast<acc_t>(s.scale) *
-          similarity<acc_t>(qp, row + dx * key_stride, s.channels, s.l1);
+    acc_t* score = sc.score.data() + dy * side;
+    if (s.l1) {
+      row_similarities<true>(qp, row, key_stride, side, s.channels, score);
+    } else {
+      row_similarities<false>(qp, row, key_stride, side, s.channels, score);
     }
   }
+  for (int64_t j = 0; j < window; ++j) sc.score[j] *= static_cast<acc_t>(s.scale);
   acc_t corner_max[4];
   for (int c = 0; c < 4; ++c) {
     acc_t m = -std::numeric_limits<acc_t>::infinity();
@@ -254,7 +390,7 @@ void mix_window(const scalar_t* qp, const scalar_t* k_head, const Window<acc_t>&
     corner_max[c] = m;
   }
   sc.top = std::max(std::max(corner_max[0], corner_max[1]), std::max(corner_max[2], corner_max[3]));
-  for (int64_t j = 0; j < window; ++j) sc.expo[j] = std::exp(sc.score[j] - sc.top);
+  exponentials(sc.score.data(), sc.top, Scratch<acc_t>::padded(window), sc.expo.data());
   sc.weight[0] = (1 - w.fx) * (1 - w.fy);
   sc.weight[1] = w.fx * (1 - w.fy);
   sc.weight[2] = (1 - w.fx) * w.fy;
@@ -287,30 +423,55 @@ void mix_window(const scalar_t* qp, const scalar_t* k_head, const Window<acc_t>&
   }
 }
 
-// acc[c] = sum over the window's keys j of weight[j] * v_j[c], a vector register of channels at
-// a time (the accumulators stay in registers across the keys).
+// acc[r * kWidth + l] = sum over the window's keys j of weight[j] * v_j[l] for kRegs registers
+// of channels at `origin` (the window's first key): keys outer, so the kRegs accumulators stay
+// in registers and their independent chains of FMAs overlap.
+template <int kSide, int kRegs, typename scalar_t, typename acc_t>
+__attribute__((always_inline)) inline void aggregate_regs(const scalar_t* origin,
+                                                          int64_t row_stride,
+                                                          int64_t key_stride, int64_t side,
+                                                          const acc_t* weight, acc_t* acc) {
+  constexpr int kWidth = Simd<acc_t>::kWidth;
+  reg_t<acc_t> total[kRegs] = {};
+  for (int64_t dy = 0; dy < side; ++dy) {
+    for (int64_t dx = 0; dx < side; ++dx) {
+      const acc_t wj = weight[dy * side + dx];
+      const scalar_t* p = origin + dy * row_stride + dx * key_stride;
+      for (int r = 0; r < kRegs; ++r) total[r] += wj * load<acc_t>(p + r * kWidth);
+    }
+  }
+  for (int r = 0; r < kRegs; ++r) store<acc_t>(total[r], acc + r * kWidth);
+}
+
+// acc[c] = sum over the window's keys j of weight[j] * v_j[c], in the keys' row-major order
+// for every channel (the same sum whichever register width holds the channel).
 template <int kSide, typename scalar_t, typename acc_t>
 void aggregate(const scalar_t* v_head, const Window<acc_t>& w, const Shape& s,
                const acc_t* weight, acc_t* acc) {
   const int64_t side = kSide > 0 ? kSide : s.side;
-  constexpr int kLanes = Lanes<acc_t>::count;
-  const int64_t stride = s.heads * s.cv;
+  constexpr int kWidth = Simd<acc_t>::kWidth;
+  const int64_t stride = s.heads * s.cv, row_stride = s.wk * stride;
   const scalar_t* origin = v_head + (w.origin_y * s.wk + w.origin_x) * stride;
   int64_t c = 0;
-  for (; c + kLanes <= s.cv; c += kLanes) {
-    vec_t<acc_t> total = {};
-    for (int64_t dy = 0; dy < side; ++dy) {
-      const scalar_t* row = origin + dy * s.wk * stride + c;
-      for (int64_t dx = 0; dx < side; ++dx) {
-        total += weight[dy * side + dx] * load<acc_t>(row + dx * stride);
-      }
-    }
-    store<acc_t>(total, acc + c);
+  for (; c + 8 * kWidth <= s.cv; c += 8 * kWidth) {
+    aggregate_regs<kSide, 8>(origin + c, row_stride, stride, side, weight, acc + c);
+  }
+  if (c + 4 * kWidth <= s.cv) {
+    aggregate_regs<kSide, 4>(origin + c, row_stride, stride, side, weight, acc + c);
+    c += 4 * kWidth;
+  }
+  if (c + 2 * kWidth <= s.cv) {
+    aggregate_regs<kSide, 2>(origin + c, row_stride, stride, side, weight, acc + c);
+    c += 2 * kWidth;
+  }
+  if (c + kWidth <= s.cv) {
+    aggregate_regs<kSide, 1>(origin + c, row_stride, stride, side, weight, acc + c);
+    c += kWidth;
   }
   for (; c < s.cv; ++c) {
     acc_t total = 0;
     for (int64_t dy = 0; dy < side; ++dy) {
-      const scalar_t* row = origin + dy * s.wk * stride + c;
+      const scalar_t* row = origin + dy * row_stride + c;
       for (int64_t dx = 0; dx < side; ++dx) {
         total += weight[dy * side + dx] * static_cast<acc_t>(row[dx * stride]);
       }
