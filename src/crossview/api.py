@@ -275,12 +275,13 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
 def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
               refine: bool | None = None, lri: bool | None = None,
               adapt: int = 0, variant: str | None = None,
-              fuse: bool | None = None) -> Predictor:
+              fuse: bool | None = None, preset: str | None = None) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
     :attr:`crossview.models.registry.ModelSpec.predictor`). ``refine`` / ``lri`` / ``fuse``:
     dense models' photometric refinement, low-resolution initialisation and (stereo) SGBM
-    fusion on or off (``None``: the model's defaults); a :class:`UserError` for a model
+    fusion on or off (``None``: the model's defaults), ``preset`` the fused run's speed preset
+    (:mod:`crossview.models.dense.presets`); a :class:`UserError` for a model
     without them. ``adapt``: each
     sample runs a copy of the model adapted to its pair with that many steps
     (:func:`adapt_to_pair`; dense models only; 0: off). ``variant``: one of
@@ -294,8 +295,8 @@ def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
             raise UserError(f"model {spec.name!r} has no predictor variant {variant!r}; "
                             f"variants: {', '.join(spec.variants) or 'none'}")
         return spec.predictor(model, device, precision, variant)
-    options = {key: value for key, value in (("refine", refine), ("lri", lri), ("fuse", fuse))
-               if value is not None}
+    options = {key: value for key, value in (("refine", refine), ("lri", lri), ("fuse", fuse),
+                                             ("preset", preset)) if value is not None}
     if options and spec.task not in ESTIMATORS:
         raise UserError(f"model {spec.name!r} ({spec.task}) has no "
                         f"{' or '.join(options)} option: dense (stereo, flow) models only")
@@ -319,7 +320,7 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
                         device: str = "cpu", precision: str = "fp32", quiet: bool = False,
                         download: bool = False, sample_size: tuple[int, int] | None = None,
                         refine: bool | None = None, lri: bool | None = None,
-                        adapt: int = 0, fuse: bool | None = None
+                        adapt: int = 0, fuse: bool | None = None, preset: str | None = None
                         ) -> tuple[Predictor, dict[str, Predictor]]:
     """The predictor of the registered model ``name`` on a ``task`` benchmark, and
     ``{caption: predictor}`` of its variants (:func:`predictor_variants`) on the same loaded
@@ -331,7 +332,7 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
     model = load_task_model(name, task, weights, purpose=f"a {task} benchmark (its models: "
                             f"{models})", device=device, download=download, quiet=quiet)
     predict = predictor(model, device=device, precision=precision, refine=refine, lri=lri,
-                        adapt=adapt, fuse=fuse)
+                        adapt=adapt, fuse=fuse, preset=preset)
     if sample_size is not None:
         check_memory(model, *sample_size, task=task, device=device, lri=lri, refine=refine,
                      advice=MemoryAdvice("evaluate at a smaller size (the dataset's size=HxW "
@@ -361,7 +362,8 @@ def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike |
                        metric_names: list[str] | None = None, limit: int | None = None,
                        device: str = "cpu", precision: str = "fp32", download: bool = False,
                        refine: bool | None = None, lri: bool | None = None, adapt: int = 0,
-                       fuse: bool | None = None, distributed: bool | None = None,
+                       fuse: bool | None = None, preset: str | None = None,
+                       distributed: bool | None = None,
                        progress: ProgressTracker | None = None,
                        report: Callable[[BenchmarkRun], None] | None = None) -> BenchmarkRun:
     """Score ``model`` (a registered name or an exported file) on the benchmark ``dataset``
@@ -394,7 +396,7 @@ def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike |
     predict, variants = benchmark_predictor(
         model, kind.task, weights, device=device, precision=precision, quiet=not info.is_main,
         download=download, sample_size=None if size is None else (int(size[0]), int(size[1])),
-        refine=refine, lri=lri, adapt=adapt, fuse=fuse)
+        refine=refine, lri=lri, adapt=adapt, fuse=fuse, preset=preset)
     total = len(data) if limit is None else min(limit, len(data))
     info = process_group.init_distributed(device) if info.enabled else info
     try:
@@ -480,7 +482,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        min_confidence: float = 0.0,
                        advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0,
                        fuse: bool | None = None,
-                       init: torch.Tensor | None = None) -> StereoResult:
+                       init: torch.Tensor | None = None,
+                       preset: str | None = None) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -518,6 +521,10 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             start the network in place of its own initialisation
             (:func:`~crossview.models.dense.inference.predict_fields`); see
             :func:`crossview.stereo_stream`.
+        preset: ``"fast"``, ``"balanced"`` or ``"best"``: a point of the fused default's
+            measured speed/accuracy curve (:mod:`crossview.models.dense.presets`); ``None``:
+            the model's own settings (for ``matchstereo-hybrid`` those of
+            ``presets.DEFAULT_PRESETS``). Fusing models only.
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
@@ -526,7 +533,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
     field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine, advice=advice,
-                                        adapt=adapt, fuse=fuse, init=init)
+                                        adapt=adapt, fuse=fuse, init=init, preset=preset)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
@@ -541,10 +548,11 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
                   threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                   min_confidence: float = 0.0,
                   advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0,
-                  fuse: bool | None = None) -> FlowResult:
+                  fuse: bool | None = None, preset: str | None = None) -> FlowResult:
     """Optical flow between two frames, both directions; arguments as :func:`estimate_disparity`
     (``fuse``: with OpenCV DIS's flow, :mod:`crossview.models.dense.dis_fusion`; ``None``: the
-    model's default, on for the bundled ``matchflow-hybrid``).
+    model's default, on for the bundled ``matchflow-hybrid``; ``preset`` as there, for
+    ``matchflow-hybrid``).
 
     Returns:
         :class:`FlowResult` (float32 tensors on ``device``).
@@ -553,7 +561,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
     field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
                                         precision=precision, lri=lri, size=size,
                                         threshold=threshold, refine=refine, advice=advice,
-                                        adapt=adapt, fuse=fuse)
+                                        adapt=adapt, fuse=fuse, preset=preset)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
@@ -581,7 +589,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
              size: tuple[int, int] | None, threshold: float, refine: bool | None,
              advice: MemoryAdvice, adapt: int, fuse: bool | None = None,
-             init: torch.Tensor | None = None) -> Fields:
+             init: torch.Tensor | None = None, preset: str | None = None) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
     (:class:`~crossview.models.dense.inference.Fields`), after ``adapt`` steps of test-time
     adaptation (0: none)."""
@@ -598,7 +606,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
                               lri=lri, device=target)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
                           size=size, threshold=threshold, refine=refine, advice=advice,
-                          fuse=fuse, init=init)
+                          fuse=fuse, init=init, preset=preset)
 
 
 # ----------------------------------------------------------------------------- training

@@ -26,3 +26,6 @@ DEFAULT_MATCH_MODEL = "transformatcher"
 # the command that runs each default when given no --model
 DEFAULT_MODELS = {"stereo": DEFAULT_STEREO_MODEL, "flow": DEFAULT_FLOW_MODEL,
                   "match": DEFAULT_MATCH_MODEL}
+
+# the speed presets of the fused defaults, fastest first (crossview.models.dense.presets)
+PRESET_NAMES = ("fast", "balanced", "best")

@@ -167,6 +167,7 @@ def test_predict_fields_fuses_flow_after_the_network_by_the_models_default() -> 
 def test_the_bundled_flow_model_fuses_and_its_export_says_it_leaves_dis_out() -> None:
     model = crossview.load_model("matchflow-hybrid")
     assert model.fuse_by_default  # a large pair runs whole at 0.5 MP, as itself below
-    assert model.fused_network == FusedNetwork(1.0, lri=True, refine=True, max_pixels=500_000)
+    assert model.fused_network == FusedNetwork(1.0, lri=True, refine=True, max_pixels=500_000,
+                                               classical_runs=2, median_passes=(0, 1))
     module = DenseOutputs(model, lri=True, refine=True)
     assert ("--no-fuse", "DIS fusion") in dropped_defaults(module)

@@ -298,6 +298,32 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views(runs: str,
     assert np.abs(expected_left[8:-8, 40:-8] - SHIFT).mean() < 0.5  # SGBM's answer won
 
 
+def test_fuse_with_sgbm_makes_the_runs_and_passes_it_is_given() -> None:
+    """``runs`` and ``medians`` (what a speed preset keeps): the rank run alone and the narrow
+    median pass alone give the rule built from those pieces."""
+    left, right = _pair()
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    rng = np.random.default_rng(2)
+    disparities = rng.uniform(0, 2 * SHIFT, (2, *left.shape[:2])).astype(np.float32)
+    field = torch.zeros(2, *left.shape[:2], 2)
+    field[0, ..., 0] = -torch.from_numpy(disparities[0])
+    field[1, ..., 0] = torch.from_numpy(disparities[1])
+    search = sgbm_num_disparities(float(disparities.max()))
+    checked = _sgbm_checked(rank_matching_image(left, 5, 2), rank_matching_image(right, 5, 2),
+                            search)
+    narrow = (EDGE_MEDIANS[1],)
+    fused = fuse_with_sgbm(x0, x1, field, runs=FUSION_SGBM_RUNS[:1], medians=narrow)
+    consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
+    assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(),
+                          fuse_view(disparities[0], consistent[0], checked[0], left,
+                                    medians=narrow))
+    assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(),
+                          fuse_view(disparities[1], consistent[1], checked[1], right, "right",
+                                    medians=narrow))
+    with pytest.raises(ValueError, match="at least one SGBM run"):
+        fuse_with_sgbm(x0, x1, field, runs=())
+
+
 def test_fuse_with_sgbm_fuses_each_pair_of_a_batch_as_alone() -> None:
     left, right = _pair()
     pairs = [(left, right), (np.ascontiguousarray(left[::-1]), np.ascontiguousarray(right[::-1]))]
@@ -341,7 +367,8 @@ def test_the_bundled_default_stereo_model_fuses() -> None:
     model = crossview.load_model("matchstereo-hybrid")
     assert model.fuse_by_default and model.lri_by_default and model.refine_by_default
     assert model.fused_network == FusedNetwork(scale=0.75, lri=False, refine=False,
-                                               max_pixels=700_000, align_px=0.0)
+                                               max_pixels=700_000, align_px=0.0,
+                                               classical_runs=2, median_passes=(0, 1))
 
 
 def test_a_fusing_run_takes_the_fused_networks_settings() -> None:

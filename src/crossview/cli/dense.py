@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from crossview.cli.batch import BatchSummary, PairJob, run_batch
 from crossview.cli.options import parse_size
 from crossview.console import stderr, stdout
+from crossview.defaults import PRESET_NAMES
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
 from crossview.output import check_finite, check_output_files, staged_files
@@ -82,6 +83,15 @@ class DenseOptions:
     min_confidence: float = 0.0
     adapt: int = 0  # test-time adaptation steps per pair (0: off)
     fuse: bool | None = None  # the SGBM (stereo) or DIS (flow) fusion; None: the model's default
+    preset: str | None = None  # the fused run's speed preset; None: the model's own settings
+
+    def __post_init__(self) -> None:
+        if self.preset is not None and self.preset not in PRESET_NAMES:
+            raise UserError(f"--preset must be one of {', '.join(PRESET_NAMES)}, got "
+                            f"{self.preset!r}")
+        if self.preset is not None and self.fuse is False:
+            raise UserError("--preset sets how the fused default runs; --no-fuse runs the "
+                            "network alone (set it with --lri / --refine / --size)")
 
     def model_inputs(self) -> str:
         """The inputs besides the images that make a result what it is, as the user gave them:
@@ -354,6 +364,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                                       refine=options.refine, advice=advice,
                                       min_confidence=options.min_confidence,
                                       **({} if options.fuse is None else {"fuse": options.fuse}),
+                                      **({} if options.preset is None
+                                         else {"preset": options.preset}),
                                       **({"init": previous[0]} if warm_start else {}))
                 except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "

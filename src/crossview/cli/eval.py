@@ -127,6 +127,7 @@ def eval_command(
     refine: options.Refine = None,
     lri: options.Lri = None,
     fuse: options.Fuse = None,
+    preset: options.Preset = None,
     adapt: options.Adapt = 0,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="Comma-separated metric names; default: the benchmark's own.")] = None,
@@ -157,7 +158,7 @@ def eval_command(
                bars.TimeRemainingColumn())
     settings = {"model": model, "weights": None if weights is None else str(weights),
                 "dataset_spec": dataset, "limit": limit}
-    options = {"refine": refine, "lri": lri, "fuse": fuse, "adapt": adapt}
+    options = {"refine": refine, "lri": lri, "fuse": fuse, "preset": preset, "adapt": adapt}
     with shown.Progress(*columns, transient=True, show=info.is_main) as progress:
 
         def track(label: str, total: int) -> Callable[[str], None]:

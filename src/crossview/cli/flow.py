@@ -88,6 +88,7 @@ def flow_command(
     lri: options.Lri = None,
     refine: options.Refine = None,
     fuse: options.FuseFlow = None,
+    preset: options.Preset = None,
     adapt: options.Adapt = 0,
     size: options.FixedSize = None,
     save_right: Annotated[bool, typer.Option(
@@ -122,7 +123,8 @@ def flow_command(
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
                          refine=refine, frames=frames,
-                         min_confidence=min_confidence, adapt=adapt, fuse=fuse)
+                         min_confidence=min_confidence, adapt=adapt, fuse=fuse,
+                         preset=preset)
     confidence = ConfidenceOutput(("flow", "flow_backward")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_backward],
                                   dense.model_inputs())

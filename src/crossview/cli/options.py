@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from crossview.defaults import PRESET_NAMES
 from crossview.errors import UserError
 
 Model = Annotated[str, typer.Option("--model", help="Model name (see `crossview models`).")]
@@ -18,6 +19,10 @@ Download = Annotated[bool, typer.Option(
     "only network access; see `crossview weights`).")]
 Device = Annotated[str, typer.Option("--device", help="cpu or cuda.")]
 Precision = Annotated[str, typer.Option("--precision", help="fp32, bf16 or fp16.")]
+Preset = Annotated[str | None, typer.Option(
+    "--preset", help=f"Speed preset of the fused default: {', '.join(PRESET_NAMES)}, points "
+    "on its measured speed/accuracy curve (docs/results/speed-presets; default: the model's "
+    "own settings).", show_default=False)]
 OutDir = Annotated[Path, typer.Option("-o", "--out", help="Output directory (created).")]
 Lri = Annotated[bool | None, typer.Option(
     "--lri/--no-lri", help="Low-resolution initialisation: a half-resolution pass first "

@@ -58,7 +58,13 @@ class FusedNetwork:
     of at most that many, their fields enlarged back (the fusions' lengths and thresholds were
     chosen on images of at most half a megapixel, and the flow network on motions of that
     scale). Stereo: a pair whose rows are offset by ``align_px`` or more is lined up first
-    (SGBM searches along rows only)."""
+    (SGBM searches along rows only). ``classical_runs`` and ``median_passes`` set the fusion's
+    work: how many of its classical runs run (the first ones of
+    :data:`crossview.models.dense.sgbm_fusion.FUSION_SGBM_RUNS`, of
+    :data:`crossview.models.dense.dis_fusion.FLOW_DIS_RUNS` for flow) and which of its
+    colour-weighted median passes (indices into
+    :data:`crossview.models.dense.sgbm_fusion.EDGE_MEDIANS`); ``None``: all of them. The speed
+    presets (:mod:`crossview.models.dense.presets`) are settings of these fields."""
 
     scale: float = 1.0
     lri: bool = False
@@ -70,8 +76,19 @@ class FusedNetwork:
     # (crossview.models.dense.vertical_alignment) runs with its right image moved to line up,
     # the right view's fields moved back (None: never)
     align_px: float | None = None
+    classical_runs: int | None = None
+    median_passes: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.median_passes is not None:  # a JSON list, as the weights' description holds it
+            object.__setattr__(self, "median_passes", tuple(self.median_passes))
+        if self.classical_runs is not None and self.classical_runs < 1:
+            raise ValueError(f"classical_runs must be >= 1 or None, got {self.classical_runs}")
+        if self.median_passes is not None and (
+                len(set(self.median_passes)) != len(self.median_passes)
+                or any(not isinstance(i, int) or i < 0 for i in self.median_passes)):
+            raise ValueError("median_passes must be distinct indices >= 0 or None, got "
+                             f"{self.median_passes}")
         if not 0 < self.scale <= 1:
             raise ValueError(f"scale must be in (0, 1], got {self.scale}")
         if self.max_pixels is not None and self.max_pixels < 1:

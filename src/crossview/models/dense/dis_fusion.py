@@ -63,7 +63,9 @@ def forward_backward_choice(field: torch.Tensor, classical: torch.Tensor,
     return torch.where(use_classical[..., None], classical, field)
 
 
-def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
+                  runs: tuple[int | None, ...] | None = None,
+                  medians: tuple[dict, ...] | None = None) -> torch.Tensor:
     """Both directions' flow fields fused with DIS's.
 
     Args:
@@ -71,12 +73,18 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
             DIS).
         field: the network's fields ``[2B, H, W, 2]`` (forward rows first, then backward), as
             :func:`crossview.models.dense.inference.predict_fields` holds them.
+        runs: DIS's runs, in order (at least one; ``None``: :data:`FLOW_DIS_RUNS`).
+        medians: the median passes, in order (``()`` for none; ``None``:
+            :data:`FLOW_EDGE_MEDIANS`).
 
     Returns:
         The fused fields ``[2B, H, W, 2]`` after the edge medians and the variational
         refinement, on ``field``'s device and dtype.
     """
     b = x0.shape[0]
+    runs = FLOW_DIS_RUNS if runs is None else runs
+    if not runs:
+        raise ValueError("runs must name at least one DIS run")
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
         raise ValueError(f"field must be [2B, H, W, 2] for frames {tuple(x0.shape)}, "
                          f"got {field.shape=}")
@@ -84,7 +92,7 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
     firsts, seconds = frames0 + frames1, frames1 + frames0  # row r's frames
 
     def polish(flow: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-        for settings in FLOW_EDGE_MEDIANS:
+        for settings in FLOW_EDGE_MEDIANS if medians is None else medians:
             flow = edge_weighted_median_flow(flow, first, **settings)
         return variational_refinement(flow, first, second, **FLOW_VARIATIONAL)
 
@@ -99,7 +107,7 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> to
     # OpenCV and numpy release the GIL: the directions run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
         fused = field
-        for radius in FLOW_DIS_RUNS:
+        for radius in runs:
             classical = np.stack(list(pool.map(dis_flow, *dis_inputs(radius))))
             fused = forward_backward_choice(fused, torch.from_numpy(classical).to(field))
         fused = np.stack(list(pool.map(polish, fused.float().cpu().numpy(), firsts, seconds)))

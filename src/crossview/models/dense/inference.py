@@ -32,10 +32,11 @@ from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.pair_order import warn_if_swapped
 from crossview.geometry.photometric_refinement import refine_field
-from crossview.models.dense.dis_fusion import fuse_with_dis
-from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
+from crossview.models.dense.dis_fusion import FLOW_DIS_RUNS, fuse_with_dis
+from crossview.models.dense.presets import fused_settings
+from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_SGBM_RUNS, fuse_with_sgbm
 from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
-from crossview.models.registry import Predictor
+from crossview.models.registry import FusedNetwork, Predictor
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                    lri: bool | None = None, size: tuple[int, int] | None = None,
                    threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                    advice: MemoryAdvice = LIBRARY_ADVICE, fuse: bool | None = None,
-                   init: torch.Tensor | None = None) -> Fields:
+                   init: torch.Tensor | None = None, preset: str | None = None) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -162,6 +163,10 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             them; any ``h x w``, e.g. the previous frame's) that start the network in place of
             its correlation (and of the half-resolution pass of ``lri``), converted to the
             token grid of the size the network runs at (:func:`init_tokens`).
+        preset: a fusing run's speed preset, ``"fast"``, ``"balanced"`` or ``"best"``
+            (:mod:`crossview.models.dense.presets`), laid over ``model.fused_network``;
+            ``None``: the model's own. A :class:`UserError` for a run that does not fuse or a
+            model without ``fused_network``.
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -181,29 +186,35 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     _check_init(init, x0.shape[0])
     fuse = fuses(model, fuse)
+    fused_settings(model, task, preset)  # an unknown preset, or one the model cannot take
+    if preset is not None and not fuse:
+        raise UserError(f"the preset {preset!r} sets how the network runs with the fusion; "
+                        "without it the network runs with its own settings (lri, refine)")
     shape = tuple(x0.shape[-2:])
-    work = working_size(model, task, fuse, size, shape)
+    work = working_size(model, task, fuse, size, shape, preset=preset)
     if work is not None and x0.shape == x1.shape:
-        lri, refine, run_size = network_settings(model, task, True, lri, refine, None, work)
+        lri, refine, run_size = network_settings(model, task, True, lri, refine, None, work,
+                                                 preset=preset)
         # the full-size images and fields besides the run at the working size
         check_memory(model, *shape, task=task, batch=x0.shape[0], lri=lri,
                      size=run_size or work, device=target, refine=False, advice=advice)
         fields = _predict(model, _images_at(x0, work), _images_at(x1, work), task, target,
                           dtype, lri=lri, refine=refine, size=run_size, threshold=threshold,
-                          advice=advice, fuse=True, init=init)
+                          advice=advice, fuse=True, init=init, preset=preset)
         return _fields_at(fields, shape, threshold)
-    lri, refine, size = network_settings(model, task, fuse, lri, refine, size, shape)
+    lri, refine, size = network_settings(model, task, fuse, lri, refine, size, shape,
+                                         preset=preset)
     return _predict(model, x0, x1, task, target, dtype, lri=lri, refine=refine, size=size,
-                    threshold=threshold, advice=advice, fuse=fuse, init=init)
+                    threshold=threshold, advice=advice, fuse=fuse, init=init, preset=preset)
 
 
 def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
              target: torch.device, dtype: torch.dtype, *, lri: bool, refine: bool,
              size: tuple[int, int] | None, threshold: float, advice: MemoryAdvice,
-             fuse: bool, init: torch.Tensor | None = None) -> Fields:
+             fuse: bool, init: torch.Tensor | None = None, preset: str | None = None) -> Fields:
     """:func:`predict_fields` on image batches ``[B, 3, H, W]`` (0..255) with its settings
     resolved: checked, then the network (at ``size`` if given), the refinement and the fusion
-    at the pair's own size."""
+    at the pair's own size (its work as ``preset`` sets it)."""
     if (lri or init is not None) and not getattr(model, "accepts_init_field", False):
         raise UserError(f"model {getattr(model, 'model_name', type(model).__name__)!r} has no "
                         "low-resolution initialisation (lri) and no warm start (init)")
@@ -219,7 +230,7 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
                  device=target, refine=refine, advice=advice, fuse=fuse)
     model.to(target)
     x0, x1 = x0.to(target), x1.to(target)
-    offsets = row_offsets(model, task, fuse, x0, x1)
+    offsets = row_offsets(model, task, fuse, x0, x1, preset=preset)
     if offsets is not None:
         x1 = rows_shifted(x1, offsets)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
@@ -233,15 +244,33 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         if refine:
             field = refine_fields(x0, x1, field, task)
         if fuse:
-            fusion = fuse_with_sgbm if task == "stereo" else fuse_with_dis
-            field = fusion(x0, x1, field)
+            field = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
         if offsets is not None:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
     return Fields(field, rpos, noc_mask(field, threshold), peak)
 
 
+def fuse_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, task: str,
+                settings: FusedNetwork | None) -> torch.Tensor:
+    """Both views' fields ``[2B, H, W, 2]`` of the pair ``x0, x1 [B, 3, H, W]`` fused with the
+    classical matcher's (stereo: SGBM, flow: DIS), making the runs and median passes that
+    ``settings`` keeps (:class:`crossview.models.registry.FusedNetwork`; ``None``: all)."""
+    fusion, runs = ((fuse_with_sgbm, FUSION_SGBM_RUNS) if task == "stereo"
+                    else (fuse_with_dis, FLOW_DIS_RUNS))
+    if settings is None:
+        return fusion(x0, x1, field)
+    passes = settings.median_passes
+    if passes is not None and any(i >= len(EDGE_MEDIANS) for i in passes):
+        raise ValueError(f"median_passes index the {len(EDGE_MEDIANS)} passes of EDGE_MEDIANS, "
+                         f"got {passes}")
+    return fusion(x0, x1, field,
+                  runs=None if settings.classical_runs is None
+                  else runs[:settings.classical_runs],
+                  medians=None if passes is None else tuple(EDGE_MEDIANS[i] for i in passes))
+
+
 def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
-                x1: torch.Tensor) -> torch.Tensor | None:
+                x1: torch.Tensor, *, preset: str | None = None) -> torch.Tensor | None:
     """Per pair of ``x0, x1 [B, 3, H, W]`` (0..255) the vertical offset ``[B]`` px that a
     fusing stereo run of a model whose ``fused_network.align_px`` is set lines its right
     image up by (:func:`crossview.models.dense.vertical_alignment.measure_rows`; 0 where it
@@ -250,16 +279,17 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
     from :data:`RECTIFY_HINT_PX` the note points to ``crossview rectify`` (photographs taken
     by hand are turned as well as offset, which one offset does not undo). A pair whose
     matches say it was given right image first gets a warning
-    (:func:`crossview.geometry.pair_order.warn_if_swapped`)."""
-    preset = getattr(model, "fused_network", None) if fuse and task == "stereo" else None
-    if preset is None or preset.align_px is None:
+    (:func:`crossview.geometry.pair_order.warn_if_swapped`). ``preset``: as in
+    :func:`predict_fields`."""
+    settings = fused_settings(model, task, preset) if fuse and task == "stereo" else None
+    if settings is None or settings.align_px is None:
         return None
     measures = [measure_rows(a, b) for a, b in zip(uint8_images(x0), uint8_images(x1),
                                                    strict=True)]
     for measure in measures:
         warn_if_swapped(measure.disparities, tolerance=NOTED_OFFSET_PX)
     offsets = torch.tensor([measure.offset for measure in measures])
-    offsets = torch.where(offsets.abs() >= preset.align_px, offsets, 0.0)
+    offsets = torch.where(offsets.abs() >= settings.align_px, offsets, 0.0)
     for offset in offsets.tolist():
         if abs(offset) >= NOTED_OFFSET_PX:
             hint = ("; two photographs taken by hand: rectify them first (`crossview stereo "
@@ -319,10 +349,11 @@ def refine_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
 
 def dense_predictor(model: nn.Module, device: str, precision: str,
                     variant: str | None = None, *, refine: bool | None = None,
-                    lri: bool | None = None, fuse: bool | None = None) -> Predictor:
+                    lri: bool | None = None, fuse: bool | None = None,
+                    preset: str | None = None) -> Predictor:
     """A :func:`crossview.eval.evaluate` predictor for a loaded dense model (its ``task``): the
     first view's disparity ``[H, W]`` (stereo) or forward flow ``[H, W, 2]`` (flow) of a
-    sample's ``image0``, ``image1``; ``refine``, ``lri``, ``fuse`` as in
+    sample's ``image0``, ``image1``; ``refine``, ``lri``, ``fuse``, ``preset`` as in
     :func:`predict_fields`. ``variant`` :data:`NETWORK_ALONE`: without the fusion (SGBM or
     DIS)."""
     if variant not in (None, NETWORK_ALONE):
@@ -334,7 +365,8 @@ def dense_predictor(model: nn.Module, device: str, precision: str,
     def predict(sample: Mapping[str, Any]) -> torch.Tensor:
         field = predict_fields(model, sample_image(sample["image0"]),
                                sample_image(sample["image1"]), task, device=device,
-                               precision=precision, refine=refine, lri=lri, fuse=fuse).field
+                               precision=precision, refine=refine, lri=lri, fuse=fuse,
+                               preset=preset).field
         return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
 
     return predict
@@ -357,36 +389,39 @@ def fuses(model: nn.Module, fuse: bool | None) -> bool:
 
 def network_settings(model: nn.Module, task: str, fuse: bool, lri: bool | None,
                      refine: bool | None, size: tuple[int, int] | None,
-                     shape: tuple[int, int]) -> tuple[bool, bool, tuple[int, int] | None]:
+                     shape: tuple[int, int], *, preset: str | None = None
+                     ) -> tuple[bool, bool, tuple[int, int] | None]:
     """The ``(lri, refine, size)`` a run of ``model`` on ``shape = (H, W)`` pairs uses: what
     was asked, else the model's defaults; a fusing run (``fuse``) of a model with
     ``model.fused_network`` (:class:`crossview.models.registry.FusedNetwork`, set by
-    :func:`crossview.load_model`) takes that one's lri, refinement and scale instead (the
-    scaled size only where it is at least the model's least size)."""
-    preset = getattr(model, "fused_network", None) if fuse else None
-    if preset is None:
+    :func:`crossview.load_model`; ``preset`` laid over it) takes that one's lri, refinement
+    and scale instead (the scaled size only where it is at least the model's least size)."""
+    settings = fused_settings(model, task, preset) if fuse else None
+    if settings is None:
         return initialises_low(model, lri), refines(model, refine), size
-    if size is None and preset.scale != 1:
-        scaled = (round(shape[0] * preset.scale), round(shape[1] * preset.scale))
+    if size is None and settings.scale != 1:
+        scaled = (round(shape[0] * settings.scale), round(shape[1] * settings.scale))
         size = scaled if _fits(model, *scaled, task) else None
-    return (preset.lri if lri is None else lri, preset.refine if refine is None else refine,
-            size)
+    return (settings.lri if lri is None else lri,
+            settings.refine if refine is None else refine, size)
 
 
 def working_size(model: nn.Module, task: str, fuse: bool, size: tuple[int, int] | None,
-                 shape: tuple[int, int]) -> tuple[int, int] | None:
+                 shape: tuple[int, int], *, preset: str | None = None
+                 ) -> tuple[int, int] | None:
     """The ``(H, W)`` a fusing run (``fuse``) of ``model`` on a pair of ``shape = (H, W)``
     works at, network, refinement and fusion together, or ``None`` for the pair as it is:
     the ``size`` asked, if one was; else the pair resized, aspect kept, to at most
     ``model.fused_network.max_pixels`` (:class:`crossview.models.registry.FusedNetwork`) when
-    it has more pixels and that size is at least the model's least size. A run that does not
-    fuse never has one (its ``size`` is the network's only)."""
+    it has more pixels and that size is at least the model's least size (``preset`` as in
+    :func:`predict_fields`). A run that does not fuse never has one (its ``size`` is the
+    network's only)."""
     if not fuse:
         return None
     if size is not None:
         return None if tuple(size) == tuple(shape) else tuple(size)
-    preset = getattr(model, "fused_network", None)
-    cap = None if preset is None else preset.max_pixels
+    settings = fused_settings(model, task, preset)
+    cap = None if settings is None else settings.max_pixels
     if cap is None or shape[0] * shape[1] <= cap:
         return None
     factor = math.sqrt(cap / (shape[0] * shape[1]))
