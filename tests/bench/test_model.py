@@ -46,6 +46,45 @@ def test_a_fusing_model_runs_its_fused_networks_refinement() -> None:
     assert [(c["backend"], c["refine"]) for c in cases] == [("cpu", None)]
 
 
+def test_a_fusing_model_runs_each_preset_and_the_classical_matchers_run_first() -> None:
+    cases = bench.default_cases(["matchstereo-hybrid", "T"], [(384, 1248)], ["fp32"], big=False,
+                                reference_sizes=[], repeats=1, threads=2,
+                                presets=["fast", "best"], classical=True)
+    assert [(c["model"], c.get("preset"), c.get("classical")) for c in cases] == [
+        ("SGBM filled", None, "SGBM filled"), ("DIS", None, "DIS"),
+        ("matchstereo-hybrid", None, None), ("matchstereo-hybrid", "fast", None),
+        ("matchstereo-hybrid", "best", None), ("T", None, None)]  # T does not fuse
+
+
+def test_ratios_to_the_classical_matchers_pair_rows_of_one_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    latency = {"SGBM filled": 0.1, "DIS": 0.05, "matchstereo-hybrid": 0.4}
+    monkeypatch.setattr(bench, "run_case", lambda case, timeout: {
+        **case, "status": "ok", "median_s": latency[case["model"]]})
+    cases = bench.default_cases(["matchstereo-hybrid"], [(384, 1248)], ["fp32"], big=False,
+                                reference_sizes=[], repeats=1, threads=1, classical=True)
+    rows = {r["model"]: r for r in bench.bench_model(cases)}
+    assert rows["matchstereo-hybrid"]["vs_sgbm"] == pytest.approx(4.0)
+    assert rows["matchstereo-hybrid"]["vs_dis"] == pytest.approx(8.0)
+    assert rows["SGBM filled"]["vs_sgbm"] == 1.0
+    assert "ratio" not in rows["DIS"]  # no fused-vs-reference ratio for OpenCV
+
+
+@pytest.mark.parametrize("name", sorted(bench.CLASSICAL))
+def test_measure_times_a_classical_matcher(name: str) -> None:
+    import cv2
+
+    threads, opencv_threads = torch.get_num_threads(), cv2.getNumThreads()
+    try:  # measure() is meant for a child process: it sets threads process-wide
+        row = bench.measure({"model": name, "size": [64, 96], "precision": "-",
+                             "backend": "opencv", "device": "cpu", "threads": 1, "repeats": 1,
+                             "warmup": 0, "classical": name})
+    finally:
+        torch.set_num_threads(threads)
+        cv2.setNumThreads(opencv_threads)
+    assert row["status"] == "ok" and row["median_s"] > 0 and row["cpu_s"] >= 0
+
+
 def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     latency = {("cpu", "fp32"): 2.0, ("reference", "fp32"): 12.0, ("cpu", "bf16"): 1.0}
 

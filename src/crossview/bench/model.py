@@ -14,7 +14,11 @@ Wall-clock and process CPU time are both reported; on a shared, busy machine the
 inflated by other processes, and CPU time / threads estimates what free cores would deliver.
 With ``device="cuda"`` the model and images are on the GPU, the fused operator is the
 ``triton`` backend, every timed call waits for the GPU and the peak GPU memory
-(``torch.cuda.max_memory_allocated``) is reported beside the RSS.
+(``torch.cuda.max_memory_allocated``) is reported beside the RSS. A fusing model also runs
+with each speed preset asked (:mod:`crossview.models.dense.presets`), and the classical
+matchers users compare with (:data:`CLASSICAL`: OpenCV SGBM with its holes filled, OpenCV DIS)
+are timed on the same pair in the same run, so that every time is also a ratio to theirs
+(``vs_sgbm``, ``vs_dis``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from crossview.api import build_model, estimate_disparity, load_model
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
+from crossview.models.dense.classical import dis_flow, fill_holes, sgbm_disparity
 from crossview.models.dense.inference import fuses, network_settings, working_size
 from crossview.models.registry import ModelSpec, get_spec
 
@@ -42,19 +47,31 @@ BIG = ((2176, 3840), "T")  # 4K: MatchStereo-T only on CPU, every model on a GPU
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEFAULT_PRECISIONS = {"cpu": ("fp32", "bf16"), "cuda": ("fp16", "bf16")}
 SHIFT_FRACTION = 1 / 8  # the benchmark pair's disparity, as a fraction of its width
+# the classical matchers timed beside the models, on the pair as uint8 [H, W, 3] images: SGBM
+# as the development tables run it (3-way, 128 disparities; holes filled along the rows), DIS
+# (OpenCV's medium preset, both directions' one: the flow default fuses with it)
+CLASSICAL = {"SGBM filled": lambda left, right: fill_holes(sgbm_disparity(left, right, 128)),
+             "DIS": dis_flow}
 
 
 def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                   precisions: Sequence[str], *, big: bool,
                   reference_sizes: Sequence[tuple[int, int]], repeats: int, threads: int,
                   reference_models: Sequence[str] = ("T",),
-                  device: str = "cpu") -> list[dict[str, Any]]:
+                  device: str = "cpu", presets: Sequence[str] = (),
+                  classical: bool = False) -> list[dict[str, Any]]:
     """The configurations to run on ``device``: the fused operator (:data:`FUSED`) everywhere,
     the reference operator for ``reference_models`` at ``reference_sizes``. A model whose
     inference refines photometrically by default (:func:`refines_by_default`) also runs without
-    the refinement (``"refine": False``), so that one run shows what the polish costs. Cases
-    above 1 Mpx run once, without warm-up."""
+    the refinement (``"refine": False``), so that one run shows what the polish costs; a model
+    that fuses also runs with each of ``presets``. With ``classical``, each size's pair is also
+    matched by each of :data:`CLASSICAL` (first, on the CPU). Cases above 1 Mpx run once,
+    without warm-up."""
     cases = []
+    if classical:
+        cases += [{"model": name, "size": list(size), "precision": "-", "backend": "opencv",
+                   "device": "cpu", "threads": threads, "repeats": repeats, "warmup": 1,
+                   "classical": name} for size in sizes for name in CLASSICAL]
     shapes = [(m, s) for m in models for s in sizes]
     if big:
         shapes += [(m, BIG[0]) for m in models if m == BIG[1] or device == "cuda"]
@@ -64,12 +81,15 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
             reference = model in reference_models and tuple(size) in map(tuple, reference_sizes)
             spec = get_spec(MODELS.get(model, model))
             refine_modes = [None, False] if refines_by_default(spec) else [None]
+            runs = [{"refine": refine} for refine in refine_modes] + [
+                {"refine": None, "preset": preset} for preset in presets
+                if spec.fuse and spec.fused_network is not None]
             for backend in [FUSED[device]] + (["reference"] if reference else []):
-                for refine in refine_modes:
+                for run in runs:
                     cases.append({"model": model, "size": list(size), "precision": precision,
                                   "backend": backend, "device": device, "threads": threads,
                                   "repeats": 1 if heavy else repeats,
-                                  "warmup": 0 if heavy else 1, "refine": refine})
+                                  "warmup": 0 if heavy else 1, **run})
     return cases
 
 
@@ -85,6 +105,8 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     """Run one configuration in this process (the child side)."""
     device = case.get("device", "cpu")
     torch.set_num_threads(case["threads"])
+    if "classical" in case:
+        return _measure_classical(case)
     set_backend(case["backend"])
     name = MODELS.get(case["model"], case["model"])
     shipped = get_spec(name).weights_path
@@ -92,19 +114,18 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
              else build_model(name)).eval().to(device)
     h, w = case["size"]
     fuse = fuses(model, None)
+    preset = case.get("preset")
     # a fused pair above the model's max_pixels runs whole at its working size
-    shape = working_size(model, "stereo", fuse, None, (h, w)) or (h, w)
+    shape = working_size(model, "stereo", fuse, None, (h, w), preset=preset) or (h, w)
     lri, refine, size = network_settings(model, "stereo", fuse, None, case.get("refine"), None,
-                                         shape)
-    generator = torch.Generator().manual_seed(0)
-    left = (torch.rand(1, 3, h, w, generator=generator) * 255).to(device)
-    right = torch.roll(left, -round(w * SHIFT_FRACTION), dims=3)
+                                         shape, preset=preset)
+    left, right = (image.to(device) for image in bench_pair(h, w))
     cpu: list[float] = []
 
     def run() -> None:
         started = time.process_time()
         estimate_disparity(left, right, model=model, precision=case["precision"], device=device,
-                           refine=refine)
+                           refine=refine, preset=preset)
         cpu.append(time.process_time() - started)
 
     stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
@@ -117,6 +138,37 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     if device == "cuda":  # the whole process's peak: model, images and every timed call
         row["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2**20
     return row
+
+
+def bench_pair(h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The benchmark pair ``[1, 3, H, W]`` (0..255): random, the right view the left moved by
+    :data:`SHIFT_FRACTION` of the width."""
+    generator = torch.Generator().manual_seed(0)
+    left = torch.rand(1, 3, h, w, generator=generator) * 255
+    return left, torch.roll(left, -round(w * SHIFT_FRACTION), dims=3)
+
+
+def _measure_classical(case: dict[str, Any]) -> dict[str, Any]:
+    """One of :data:`CLASSICAL` on the benchmark pair as uint8 images (OpenCV's own threads
+    set to the case's)."""
+    import cv2  # the baselines extra, as the fusion itself
+
+    cv2.setNumThreads(case["threads"])
+    left, right = (image[0].permute(1, 2, 0).round().to(torch.uint8).numpy().copy()
+                   for image in bench_pair(*case["size"]))
+    match = CLASSICAL[case["classical"]]
+    cpu: list[float] = []
+
+    def run() -> None:
+        started = time.process_time()
+        match(left, right)
+        cpu.append(time.process_time() - started)
+
+    stats = time_call(run, repeats=case["repeats"], warmup=case["warmup"])
+    timed_cpu = sorted(cpu[case["warmup"]:])
+    return {**case, "median_s": stats["median_s"], "min_s": stats["min_s"],
+            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
+            "status": "ok"}
 
 
 def run_case(case: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -153,8 +205,14 @@ def bench_model(cases: Sequence[dict[str, Any]], *, timeout: float = 1800,
 
 def _add_ratios(rows: list[dict[str, Any]]) -> None:
     medians = {_key(r): r["median_s"] for r in rows if r["status"] == "ok"}
+    classical = {(r["classical"], tuple(r["size"])): r["median_s"] for r in rows
+                 if r["status"] == "ok" and "classical" in r}
     for row in rows:
-        if row["status"] == "ok" and row["backend"] != "reference":
+        if row["status"] == "ok":
+            for name, column in (("SGBM filled", "vs_sgbm"), ("DIS", "vs_dis")):
+                theirs = classical.get((name, tuple(row["size"])))
+                row[column] = row["median_s"] / theirs if theirs else None
+        if row["status"] == "ok" and row["backend"] not in ("reference", "opencv"):
             reference = medians.get(_key(row, "reference"))
             row["ratio"] = reference / row["median_s"] if reference else None
             fp32 = medians.get(_key(row, row["backend"], "fp32"))
@@ -163,7 +221,7 @@ def _add_ratios(rows: list[dict[str, Any]]) -> None:
 
 def _key(row: dict[str, Any], backend: str | None = None, precision: str | None = None) -> tuple:
     return (row["model"], tuple(row["size"]), precision or row["precision"],
-            backend or row["backend"], row.get("refine"))
+            backend or row["backend"], row.get("refine"), row.get("preset"))
 
 
 if __name__ == "__main__":

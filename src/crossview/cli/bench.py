@@ -16,6 +16,7 @@ import typer
 
 from crossview.cli.help_text import App
 from crossview.cli.options import parse_size
+from crossview.defaults import PRESET_NAMES
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
 from crossview.output import check_output_file, check_output_files, check_writable, staged_files
@@ -274,8 +275,15 @@ def model(
     device: Annotated[str, typer.Option(
         help="cpu or cuda (fused Triton kernels, pip install 'crossview[gpu]'; peak GPU memory "
              "reported; 2176x3840 for every model).")] = "cpu",
+    presets: Annotated[list[str] | None, typer.Option(
+        "--preset", help=f"Also run a fusing model with this speed preset "
+        f"({', '.join(PRESET_NAMES)}; repeatable).")] = None,
+    classical: Annotated[bool, typer.Option(
+        "--classical/--no-classical", help="Also time OpenCV SGBM (filled) and DIS on each "
+        "size's pair, for the ratios x SGBM and x DIS (same run).")] = True,
 ) -> None:
-    """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio (same run)."""
+    """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio and the ratio
+    to OpenCV SGBM and DIS (same run)."""
     check_output_file(json_path, "--json")
     letters, precision_names = model_bench.MODELS, model_bench.PRECISIONS
     chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
@@ -289,12 +297,15 @@ def model(
                         f"{', '.join(precision_names)}")
     if repeats <= 0 or threads <= 0:
         raise UserError("--repeats and --threads must be positive")
+    if set(presets or ()) - set(PRESET_NAMES):
+        raise UserError(f"--preset takes {', '.join(PRESET_NAMES)}")
     cases = model_bench.default_cases(
         chosen, [parse_size(s) for s in sizes] if sizes else list(model_bench.SIZES),
         chosen_precisions,
         big=big, reference_sizes=[parse_size(s) for s in reference_sizes or ["384x1248"]],
         repeats=repeats, threads=threads,
-        reference_models=[m.upper() for m in reference_models or ["T"]], device=device)
+        reference_models=[m.upper() for m in reference_models or ["T"]], device=device,
+        presets=presets or (), classical=classical)
     with bars.Progress(transient=True) as progress:
         task = progress.add_task("model", total=len(cases))
 
@@ -314,10 +325,11 @@ def model(
         f"MatchStereo forward (estimate_disparity with the model's defaults, both views), "
         f"{threads} threads, bundled weights where a model ships them (else random), a pair "
         "at disparity W/8; ratio = reference / fused, same run",
-        ["model", "size", "network at", "lri", "precision", "operator", "refine", "fuse",
-         "median s", "cpu s",
-         "peak RSS MiB", "peak GPU MiB", "fused speed-up", "vs fp32", "status"],
-        [[r["model"], f"{r['size'][0]}x{r['size'][1]}",
+        ["model", "preset", "size", "network at", "lri", "precision", "operator", "refine",
+         "fuse", "median s", "cpu s",
+         "peak RSS MiB", "peak GPU MiB", "fused speed-up", "vs fp32", "x SGBM filled", "x DIS",
+         "status"],
+        [[r["model"], r.get("preset") or "-", f"{r['size'][0]}x{r['size'][1]}",
           "-" if "network_size" not in r else "x".join(map(str, r["network_size"])),
           "-" if r.get("lri") is None else ("on" if r["lri"] else "off"),
           r["precision"], r["backend"],
@@ -325,7 +337,8 @@ def model(
           "-" if r.get("fuse") is None else ("on" if r["fuse"] else "off"),
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
           fmt(r.get("peak_gpu_mib"), ".0f"),
-          fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), r["status"]] for r in rows])
+          fmt(r.get("ratio"), ".2f"), fmt(r.get("vs_fp32"), ".2f"), fmt(r.get("vs_sgbm"), ".2f"),
+          fmt(r.get("vs_dis"), ".2f"), r["status"]] for r in rows])
     typer.echo(f"wrote {json_path}")
 
 
