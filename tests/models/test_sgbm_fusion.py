@@ -34,13 +34,19 @@ from crossview.models.dense.inference import network_settings, predict_fields
 from crossview.models.dense.rank_transform import rank_matching_image
 from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
+    FILL,
     FUSION_CONSISTENCY_PX,
     FUSION_SGBM_CHECK_PX,
     FUSION_SGBM_RUNS,
     FUSION_SGBM_UNIQUENESS,
+    NETWORK,
     OUT_OF_VIEW,
+    SGBM,
     fuse_view,
     fuse_with_sgbm,
+    fusion_inputs,
+    fusion_sources,
+    fusion_steps,
     scaled_median,
 )
 from crossview.models.matchstereo import MatchStereoConfig
@@ -97,6 +103,75 @@ def test_fuse_view_is_the_rule_pixel_by_pixel(seed: int, network_run: int) -> No
                                                 if np.isfinite(sparse[y, i])), default=None))
                     if i is not None]
             assert fused[y, x] == np.float32(min(near) if near else 0.0)
+
+
+def test_fusion_sources_name_the_step_that_answers() -> None:
+    """A row of 12: SGBM answers columns 0-1 and 9-11; the hole 2-8 (7 px) is long enough at
+    network_run 4, where the network is consistent at 3-5 only; a second row's hole of 3 px
+    is too short for it, consistent or not; a third row has no SGBM at all."""
+    network = np.full((3, 12), 20.0, np.float32)
+    network[0, 3:6] = [11.0, 12.0, 13.0]
+    classical = np.full((3, 12), np.nan, np.float32)
+    classical[0, [0, 1, 9, 10, 11]] = [5.0, 5.0, 7.0, 7.0, 7.0]
+    classical[1] = 9.0
+    classical[1, 4:7] = np.nan
+    consistent = np.zeros((3, 12), bool)
+    consistent[0, 3:6] = consistent[1] = consistent[2, :6] = True
+    sources = fusion_sources(network, consistent, classical, network_run=4)
+    assert sources.dtype == np.uint8 and sources.shape == (3, 12)
+    assert len({SGBM, NETWORK, FILL}) == 3
+    s, n, f = SGBM, NETWORK, FILL
+    assert sources.tolist() == [[s, s, f, n, n, n, f, f, f, s, s, s],
+                                [s, s, s, s, f, f, f, s, s, s, s, s],
+                                [n] * 6 + [f] * 6]
+    steps = fusion_steps(network, consistent, classical, network_run=4)
+    assert steps.filled is steps.medianed is steps.fused
+    np.testing.assert_array_equal(steps.fused, fuse_view(network, consistent, classical,
+                                                         network_run=4))
+    fused = steps.fused  # each label's value is its source's
+    np.testing.assert_array_equal(fused[sources == SGBM], classical[sources == SGBM])
+    np.testing.assert_array_equal(fused[sources == NETWORK], network[sources == NETWORK])
+    assert fused[0, 2] == 5.0 and (fused[0, 6:9] == 7.0).all()  # the farther neighbour
+    assert (fused[1, 4:7] == 9.0).all() and (fused[2, 6:] == 20.0).all()
+    # the scale lengthens the run the network needs: 4 * 2 > 7 px, so the fill answers
+    scaled = fusion_sources(network, consistent, classical, network_run=4, scale=2.0)
+    assert (scaled[0, 2:9] == FILL).all() and (scaled[2, :6] == NETWORK).all()
+    with pytest.raises(ValueError, match="differ in shape"):
+        fusion_sources(network, consistent[:, 1:], classical)
+
+
+def test_fusion_steps_keep_what_each_step_changed() -> None:
+    rng = np.random.default_rng(7)
+    network = np.where(np.arange(40)[None] < 17, 8.0, 2.0).repeat(24, 0).astype(np.float32)
+    consistent = rng.random(network.shape) < 0.5
+    classical = np.where(rng.random(network.shape) < 0.5, network + 0.25, np.nan)
+    image = np.where(np.arange(40)[None, :, None] < 15, 40.0, 200.0) + rng.uniform(
+        -2, 2, (*network.shape, 3))
+    steps = fusion_steps(network, consistent, classical, image)
+    np.testing.assert_array_equal(steps.filled, fuse_view(network, consistent, classical))
+    np.testing.assert_array_equal(steps.fused, fuse_view(network, consistent, classical, image))
+    medianed = steps.filled
+    for settings in EDGE_MEDIANS:
+        medianed = edge_weighted_median(medianed, image, **settings)
+    np.testing.assert_array_equal(steps.medianed, medianed)
+    assert (steps.medianed != steps.filled).any() and (steps.fused != steps.medianed).any()
+    np.testing.assert_array_equal(steps.sources, fusion_sources(network, consistent, classical))
+
+
+def test_fusion_inputs_are_what_fuse_with_sgbm_fuses() -> None:
+    left, right = _pair()
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    rng = np.random.default_rng(4)
+    field = torch.zeros(2, *left.shape[:2], 2)
+    field[0, ..., 0] = -torch.from_numpy(rng.uniform(0, 2 * SHIFT, left.shape[:2]))
+    field[1, ..., 0] = torch.from_numpy(rng.uniform(0, 2 * SHIFT, left.shape[:2]))
+    inputs = fusion_inputs(x0, x1, field)
+    assert [view.view for view in inputs] == ["left", "right"]
+    fused = fuse_with_sgbm(x0, x1, field)
+    assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), fuse_view(*inputs[0]))
+    assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(),
+                          fuse_view(*inputs[1]))
+    assert (fusion_sources(*inputs[0][:3]) == SGBM).mean() > 0.5
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -32,6 +32,11 @@ fusion then keeps, per pixel of each view:
    (:func:`~crossview.geometry.out_of_view.extend_out_of_view`, :data:`OUT_OF_VIEW`) instead of
    the constant that steps 1-3 leave there.
 
+Which of steps 1-3 answers each pixel is :func:`fusion_sources` (:data:`SGBM`,
+:data:`NETWORK`, :data:`FILL`), the one place that rule is written; :func:`fusion_steps` keeps
+each step's result and :func:`fusion_inputs` what the fusion of a pair hands each view
+(docs/results/who-answers measures who answers on real scenes).
+
 SGBM's search range comes from the network's largest disparity of the pair
 (:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
 The lengths and thresholds above are in pixels, chosen on images at most 740 px wide;
@@ -49,6 +54,7 @@ leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -95,6 +101,8 @@ OUT_OF_VIEW = {"span": 16, "rows": 100}
 # chosen by leave-one-group-out over {never, 0, 2, 4, 8} on real-train scenes with the right
 # image's gain, gamma or colour changed (docs/results/real-stereo/real_tone_matching.py)
 TONE_MATCH_MIN_GREY: float | None = 8.0
+# which of steps 1-3 answers a pixel (fusion_sources)
+SGBM, NETWORK, FILL = 1, 2, 3
 
 
 def scaled_median(settings: dict, scale: float, jumps: float | None = None) -> dict:
@@ -105,6 +113,65 @@ def scaled_median(settings: dict, scale: float, jumps: float | None = None) -> d
     return {**settings, "jump": settings["jump"] * (scale if jumps is None else jumps),
             "width": max(1, round(settings["width"] * scale)),
             "radius": settings["radius"] // settings["step"] * step, "step": step}
+
+
+def fusion_sources(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray, *,
+                   network_run: int = FUSION_NETWORK_RUN_PX, scale: float = 1.0) -> np.ndarray:
+    """Which of steps 1-3 answers each pixel of one view: ``[H, W]`` uint8, :data:`SGBM` where
+    SGBM's checked disparity ``classical [H, W]`` (NaN at holes) is finite, :data:`NETWORK`
+    where the network's ``[H, W]`` is consistent (``consistent [H, W]`` bool) in a hole longer
+    than ``network_run * scale`` px along the row, :data:`FILL` elsewhere (the row fill's).
+    :func:`fuse_view` keeps the values these labels name; steps 4 and 5 may move them after.
+
+    >>> fusion_sources(np.zeros((1, 4)), np.array([[True, True, False, False]]),
+    ...                np.array([[1.0, np.nan, np.nan, 2.0]]), network_run=1).tolist()
+    [[1, 2, 3, 1]]
+    """
+    if not network.shape == consistent.shape == classical.shape:
+        raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
+                         f"{classical.shape=}")
+    trusted = consistent & (hole_run_length(classical) > network_run * scale)
+    return np.where(np.isfinite(classical), np.uint8(SGBM),
+                    np.where(trusted, np.uint8(NETWORK), np.uint8(FILL)))
+
+
+class FusionSteps(NamedTuple):
+    """One view's fusion step by step (:func:`fusion_steps`): ``sources [H, W]`` uint8
+    (:func:`fusion_sources`), and the disparity ``[H, W]`` float32 px after step 3
+    (``filled``), step 4 (``medianed``) and step 5 (``fused``, what :func:`fuse_view`
+    returns)."""
+
+    sources: np.ndarray
+    filled: np.ndarray
+    medianed: np.ndarray
+    fused: np.ndarray
+
+
+def fusion_steps(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
+                 image: np.ndarray | None = None, view: str = "left", *,
+                 network_run: int = FUSION_NETWORK_RUN_PX, scale: float = 1.0,
+                 jumps: float | None = None,
+                 medians: tuple[dict, ...] | None = None) -> FusionSteps:
+    """:func:`fuse_view` (same arguments), each step's result kept; without ``image``, steps
+    4 and 5 are skipped (``medianed`` and ``fused`` are ``filled``)."""
+    if view not in ("left", "right"):
+        raise ValueError(f"view must be 'left' or 'right', got {view!r}")
+    sources = fusion_sources(network, consistent, classical, network_run=network_run,
+                             scale=scale)
+    sparse = np.where(sources == SGBM, classical,
+                      np.where(sources == NETWORK, network, np.nan))
+    filled = fill_holes(sparse)
+    if image is None:
+        return FusionSteps(sources, filled, filled, filled)
+    medianed = filled
+    for settings in EDGE_MEDIANS if medians is None else medians:
+        medianed = edge_weighted_median(medianed, image, **scaled_median(settings, scale, jumps))
+    strip = {key: max(1, round(value * scale)) for key, value in OUT_OF_VIEW.items()}
+    if view == "left":
+        fused = extend_out_of_view(medianed, **strip)
+    else:
+        fused = np.ascontiguousarray(extend_out_of_view(medianed[:, ::-1], **strip)[:, ::-1])
+    return FusionSteps(sources, filled, medianed, fused)
 
 
 def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray,
@@ -118,23 +185,23 @@ def fuse_view(network: np.ndarray, consistent: np.ndarray, classical: np.ndarray
     ``image [H, W, 3]`` (0..255), steps 4 and 5 too, their lengths times ``scale`` and the
     median's jumps times ``jumps`` (default ``scale``) (``view``: ``"left"`` or ``"right"``,
     whose out-of-view strip lies along the other border; ``medians``: step 4's passes, in
-    order, ``None`` for :data:`EDGE_MEDIANS`, ``()`` for none)."""
-    if not network.shape == consistent.shape == classical.shape:
-        raise ValueError(f"the maps differ in shape: {network.shape=}, {consistent.shape=}, "
-                         f"{classical.shape=}")
-    if view not in ("left", "right"):
-        raise ValueError(f"view must be 'left' or 'right', got {view!r}")
-    trusted = consistent & (hole_run_length(classical) > network_run * scale)
-    sparse = np.where(np.isfinite(classical), classical, np.where(trusted, network, np.nan))
-    fused = fill_holes(sparse)
-    if image is None:
-        return fused
-    for settings in EDGE_MEDIANS if medians is None else medians:
-        fused = edge_weighted_median(fused, image, **scaled_median(settings, scale, jumps))
-    strip = {key: max(1, round(value * scale)) for key, value in OUT_OF_VIEW.items()}
-    if view == "left":
-        return extend_out_of_view(fused, **strip)
-    return np.ascontiguousarray(extend_out_of_view(fused[:, ::-1], **strip)[:, ::-1])
+    order, ``None`` for :data:`EDGE_MEDIANS`, ``()`` for none). Which step answers each pixel:
+    :func:`fusion_sources`; each step's result: :func:`fusion_steps`."""
+    return fusion_steps(network, consistent, classical, image, view, network_run=network_run,
+                        scale=scale, jumps=jumps, medians=medians).fused
+
+
+class ViewInputs(NamedTuple):
+    """What :func:`fuse_view` fuses for one view (:func:`fusion_inputs`): the network's
+    disparity ``[H, W]`` float32 px, its consistency mask ``[H, W]`` bool, SGBM's left-right
+    checked disparity ``[H, W]`` (NaN at holes; step 1's runs merged), the view's image
+    ``[H, W, 3]`` uint8 and ``view`` (``"left"`` or ``"right"``)."""
+
+    network: np.ndarray
+    consistent: np.ndarray
+    classical: np.ndarray
+    image: np.ndarray
+    view: str
 
 
 def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
@@ -154,6 +221,26 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     Returns:
         The fused fields ``[2B, H, W, 2]`` (y as given), on ``field``'s device and dtype.
     """
+    inputs = fusion_inputs(x0, x1, field, runs=runs)
+    b = x0.shape[0]
+
+    def fuse_one(view: ViewInputs) -> np.ndarray:
+        return fuse_view(*view, medians=medians)
+
+    # numpy and OpenCV release the GIL: the views run side by side
+    with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
+        views = list(pool.map(fuse_one, inputs))
+    fused = field.clone()
+    fused[..., 0] = torch.from_numpy(np.stack(views)).to(field)
+    fused[:b, ..., 0] *= -1.0  # left views: x = -disparity
+    return fused
+
+
+def fusion_inputs(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
+                  runs: tuple[dict, ...] | None = None) -> list[ViewInputs]:
+    """What :func:`fuse_with_sgbm` (same arguments) hands :func:`fuse_view` for each of the
+    ``2B`` views (left views first): the network's disparity and consistency, SGBM's checked
+    disparity after step 1's ``runs`` (step 0's toning included), the view's image."""
     b = x0.shape[0]
     runs = FUSION_SGBM_RUNS if runs is None else runs
     if not runs:
@@ -182,22 +269,17 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
         return matcher(left, right, searches[row % b], pad=True,
                        uniqueness=FUSION_SGBM_UNIQUENESS)
 
-    def fuse_one(row: int) -> np.ndarray:
+    def inputs_one(row: int) -> ViewInputs:
         view, other = ("left", row + b) if row < b else ("right", row - b)
         checked = np.full(network[row].shape, np.nan, np.float32)
         for run in classical:  # each run fills the holes that the runs before it left
             checked = np.where(np.isfinite(checked), checked,
                                left_right_checked(run[row], run[other], FUSION_SGBM_CHECK_PX,
                                                   view))
-        return fuse_view(network[row], consistent[row], checked, images[row], view,
-                         medians=medians)
+        return ViewInputs(network[row], consistent[row], checked, images[row], view)
 
     # OpenCV and numpy release the GIL: the views run side by side
     with ThreadPoolExecutor(max_workers=min(2 * b * len(pairs), FUSION_THREADS)) as pool:
         maps = list(pool.map(sgbm_view, range(2 * b * len(pairs))))
         classical = [maps[run * 2 * b:(run + 1) * 2 * b] for run in range(len(pairs))]
-        views = list(pool.map(fuse_one, range(2 * b)))
-    fused = field.clone()
-    fused[..., 0] = torch.from_numpy(np.stack(views)).to(field)
-    fused[:b, ..., 0] *= -1.0  # left views: x = -disparity
-    return fused
+        return list(pool.map(inputs_one, range(2 * b)))
