@@ -6,7 +6,8 @@
 // each query works on a few small per-thread buffers of (2r+2)^2 scores.
 //
 // Forward: one task per query position (b, y, x), looping over heads (so a rel_pos shared by
-// the heads gets its gradient summed in a fixed order).
+// the heads gets its gradient summed in a fixed order). Sums over channels run in SIMD
+// registers of the target's own width (see Simd below).
 // Backward: pass 1 recomputes each query's window, writes grad_q and grad_rel_pos and keeps
 // the score gradients and mixed weights of its (2r+2)^2 keys; pass 2 gathers, for every key, the
 // contributions of the queries whose window covers it, found through a counting sort of the
@@ -109,8 +110,8 @@ constexpr int kRegBytes = 16;
 
 // A sum over channels runs a block of 64 bytes (16 floats or 8 doubles) at a time: kParts
 // registers whose lanes are separate partial sums, reduced at the end by one fixed tree of
-// halves (lane_sum). The block, not the register, sets the order of the sum, so AVX-512, AVX2
-// and SSE builds give the same bits.
+// halves (lane_sum). The block, not the register, sets the order of the sum, so AVX-512 and
+// AVX2 builds give the same bits (an SSE-only build differs where the others fuse multiply-adds).
 template <typename acc_t>
 struct Simd {
   typedef acc_t reg __attribute__((vector_size(kRegBytes)));
@@ -151,25 +152,29 @@ __attribute__((always_inline)) inline reg_t<acc_t> absolute(reg_t<acc_t> x) {
                                         std::numeric_limits<bits_t>::max());
 }
 
-// Sum of a block's lanes by one fixed tree of halves, whatever the register width. Floats
-// (16 lanes v[0..16)): a[i] = v[i] + v[i+8], b[i] = a[i] + a[i+4], (b[0] + b[2]) + (b[1] + b[3]).
-// Doubles (8 lanes): a[i] = v[i] + v[i+4], (a[0] + a[2]) + (a[1] + a[3]). (Templates, so that
-// only the branch of this build's width is compiled.)
-template <typename acc_t>
-__attribute__((always_inline)) inline acc_t lane_sum(const Block<acc_t>& v) {
-  constexpr int kParts = Simd<acc_t>::kParts;
-  typedef acc_t half4 __attribute__((vector_size(4 * sizeof(acc_t))));
-  half4 b;  // floats: b above; doubles: a above
-  if constexpr (kParts == 4) {  // registers of 16 bytes: lanes 0-3 of a/b from parts 0+2, 1+3
-    if constexpr (std::is_same_v<acc_t, float>) {
-      b = (v.part[0] + v.part[2]) + (v.part[1] + v.part[3]);
-    } else {
-      const auto lo = v.part[0] + v.part[2], hi = v.part[1] + v.part[3];
-      return (lo[0] + hi[0]) + (lo[1] + hi[1]);
-    }
-  } else if constexpr (std::is_same_v<acc_t, float>) {
-    typedef float half8 __attribute__((vector_size(32)));
-    half8 a;
+// A float block's 16 lanes v[0..16) are summed by one fixed tree, whatever the register width:
+// a[i] = v[i] + v[i+8], then ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])),
+// an order that four keys' sums can share (lane_sums4). A double block (8 lanes): a[i] = v[i] +
+// v[i+4], then (a[0] + a[2]) + (a[1] + a[3]). (Templates, so that only the branch of this
+// build's width is compiled.)
+typedef float f4 __attribute__((vector_size(16)));
+typedef float f8 __attribute__((vector_size(32)));
+
+// [x0 + x1, x2 + x3, y0 + y1, y2 + y3] (SSE3's haddps).
+__attribute__((always_inline)) inline f4 pair_sums(f4 x, f4 y) {
+  return __builtin_shufflevector(x, y, 0, 2, 4, 6) + __builtin_shufflevector(x, y, 1, 3, 5, 7);
+}
+
+// The halves a[0..4) and a[4..8) of a float block (a template only so that the branches of
+// other register widths are not compiled).
+template <typename T>
+__attribute__((always_inline)) inline void halves(const Block<T>& v, f4& lo, f4& hi) {
+  constexpr int kParts = Simd<float>::kParts;
+  if constexpr (kParts == 4) {
+    lo = v.part[0] + v.part[2];
+    hi = v.part[1] + v.part[3];
+  } else {
+    f8 a;
     if constexpr (kParts == 1) {
       const auto& x = v.part[0];
       a = __builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7) +
@@ -177,14 +182,45 @@ __attribute__((always_inline)) inline acc_t lane_sum(const Block<acc_t>& v) {
     } else {
       a = v.part[0] + v.part[1];
     }
-    b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-  } else if constexpr (kParts == 1) {
-    const auto& x = v.part[0];
-    b = __builtin_shufflevector(x, x, 0, 1, 2, 3) + __builtin_shufflevector(x, x, 4, 5, 6, 7);
-  } else {
-    b = v.part[0] + v.part[1];
+    lo = __builtin_shufflevector(a, a, 0, 1, 2, 3);
+    hi = __builtin_shufflevector(a, a, 4, 5, 6, 7);
   }
-  return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
+template <typename acc_t>
+__attribute__((always_inline)) inline acc_t lane_sum(const Block<acc_t>& v) {
+  if constexpr (std::is_same_v<acc_t, float>) {
+    f4 lo, hi;
+    halves(v, lo, hi);
+    const f4 p = pair_sums(lo, hi);  // a0+a1, a2+a3, a4+a5, a6+a7
+    return (p[0] + p[1]) + (p[2] + p[3]);
+  } else {
+    constexpr int kParts = Simd<double>::kParts;
+    if constexpr (kParts == 4) {  // registers of 2 lanes: a = (p0 + p2, p1 + p3)
+      const auto lo = v.part[0] + v.part[2], hi = v.part[1] + v.part[3];
+      return (lo[0] + hi[0]) + (lo[1] + hi[1]);
+    } else {
+      typedef double d4 __attribute__((vector_size(32)));
+      d4 a;
+      if constexpr (kParts == 1) {
+        const auto& x = v.part[0];
+        a = __builtin_shufflevector(x, x, 0, 1, 2, 3) + __builtin_shufflevector(x, x, 4, 5, 6, 7);
+      } else {
+        a = v.part[0] + v.part[1];
+      }
+      return (a[0] + a[2]) + (a[1] + a[3]);
+    }
+  }
+}
+
+// lane_sum of four float blocks at once, the pairwise sums of all four sharing each shuffle.
+__attribute__((always_inline)) inline f4 lane_sums4(const Block<float> (&v)[4]) {
+  f4 lo[4], hi[4];
+  for (int i = 0; i < 4; ++i) halves(v[i], lo[i], hi[i]);
+  // pair_sums(pair_sums(x0, x1), pair_sums(x2, x3))[i] = (x_i0 + x_i1) + (x_i2 + x_i3)
+  const f4 low = pair_sums(pair_sums(lo[0], lo[1]), pair_sums(lo[2], lo[3]));
+  const f4 high = pair_sums(pair_sums(hi[0], hi[1]), pair_sums(hi[2], hi[3]));
+  return low + high;
 }
 
 // Negative L1 distances (kL1) or dot products of the channel vector `a` with kKeys vectors,
@@ -211,8 +247,15 @@ __attribute__((always_inline)) inline void similarities(const scalar_t* a, const
       }
     }
   }
+  acc_t totals[kKeys];
+  if constexpr (kKeys == 4 && std::is_same_v<acc_t, float>) {
+    const f4 four = lane_sums4(sums);
+    for (int i = 0; i < 4; ++i) totals[i] = four[i];
+  } else {
+    for (int i = 0; i < kKeys; ++i) totals[i] = lane_sum(sums[i]);
+  }
   for (int i = 0; i < kKeys; ++i) {
-    acc_t total = lane_sum(sums[i]);
+    acc_t total = totals[i];
     for (int64_t t = c; t < n; ++t) {
       const acc_t x = static_cast<acc_t>(a[t]), y = static_cast<acc_t>(b[i * stride + t]);
       total += kL1 ? std::abs(x - y) : x * y;
