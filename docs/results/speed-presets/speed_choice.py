@@ -1,0 +1,101 @@
+"""The stereo presets chosen: per time budget, the most accurate setting of
+``speed_settings.py`` among those that fit it, by leave-one-group-out on real-train scenes.
+
+Reads the settings' records on real-train (``speed_settings.py``) and their times
+(``speed_timing.py``); a preset's budget is a time per pair at one size (:data:`BUDGETS`,
+the issue's targets: ``fast`` 5 pairs a second at 480x640, ``balanced`` 0.5 s at 375x1242,
+``best`` the 2 s the default has); a setting fits when its median time there is within the
+budget. Within the fitting settings, each group of scenes gets the setting with the lowest
+mean bad-2 over the *other* groups (its left-out score); the setting chosen on all groups is the
+preset. With ``--dev`` the development scenes' records are reported beside (never used to
+choose).
+
+Run: ``python docs/results/speed-presets/speed_choice.py SETTINGS_TRAIN.json TIMING.json
+../shared/real-train [--dev SETTINGS_DEV.json] [--json OUT]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from crossview.report import print_table, write_json
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "real-stereo"))
+from real_choice import choose, scene_groups  # leave-one-group-out's groups and choice
+
+# preset -> (size of the budget's pair, seconds per pair there)
+BUDGETS = {"fast": ("480x640", 0.2), "balanced": ("375x1242", 0.5), "best": ("375x1242", 2.0)}
+
+
+def bad2_table(path: Path) -> dict[str, dict[str, float]]:
+    """``{setting: {scene: bad-2 %}}`` of a ``speed_settings.py`` record file."""
+    table: dict[str, dict[str, float]] = defaultdict(dict)
+    for record in json.loads(path.read_text())["records"]:
+        table[record["setting"]][record["scene"]] = record["bad2"]
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("settings", type=Path)
+    parser.add_argument("timing", type=Path)
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--dev", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    table = bad2_table(args.settings)
+    dev = bad2_table(args.dev) if args.dev else {}
+    seconds = {(row["size"], row["setting"]): row["median_s"]
+               for row in json.loads(args.timing.read_text())["rows"]}
+    scenes = sorted(next(iter(table.values())))
+    groups = scene_groups(args.root)
+    group_of = {scene: groups.get(scene, scene) for scene in scenes}
+    chosen: dict[str, dict] = {}
+    for preset, (size, budget) in BUDGETS.items():
+        fitting = {s: t for s, t in table.items() if seconds.get((size, s), np.inf) <= budget}
+        if not fitting:
+            chosen[preset] = {"budget": f"{budget} s at {size}", "setting": None}
+            continue
+        left_out = {}
+        for group in sorted(set(group_of.values())):
+            others = [s for s in scenes if group_of[s] != group]
+            pick = choose(fitting, others)
+            left_out.update({s: fitting[pick][s] for s in scenes if group_of[s] == group})
+        final = choose(fitting, scenes)
+        chosen[preset] = {
+            "budget": f"{budget} s at {size}", "setting": final,
+            "seconds": {s: seconds.get((s, final)) for s in ("375x1242", "480x640")},
+            "left_out_bad2": float(np.mean(list(left_out.values()))),
+            "real_train_bad2": float(np.mean([fitting[final][s] for s in scenes])),
+            "dev_bad2": float(np.mean(list(dev[final].values()))) if final in dev else None,
+            "dev_per_scene": dev.get(final)}
+    print_table("stereo presets: the most accurate setting within each budget (leave-one-group-"
+                "out over real-train; dev reported only)",
+                ["preset", "budget", "setting", "s at 375x1242", "s at 480x640",
+                 "left-out bad-2", "real-train bad-2", "dev bad-2"],
+                [[p, c["budget"], c["setting"] or "none fits",
+                  *(f"{c['seconds'][s]:.3f}" if c.get("seconds", {}).get(s) else "-"
+                    for s in ("375x1242", "480x640")),
+                  *(f"{c[k]:.2f}" if c.get(k) is not None else "-"
+                    for k in ("left_out_bad2", "real_train_bad2", "dev_bad2"))]
+                 for p, c in chosen.items()])
+    means = sorted((float(np.mean(list(t.values()))), s) for s, t in table.items())
+    print_table("every setting: mean bad-2 % (real-train; dev) and time per pair",
+                ["setting", "real-train", "dev", "s at 375x1242", "s at 480x640"],
+                [[s, f"{m:.2f}",
+                  f"{np.mean(list(dev[s].values())):.2f}" if s in dev else "-",
+                  *(f"{seconds[(z, s)]:.3f}" if (z, s) in seconds else "-"
+                    for z in ("375x1242", "480x640"))] for m, s in means])
+    if args.json:
+        write_json(args.json, {"budgets": BUDGETS, "chosen": chosen,
+                               "mean_bad2": {s: m for m, s in means}})
+
+
+if __name__ == "__main__":
+    main()
