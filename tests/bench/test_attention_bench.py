@@ -46,6 +46,7 @@ def test_quick_bench_writes_json_and_plot(tmp_path: Path, monkeypatch: pytest.Mo
     # The roof row: ns per query and head next to the bound from this run's GEMM rate and
     # bandwidth (values depend on the machine: only their presence and consistency here).
     assert result["gemm_flops_per_s"] > 0 and result["threads"] >= 1
+    assert any(flag.startswith("-march=") for flag in result["cpu_cflags"])
     assert "against the roof" in printed
     for row in result["rows"]:
         assert row["fused_fwd_ns_per_query_head"] == pytest.approx(

@@ -38,7 +38,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from crossview.attention.match import match_attention
+from crossview.attention.match import cpu_build, match_attention
 from crossview.bench.device import fused_backend, peak_bytes, synchronized
 from crossview.bench.measure import time_call
 from crossview.lazy import lazy_import
@@ -229,8 +229,10 @@ def bench_attention(sizes: Sequence[int] = SIZES, radii: Sequence[int] = RADII, 
             if "sdpa_fwd_s" in row:
                 sdpa_last = (size, row["sdpa_fwd_s"])
             rows.append(row)
+    # the fused CPU kernels' compile flags: -march says which SIMD the timings are of
+    build = {"cpu_cflags": list(cpu_build.cflags())} if fused == "cpu" else {}
     return {"device": device, "fused_backend": fused, "copy_bandwidth_Bps": bandwidth,
-            "gemm_flops_per_s": flop_rate, "threads": torch.get_num_threads(),
+            "gemm_flops_per_s": flop_rate, "threads": torch.get_num_threads(), **build,
             "heads": HEADS, "channels": CHANNELS,
             "dtype": "float32", "rows": rows, "skipped": skipped, "summary": summarize(rows)}
 

@@ -63,6 +63,10 @@ def _other_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(cpu_build, "CFLAGS", [*cpu_build.CFLAGS, "-mno-avx512f"])
 
 
+def _other_march(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(cpu_build.MARCH_ENV, "x86-64-v3")  # what an AVX2-only CPU gets
+
+
 def _other_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CXX", _script(tmp_path / "g++", "#!/bin/sh\necho 'g++ (GCC) 99.1.0'\n"))
 
@@ -78,8 +82,8 @@ def _other_torch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @can_build
-@pytest.mark.parametrize("change", [_edit_source, _other_flags, _other_compiler, _other_cpu,
-                                    _other_torch], ids=lambda change: change.__name__)
+@pytest.mark.parametrize("change", [_edit_source, _other_flags, _other_march, _other_compiler,
+                                    _other_cpu, _other_torch], ids=lambda change: change.__name__)
 def test_a_changed_input_builds_beside_the_other_build(
         change: Simulate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     extensions = tmp_path / "extensions"
@@ -245,6 +249,26 @@ def test_the_fallback_warning_comes_once_per_process(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("RuntimeWarning") == 1, result.stderr
     assert "no C++ compiler" in result.stderr
+
+
+def test_the_march_variable_replaces_native_in_the_compile_flags(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "-march=native" in cpu_build.cflags()
+    monkeypatch.setenv(cpu_build.MARCH_ENV, "x86-64-v3")
+    flags = cpu_build.cflags()
+    assert "-march=x86-64-v3" in flags and "-march=native" not in flags
+    assert len(flags) == len(cpu_build.CFLAGS)
+
+
+@can_build
+def test_a_march_that_is_no_target_name_is_a_build_problem(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "extensions"))
+    monkeypatch.setattr(cpp_extension, "load", lambda **kwargs: pytest.fail("built"))
+    monkeypatch.setenv(cpu_build.MARCH_ENV, "native -O0")
+    reason = cpu_build._build.__wrapped__()  # uncached: the process's own build stays
+    assert isinstance(reason, str) and reason.startswith(BUILD_PROBLEM)
+    assert f"{cpu_build.MARCH_ENV}='native -O0' is not a -march target name" in reason
 
 
 @pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
