@@ -38,10 +38,13 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "best": {"scale": 0.75, "lri": False, "refine": False, "classical_runs": 2,
                  "median_passes": (0, 1)},
     },
+    # flow: chosen in every fold of leave-one-group-out over the real-train pairs as flow among
+    # 8 settings, budgets 1/2 and 1/4 of best's time at 375x1242
+    # (docs/results/speed-presets/flow.md, flow_choice.py)
     "flow": {
-        "fast": {"scale": 0.5, "lri": False, "refine": False, "classical_runs": 1,
-                 "median_passes": ()},
-        "balanced": {"scale": 1.0, "lri": False, "refine": True, "classical_runs": 2,
+        "fast": {"scale": 0.5, "lri": False, "refine": False, "classical_runs": 2,
+                 "median_passes": (0, 1)},
+        "balanced": {"scale": 1.0, "lri": False, "refine": False, "classical_runs": 2,
                      "median_passes": (0, 1)},
         "best": {"scale": 1.0, "lri": True, "refine": True, "classical_runs": 2,
                  "median_passes": (0, 1)},
