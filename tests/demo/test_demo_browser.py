@@ -2,8 +2,9 @@
 Playwright drives Debian's Chromium (``/usr/bin/chromium``, headless) through it, and the
 disparity picture the page shows, downloaded pixel for pixel, is what ``crossview stereo``
 writes for the same pair. Every request the page makes stays on this computer (the demo runs
-offline). A bad upload is answered in the page with crossview's message; a click on the
-matching tab's source transfers the point.
+offline). A bad upload is answered in the page with crossview's message; the speed choice is
+disabled for a model that takes no preset; a click on the matching tab's source transfers the
+point.
 
 Skipped, with the reason, without gradio, playwright or ``/usr/bin/chromium``; with
 ``CROSSVIEW_REQUIRE_BROWSER=1`` (CI) that is a failure instead. The page's screenshot is
@@ -196,4 +197,22 @@ def test_a_click_on_the_source_is_transferred(page: tuple[object, list[str]]) ->
     tab.wait_for_function("document.querySelector('#match-summary').innerText"
                           ".startsWith('1 point')", timeout=RUN_SECONDS * 1000)
     assert _pixels(tab, "#match-transferred").shape == (300, 300, 3)
+    assert outside == []
+
+
+def test_the_speed_choice_follows_the_model(page: tuple[object, list[str]]) -> None:
+    """A model that takes no preset disables the choice, back on ``default``, saying why."""
+    tab, outside = page
+    tab.get_by_role("tab", name="Stereo").click()
+    field = tab.locator("#stereo-speed")
+    field.locator("input[value=fast]").check()
+    for model, enabled, note in (("matchstereo-mini", False, "matchstereo-mini runs with its own"),
+                                 ("matchstereo-hybrid", True, "fast is the quickest")):
+        tab.locator("#stereo-model input").click()
+        tab.get_by_role("option", name=model, exact=True).click()
+        tab.wait_for_function("document.querySelector('#stereo-speed input[value=fast]')"
+                              f".disabled === {str(not enabled).lower()}",
+                              timeout=HANG_GUARD_SECONDS * 1000)
+        assert note in field.inner_text()
+        assert field.locator("input[value=default]").is_checked()
     assert outside == []

@@ -1,5 +1,6 @@
 """The demo's flow tab without a browser: two frames or a video's first two give the picture
-``crossview flow`` draws; a video of one frame is a page error with crossview's message."""
+``crossview flow`` draws; the speed choice reaches the estimate; a video of one frame, or a
+preset for a model that does not fuse, is a page error with crossview's message."""
 
 from __future__ import annotations
 
@@ -23,17 +24,45 @@ def _frames() -> list[np.ndarray]:
     return [np.roll(first, (k, 3 * k), axis=(0, 1)) for k in range(3)]
 
 
-def test_two_frames_give_the_flow_picture_of_crossview_flow(tmp_path: Path) -> None:
-    frames = _frames()
+def _frame_files(tmp_path: Path) -> list[str]:
+    """The first two of :func:`_frames` written as PNG files; their paths."""
     paths = []
-    for k in range(2):
-        api.write_image(tmp_path / f"f{k}.png", frames[k])
+    for k, frame in enumerate(_frames()[:2]):
+        api.write_image(tmp_path / f"f{k}.png", frame)
         paths.append(str(tmp_path / f"f{k}.png"))
-    picture, summary = flow.run_flow(*paths, None, DEFAULT_FLOW_MODEL)
-    result = api.estimate_flow(*frames[:2])
+    return paths
+
+
+def test_two_frames_give_the_flow_picture_of_crossview_flow(tmp_path: Path) -> None:
+    picture, summary = flow.run_flow(*_frame_files(tmp_path), None, DEFAULT_FLOW_MODEL)
+    result = api.estimate_flow(*_frames()[:2])
     expected = viz.flow_to_colour(result.flow[0].permute(1, 2, 0).numpy(), key=True)
     np.testing.assert_array_equal(picture, expected)  # what crossview flow's pair_writers draw
     assert summary.startswith(f"{DEFAULT_FLOW_MODEL}: 160x144 px")
+
+
+def test_the_speed_choice_is_the_preset_of_the_estimate(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _frame_files(tmp_path)
+    presets = []
+    estimate_flow = api.estimate_flow
+
+    def recorded(*args: object, preset: str | None = None, **kwargs: object) -> object:
+        presets.append(preset)
+        return estimate_flow(*args, preset=preset, **kwargs)
+
+    monkeypatch.setattr(api, "estimate_flow", recorded)
+    _, summary = flow.run_flow(*paths, None, DEFAULT_FLOW_MODEL, "fast")
+    assert presets == ["fast"]
+    assert summary.startswith(f"{DEFAULT_FLOW_MODEL} (fast): 160x144 px")
+
+
+def test_a_preset_for_a_model_that_does_not_fuse_is_a_page_error(tmp_path: Path) -> None:
+    with pytest.raises(gr.Error) as raised:
+        flow.run_flow(*_frame_files(tmp_path), None, "matchflow-mini", "best")
+    assert raised.value.message.startswith("a preset is for models that fuse with a classical "
+                                           "matcher")
+    assert "'matchflow-mini' does not" in raised.value.message
 
 
 def test_a_video_gives_its_first_two_frames(tmp_path: Path) -> None:

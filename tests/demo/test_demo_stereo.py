@@ -1,6 +1,6 @@
 """The demo's stereo tab without a browser: the sample pair gives what ``crossview stereo``
-writes, depth and the point cloud follow the calibration, rectification, and every bad input
-is a ``gr.Error`` carrying crossview's message."""
+writes, depth and the point cloud follow the calibration, rectification, the speed choice
+reaches the estimate, and every bad input is a ``gr.Error`` carrying crossview's message."""
 
 from __future__ import annotations
 
@@ -56,6 +56,31 @@ def test_rectify_keeps_a_rectified_pair_and_warns_that_it_gives_no_depth() -> No
                                  rectify=True)
     assert answer.depth is None and answer.point_cloud is None
     assert "already rectified, kept as it is" in answer.summary
+
+
+def test_the_speed_choice_is_the_preset_of_the_estimate(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    presets = []
+    estimate_disparity = api.estimate_disparity
+
+    def recorded(*args: object, preset: str | None = None, **kwargs: object) -> object:
+        presets.append(preset)
+        return estimate_disparity(*args, preset=preset, **kwargs)
+
+    monkeypatch.setattr(api, "estimate_disparity", recorded)
+    *_, summary = stereo.run_stereo(LEFT, RIGHT, DEFAULT_STEREO_MODEL, False, *NO_CALIBRATION,
+                                    "fast")
+    assert presets == ["fast"]
+    assert summary.startswith(f"{DEFAULT_STEREO_MODEL} (fast): 370x250 px")
+
+
+def test_a_preset_for_a_model_that_does_not_fuse_is_a_page_error() -> None:
+    with pytest.raises(gr.Error) as raised:
+        stereo.run_stereo(LEFT, RIGHT, "matchstereo-mini", False, *NO_CALIBRATION, "best")
+    assert raised.value.message.startswith("a preset is for models that fuse with a classical "
+                                           "matcher")
+    assert "'matchstereo-mini' does not" in raised.value.message
+    assert raised.value.print_exception is False
 
 
 def _broken(tmp_path: Path) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from crossview.demo import flow, matching, models, stereo
+from crossview.demo import flow, matching, models, speed, stereo
 from crossview.demo.uploads import MAX_MEGAPIXELS, MAX_UPLOAD, image_field
 
 TITLE = "crossview demo"
@@ -42,6 +42,7 @@ def _stereo_tab() -> None:
         model = gr.Dropdown(models.choices("stereo"), label="Model", elem_id="stereo-model")
         rectify = gr.Checkbox(label="Rectify (photographs taken by hand)",
                               elem_id="stereo-rectify")
+        preset = speed.field(model, "stereo-speed")
     with gr.Row():
         focal = gr.Number(label="Focal length (px)", elem_id="stereo-focal")
         baseline = gr.Number(label="Baseline (m)", elem_id="stereo-baseline")
@@ -62,7 +63,8 @@ def _stereo_tab() -> None:
                            clear_color=(1.0, 1.0, 1.0, 1.0), camera_position=(110, 80, None),
                            elem_id="stereo-cloud")
     sample.click(stereo.load_sample, None, [left, right, rectify, focal, baseline, doffs, cx, cy])
-    run.click(stereo.run_stereo, [left, right, model, rectify, focal, baseline, doffs, cx, cy],
+    run.click(stereo.run_stereo,
+              [left, right, model, rectify, focal, baseline, doffs, cx, cy, preset],
               [disparity, confidence, depth, cloud, summary], concurrency_id=MODELS)
 
 
@@ -75,14 +77,16 @@ def _flow_tab() -> None:
         second = _upload("Second frame", "flow-second")
         video = gr.File(label="or a video", file_types=["video"], type="filepath",
                         elem_id="flow-video")
-    model = gr.Dropdown(models.choices("flow"), label="Model", elem_id="flow-model")
+    with gr.Row():
+        model = gr.Dropdown(models.choices("flow"), label="Model", elem_id="flow-model")
+        preset = speed.field(model, "flow-speed")
     with gr.Row():
         sample = gr.Button("Load the sample pair", elem_id="flow-sample")
         run = gr.Button("Estimate flow", variant="primary", elem_id="flow-run")
     summary = gr.Markdown(elem_id="flow-summary")
     picture = _picture("Flow", "flow-picture")
     sample.click(flow.load_sample, None, [first, second, video])
-    run.click(flow.run_flow, [first, second, video, model], [picture, summary],
+    run.click(flow.run_flow, [first, second, video, model, preset], [picture, summary],
               concurrency_id=MODELS)
 
 

@@ -1,13 +1,14 @@
 """The stereo tab: disparity of a pair (:func:`crossview.api.estimate_disparity`, the model's
-defaults, as ``crossview stereo`` runs it), drawn as ``crossview stereo`` draws
-``NAME_disp_color.png`` (:func:`crossview.viz.disparity_to_colour`, with its colour bar), and
-its confidence in grey (255 = 1, as ``--save-confidence``'s PNG). With a focal length and a
-baseline, the metric depth (:func:`crossview.api.metric_depth`, the filters of ``crossview
-stereo --focal --baseline``) in colour and the kept pixels as a point cloud for the 3D viewer
-(:mod:`crossview.demo.point_cloud`). With ``rectify``, two photographs taken by hand are first
-rectified from their own matches (:func:`crossview.api.rectify_photographs`, ``crossview
-stereo --rectify``), and the disparity is the rectified left image's; that gives no metric
-depth (the calibration is unknown), so depth is then skipped with a warning.
+defaults or the chosen speed preset, as ``crossview stereo [--preset]`` runs it), drawn as
+``crossview stereo`` draws ``NAME_disp_color.png`` (:func:`crossview.viz.disparity_to_colour`,
+with its colour bar), and its confidence in grey (255 = 1, as ``--save-confidence``'s PNG).
+With a focal length and a baseline, the metric depth (:func:`crossview.api.metric_depth`, the
+filters of ``crossview stereo --focal --baseline``) in colour and the kept pixels as a point
+cloud for the 3D viewer (:mod:`crossview.demo.point_cloud`). With ``rectify``, two photographs
+taken by hand are first rectified from their own matches
+(:func:`crossview.api.rectify_photographs`, ``crossview stereo --rectify``), and the disparity
+is the rectified left image's; that gives no metric depth (the calibration is unknown), so
+depth is then skipped with a warning.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import gradio as gr
 import numpy as np
 
 from crossview import api, viz
-from crossview.demo import models
+from crossview.demo import models, speed
 from crossview.demo.errors import in_page
 from crossview.demo.point_cloud import viewer_ply
 from crossview.demo.samples import stereo_sample
@@ -74,9 +75,10 @@ def confidence_picture(confidence: np.ndarray) -> np.ndarray:
 
 def estimate(left: np.ndarray, right: np.ndarray, model: str,
              cal: api.StereoCalibration | None = None, rectify: bool = False,
-             progress: gr.Progress | None = None) -> StereoAnswer:
+             preset: str | None = None, progress: gr.Progress | None = None) -> StereoAnswer:
     """The tab's answer for the pair ``left``, ``right`` (``[H, W, 3]`` uint8) with the model
-    named ``model`` (see the module docstring)."""
+    named ``model`` and the speed ``preset`` (``None``: the model's own settings; see the
+    module docstring)."""
     report = progress or (lambda *args, **kwargs: None)
     notes = []
     if rectify:
@@ -94,13 +96,13 @@ def estimate(left: np.ndarray, right: np.ndarray, model: str,
     network = models.load("stereo", model)
     report(0.3, desc=f"estimating the disparity of {left.shape[1]}x{left.shape[0]} px")
     start = time.perf_counter()
-    result = api.estimate_disparity(left, right, model=network)
+    result = api.estimate_disparity(left, right, model=network, preset=preset)
     seconds = time.perf_counter() - start
     report(0.85, desc="drawing")
     disparity, valid = result.disparity[0].cpu(), result.valid[0].cpu()
     raw = disparity.numpy()
-    notes.insert(0, f"{model}: {raw.shape[1]}x{raw.shape[0]} px in {seconds:.1f} s; "
-                 f"disparity {np.nanmin(raw):.1f} to {np.nanmax(raw):.1f} px, "
+    notes.insert(0, f"{speed.titled(model, preset)}: {raw.shape[1]}x{raw.shape[0]} px in "
+                 f"{seconds:.1f} s; disparity {np.nanmin(raw):.1f} to {np.nanmax(raw):.1f} px, "
                  f"{100 * float(valid.float().mean()):.0f} % left-right consistent")
     depth_picture = cloud = None
     if cal is not None:
@@ -123,14 +125,16 @@ def estimate(left: np.ndarray, right: np.ndarray, model: str,
 @in_page
 def run_stereo(left: str | None, right: str | None, model: str, rectify: bool,
                focal: float | None, baseline: float | None, doffs: float | None,
-               cx: float | None, cy: float | None, progress: gr.Progress = gr.Progress()  # noqa: B008
+               cx: float | None, cy: float | None, speed_choice: str = speed.DEFAULT,
+               progress: gr.Progress = gr.Progress()  # noqa: B008
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str | None, str]:
-    """The Run button: the uploads' paths and the fields -> the tab's outputs
-    (:meth:`StereoAnswer.outputs`)."""
+    """The Run button: the uploads' paths and the fields (``speed_choice``: the speed field,
+    :mod:`crossview.demo.speed`) -> the tab's outputs (:meth:`StereoAnswer.outputs`)."""
     progress(0.0, desc="reading the pair")
     cal = calibration(focal, baseline, doffs, cx, cy)
     images = read_pair(left, right, FIELDS)
-    return estimate(*images, model, cal, rectify, progress).outputs()
+    return estimate(*images, model, cal, rectify, speed.preset(speed_choice),
+                    progress).outputs()
 
 
 @in_page
