@@ -73,7 +73,8 @@ def recorded_scene(model: torch.nn.Module, sample: Mapping) -> FusionInputs:
     checks that the shipped fusion of them is the default run's left view."""
     recorded = []
 
-    def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+    def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
+                  **work: object) -> torch.Tensor:  # work: the runs and passes of a preset
         recorded.append((x0.clone(), x1.clone(), field.clone()))
         return sgbm_fusion.fuse_with_sgbm(x0, x1, field)
 

@@ -69,7 +69,8 @@ def network_part(model: torch.nn.Module, left: np.ndarray, right: np.ndarray, sc
     field)``."""
     recorded = []
 
-    def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+    def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
+                  **work: object) -> torch.Tensor:  # work: the runs and passes of a preset
         recorded.append((x0.clone(), x1.clone(), field.clone()))
         return field
 

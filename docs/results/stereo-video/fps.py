@@ -20,7 +20,7 @@ import torch
 import crossview
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from warm_start import street_sequence  # noqa: E402
+from warm_start import street_sequence
 
 
 def main() -> None:

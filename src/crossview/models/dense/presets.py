@@ -33,14 +33,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "stereo": {
         "fast": {"scale": 0.3, "lri": False, "refine": False, "classical_runs": 1,
                  "median_passes": ()},
-        "balanced": {"scale": 0.3, "lri": False, "refine": False, "classical_runs": 2,
-                     "median_passes": (1,)},
+        "balanced": {"scale": 0.3, "lri": False, "refine": False, "classical_runs": 1,
+                     "median_passes": (0, 1)},
         "best": {"scale": 0.75, "lri": False, "refine": False, "classical_runs": 2,
                  "median_passes": (0, 1)},
     },
-    # flow: chosen in every fold of leave-one-group-out over the real-train pairs as flow among
-    # 8 settings, budgets 1/2 and 1/4 of best's time at 375x1242
-    # (docs/results/speed-presets/flow.md, flow_choice.py)
     "flow": {
         "fast": {"scale": 0.5, "lri": False, "refine": False, "classical_runs": 2,
                  "median_passes": (0, 1)},
