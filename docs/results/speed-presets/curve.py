@@ -37,8 +37,10 @@ def stereo_panel(axes: plt.Axes, args: argparse.Namespace) -> None:
         setting = pick["setting"]
         if setting in seconds:
             axes.scatter(seconds[setting], means[setting], s=60, zorder=3)
-            axes.annotate(f"{preset}\n{setting}", (seconds[setting], means[setting]),
-                          textcoords="offset points", xytext=(6, 4), fontsize=7)
+            right = seconds[setting] > max(seconds.values()) / 2  # label on the inner side
+            axes.annotate(preset, (seconds[setting], means[setting]),
+                          textcoords="offset points", xytext=(-6 if right else 6, 6),
+                          ha="right" if right else "left", fontsize=7)
     baselines = {b["name"]: b["mean"]["bad2_holes"]
                  for b in json.loads(args.eval.read_text())["baselines"]}
     sgbm = seconds.get("SGBM filled")
