@@ -16,27 +16,17 @@ Run: ``OMP_NUM_THREADS=2 python docs/results/speed-presets/flow_timing.py OUT.js
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from flow_presets import settings, with_fields
-from PIL import Image
+from speed_timing import images_at, timing_rows
 
 import crossview
-from crossview.models.dense import inference
 from crossview.models.dense.classical import dis_flow
 from crossview.report import print_table, write_json
 
 DIS = "DIS medium"
-
-
-def frames_at(folder: Path, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """The scene's two frames ``[H, W, 3]`` uint8, resized to ``size = (H, W)``."""
-    names = ("frame0", "frame1") if (folder / "frame0.png").is_file() else ("left", "right")
-    return tuple(np.asarray(Image.open(folder / f"{name}.png").convert("RGB").resize(
-        size[::-1], Image.Resampling.BICUBIC)) for name in names)
 
 
 def main() -> None:
@@ -49,26 +39,11 @@ def main() -> None:
     model = crossview.load_model("matchflow-hybrid")
     own = model.fused_network
     grid = {DIS: None} | {name: with_fields(own, fields) for name, fields in settings().items()}
+    names = ("frame0", "frame1") if (args.scene / "frame0.png").is_file() else ("left", "right")
     rows = []
-    for size_text in args.size:
-        size = tuple(int(v) for v in size_text.split("x"))
-        frame0, frame1 = frames_at(args.scene, size)
-        times: dict[str, list[float]] = {name: [] for name in grid}
-        for _ in range(args.repeats):
-            for name, setting in grid.items():
-                start = time.perf_counter()
-                if setting is None:
-                    dis_flow(frame0, frame1)
-                else:
-                    model.fused_network = setting
-                    inference.predict_fields(model, frame0, frame1, "flow")
-                times[name].append(time.perf_counter() - start)
-        model.fused_network = own
-        dis = float(np.median(times[DIS]))
-        for name, measured in times.items():
-            median = float(np.median(measured))
-            rows.append({"size": size_text, "setting": name, "median_s": median,
-                         "times_s": measured, "vs_dis": median / dis})
+    for size in args.size:
+        frames = images_at(args.scene, names, tuple(int(v) for v in size.split("x")))
+        rows += timing_rows(model, frames, "flow", grid, dis_flow, args.repeats, size, "vs_dis")
         write_json(args.out, {"scene": str(args.scene), "threads": torch.get_num_threads(),
                               "repeats": args.repeats, "rows": rows})
     print_table(f"time per pair, {torch.get_num_threads()} threads, median of {args.repeats}",

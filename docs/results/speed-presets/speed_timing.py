@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import itertools
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +30,43 @@ from speed_settings import MEDIANS, RUNS, SCALES
 import crossview
 from crossview.models.dense import inference
 from crossview.models.dense.classical import fill_holes, sgbm_disparity
+from crossview.models.registry import FusedNetwork
 from crossview.report import print_table, write_json
 
 SGBM = "SGBM filled"
 
 
-def pair_at(folder: Path, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """The scene's left and right images ``[H, W, 3]`` uint8, resized to ``size = (H, W)``."""
-    return tuple(np.asarray(Image.open(folder / f"{view}.png").convert("RGB").resize(
-        size[::-1], Image.Resampling.BICUBIC)) for view in ("left", "right"))
+def images_at(folder: Path, names: tuple[str, str], size: tuple[int, int]
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The scene's two images ``NAME.png`` ``[H, W, 3]`` uint8, resized to ``size = (H, W)``."""
+    return tuple(np.asarray(Image.open(folder / f"{name}.png").convert("RGB").resize(
+        size[::-1], Image.Resampling.BICUBIC)) for name in names)
+
+
+def timing_rows(model: torch.nn.Module, images: tuple[np.ndarray, np.ndarray], task: str,
+                settings: dict[str, FusedNetwork | None], classical: Callable[..., object],
+                repeats: int, size: str, column: str) -> list[dict]:
+    """One row per setting (``None``: ``classical(*images)``, the baseline) of its seconds
+    per pair over ``repeats`` rounds, each round going through every setting in turn, the
+    median and its ratio to the baseline's median (``column``)."""
+    own = model.fused_network
+    times: dict[str, list[float]] = {name: [] for name in settings}
+    try:
+        for _ in range(repeats):
+            for name, setting in settings.items():
+                start = time.perf_counter()
+                if setting is None:
+                    classical(*images)
+                else:
+                    model.fused_network = setting
+                    inference.predict_fields(model, *images, task)
+                times[name].append(time.perf_counter() - start)
+    finally:
+        model.fused_network = own
+    baseline = float(np.median(next(t for n, t in times.items() if settings[n] is None)))
+    return [{"size": size, "setting": name, "median_s": float(np.median(measured)),
+             "times_s": measured, column: float(np.median(measured)) / baseline}
+            for name, measured in times.items()]
 
 
 def main() -> None:
@@ -55,25 +84,11 @@ def main() -> None:
             median_passes=MEDIANS[medians])
         for scale, runs, medians in itertools.product(SCALES, RUNS, MEDIANS)}
     rows = []
-    for size_text in args.size:
-        size = tuple(int(v) for v in size_text.split("x"))
-        left, right = pair_at(args.scene, size)
-        times: dict[str, list[float]] = {name: [] for name in settings}
-        for _ in range(args.repeats):
-            for name, setting in settings.items():
-                start = time.perf_counter()
-                if setting is None:
-                    fill_holes(sgbm_disparity(left, right, 128))
-                else:
-                    model.fused_network = setting
-                    inference.predict_fields(model, left, right, "stereo")
-                times[name].append(time.perf_counter() - start)
-        model.fused_network = shipped
-        sgbm = float(np.median(times[SGBM]))
-        for name, measured in times.items():
-            median = float(np.median(measured))
-            rows.append({"size": size_text, "setting": name, "median_s": median,
-                         "times_s": measured, "vs_sgbm": median / sgbm})
+    for size in args.size:
+        images = images_at(args.scene, ("left", "right"), tuple(int(v) for v in size.split("x")))
+        rows += timing_rows(model, images, "stereo", settings,
+                            lambda left, right: fill_holes(sgbm_disparity(left, right, 128)),
+                            args.repeats, size, "vs_sgbm")
         write_json(args.out, {"scene": str(args.scene), "threads": torch.get_num_threads(),
                               "repeats": args.repeats, "rows": rows})
     print_table(f"time per pair, {torch.get_num_threads()} threads, median of {args.repeats}",
