@@ -28,7 +28,9 @@ COMMANDS = {
                           "weights, licence and the command each is the default of."),
     "stereo": LazyCommand("crossview.cli.stereo", "stereo_command",
                           "Estimate disparity for LEFT/RIGHT pairs (files, directories or glob "
-                          "patterns)."),
+                          "patterns), for the frames of two videos or of one side-by-side video "
+                          "(--side-by-side; pip install 'crossview[video]'), or for two folders "
+                          "of frames."),
     "rectify": LazyCommand("crossview.cli.rectify", "rectify_command",
                            "Rectify LEFT/RIGHT, from a rig calibration (--calib) or from the "
                            "photographs' own matches; writes left.png, right.png and calib.txt "

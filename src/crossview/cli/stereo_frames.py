@@ -20,14 +20,13 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 from crossview.cli.batch import PairJob
 from crossview.cli.dense import FrameRange, _images_in, find_pairs, output_names, read_pair
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
 
 api = lazy_import("crossview.api")
+np = lazy_import("numpy")  # loaded when frames are read: `crossview stereo --help` needs none
 
 Jobs = tuple[list[PairJob] | Iterator[PairJob], int, bool]
 

@@ -32,9 +32,10 @@ from crossview.geometry.consistency import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.pair_order import warn_if_swapped
 from crossview.geometry.photometric_refinement import refine_field
-from crossview.models.dense.dis_fusion import FLOW_DIS_RUNS, fuse_with_dis
+from crossview.models.dense import dis_fusion, sgbm_fusion
+from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.presets import fused_settings
-from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_SGBM_RUNS, fuse_with_sgbm
+from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
 from crossview.models.registry import FusedNetwork, Predictor
 
@@ -255,18 +256,19 @@ def fuse_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, task: s
     """Both views' fields ``[2B, H, W, 2]`` of the pair ``x0, x1 [B, 3, H, W]`` fused with the
     classical matcher's (stereo: SGBM, flow: DIS), making the runs and median passes that
     ``settings`` keeps (:class:`crossview.models.registry.FusedNetwork`; ``None``: all)."""
-    fusion, runs = ((fuse_with_sgbm, FUSION_SGBM_RUNS) if task == "stereo"
-                    else (fuse_with_dis, FLOW_DIS_RUNS))
+    # the fusions' constants read when the run starts (tests and studies set them)
+    fusion, runs = ((fuse_with_sgbm, sgbm_fusion.FUSION_SGBM_RUNS) if task == "stereo"
+                    else (fuse_with_dis, dis_fusion.FLOW_DIS_RUNS))
     if settings is None:
         return fusion(x0, x1, field)
-    passes = settings.median_passes
-    if passes is not None and any(i >= len(EDGE_MEDIANS) for i in passes):
-        raise ValueError(f"median_passes index the {len(EDGE_MEDIANS)} passes of EDGE_MEDIANS, "
+    passes, medians = settings.median_passes, sgbm_fusion.EDGE_MEDIANS
+    if passes is not None and any(i >= len(medians) for i in passes):
+        raise ValueError(f"median_passes index the {len(medians)} passes of EDGE_MEDIANS, "
                          f"got {passes}")
     return fusion(x0, x1, field,
                   runs=None if settings.classical_runs is None
                   else runs[:settings.classical_runs],
-                  medians=None if passes is None else tuple(EDGE_MEDIANS[i] for i in passes))
+                  medians=None if passes is None else tuple(medians[i] for i in passes))
 
 
 def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
