@@ -48,16 +48,19 @@ def test_the_offset_is_measured(offset: int) -> None:
 
 
 def test_rows_move_as_the_formula_says() -> None:
-    x = torch.rand(2, 3, 7, 5)
-    out = rows_shifted(x, torch.tensor([2.0, -1.25]))
+    x = np.random.default_rng(0).random((2, 3, 7, 5), dtype=np.float32)
+    out = rows_shifted(x, np.array([2.0, -1.25]))
+    assert out.dtype == np.float32
     # first pair: row y reads row y + 2, the last row repeated below the image
     np.testing.assert_allclose(out[0, :, :5], x[0, :, 2:], atol=1e-6)
-    np.testing.assert_allclose(out[0, :, 5:], x[0, :, 6:].expand(3, 2, 5), atol=1e-6)
+    np.testing.assert_allclose(out[0, :, 5:], np.broadcast_to(x[0, :, 6:], (3, 2, 5)), atol=1e-6)
     # second: row y reads 3/4 of row y - 1 and 1/4 of row y - 2
     np.testing.assert_allclose(out[1, :, 2:], 0.75 * x[1, :, 1:-1] + 0.25 * x[1, :, :-2],
                                atol=1e-6)
     np.testing.assert_allclose(out[1, :, 0], x[1, :, 0], atol=1e-6)
-    assert torch.equal(rows_shifted(x, torch.zeros(2)), x)
+    assert np.array_equal(rows_shifted(x, np.zeros(2)), x)
+    with pytest.raises(ValueError, match="one offset per image"):
+        rows_shifted(x, np.zeros(3))
 
 
 def test_an_offset_pair_runs_lined_up(caplog: pytest.LogCaptureFixture) -> None:

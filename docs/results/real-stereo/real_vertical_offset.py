@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 
 import crossview
 from crossview.geometry.disparity import field_to_disparity
@@ -43,9 +42,9 @@ THRESHOLDS = (0.0, 0.25, 0.5, 1.0)
 
 def shifted(image: np.ndarray, by: float) -> np.ndarray:
     """``[H, W, 3]`` uint8 with its content moved ``by`` px down (bilinear), uint8."""
-    x = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float()
-    x = rows_shifted(x, torch.tensor([-by]))
-    return x.clamp(0, 255).round()[0].permute(1, 2, 0).to(torch.uint8).numpy()
+    x = image.transpose(2, 0, 1)[None].astype(np.float32)
+    x = rows_shifted(x, np.array([-by], np.float32))
+    return x.clip(0, 255).round()[0].transpose(1, 2, 0).astype(np.uint8)
 
 
 def main(out: Path, root: str) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from crossview.data.image_arrays import as_uint8
 from crossview.data.io import read_image
 
 ImageLike = str | os.PathLike | Image.Image | np.ndarray | torch.Tensor
@@ -60,6 +61,6 @@ def sample_image(image: np.ndarray) -> torch.Tensor:
 
 def uint8_images(x: torch.Tensor) -> list[np.ndarray]:
     """A batch ``[B, 3, H, W]`` (0..255) as ``B`` RGB uint8 arrays ``[H, W, 3]`` (rounded,
-    clamped; on the CPU), as OpenCV's matchers take them."""
-    return [image.round().clamp(0, 255).to(torch.uint8).permute(1, 2, 0).cpu().numpy()
-            for image in x]
+    clamped: :func:`crossview.data.image_arrays.as_uint8`; on the CPU), as OpenCV's matchers
+    take them."""
+    return [as_uint8(image.detach().permute(1, 2, 0).cpu().numpy()) for image in x]

@@ -8,22 +8,25 @@ the right; a match on the wrong side (a wrong estimate) counts as disparity 0.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
-import torch
 
-Array = TypeVar("Array", torch.Tensor, np.ndarray)
+if TYPE_CHECKING:  # torch-free at run time: crossview.runtime uses this module
+    import torch
+
+Array = TypeVar("Array", "torch.Tensor", np.ndarray)
 
 
 def field_to_disparity(field: Array, view: str = "left") -> Array:
     """Positive disparity ``[..., H, W]`` of the ``view`` (``"left"`` or ``"right"``) whose
     field ``[..., H, W, 2]`` is given, clipped at 0; tensors and numpy arrays alike.
 
+    >>> import torch
     >>> field_to_disparity(torch.tensor([[[-3.0, 0.0], [1.0, 0.0]]]))
     tensor([[3., 0.]])
-    >>> field_to_disparity(torch.tensor([[[-3.0, 0.0], [1.0, 0.0]]]), "right")
-    tensor([[0., 1.]])
+    >>> field_to_disparity(np.array([[[-3.0, 0.0], [1.0, 0.0]]]), "right")
+    array([[0., 1.]])
     """
     if view not in ("left", "right"):
         raise ValueError(f"view must be 'left' or 'right', got {view!r}")

@@ -233,7 +233,7 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
     x0, x1 = x0.to(target), x1.to(target)
     offsets = row_offsets(model, task, fuse, x0, x1, preset=preset)
     if offsets is not None:
-        x1 = rows_shifted(x1, offsets)
+        x1 = _rows_shifted(x1, offsets)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
                 else contextlib.nullcontext())
     with torch.inference_mode():
@@ -312,13 +312,20 @@ def _rows_back(field: torch.Tensor, rpos: torch.Tensor, peak: torch.Tensor | Non
     offsets = offsets.to(field.device)
 
     def back(x: torch.Tensor) -> torch.Tensor:  # [2B, H, W, C]: the right rows moved back
-        right = rows_shifted(x[b:].permute(0, 3, 1, 2), -offsets).permute(0, 2, 3, 1)
+        right = _rows_shifted(x[b:].permute(0, 3, 1, 2), -offsets).permute(0, 2, 3, 1)
         return torch.cat([x[:b], right])
 
     field = back(field)
     field[..., 1] += torch.cat([offsets, -offsets])[:, None, None]
     peak = None if peak is None else back(peak[..., None])[..., 0]
     return field, back(rpos), peak
+
+
+def _rows_shifted(x: torch.Tensor, by: torch.Tensor) -> torch.Tensor:
+    """:func:`crossview.models.dense.vertical_alignment.rows_shifted` (numpy, shared with
+    :mod:`crossview.runtime`) of ``x [N, C, H, W]`` by ``by [N]`` rows, on ``x``'s device."""
+    shifted = rows_shifted(x.detach().cpu().numpy(), by.detach().cpu().numpy())
+    return torch.from_numpy(shifted).to(x.device)
 
 
 def network_fields(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str, *,

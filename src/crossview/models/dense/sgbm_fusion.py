@@ -37,6 +37,11 @@ Which of steps 1-3 answers each pixel is :func:`fusion_sources` (:data:`SGBM`,
 each step's result and :func:`fusion_inputs` what the fusion of a pair hands each view
 (docs/results/who-answers measures who answers on real scenes).
 
+The fusion is numpy and OpenCV (:func:`fused_disparities`, :func:`view_inputs`), so that
+:mod:`crossview.runtime` runs it without torch; :func:`fuse_with_sgbm` and
+:func:`fusion_inputs` are their forms on tensors, which
+:func:`crossview.models.dense.inference.predict_fields` calls.
+
 SGBM's search range comes from the network's largest disparity of the pair
 (:func:`~crossview.models.dense.classical.sgbm_num_disparities`); no ground truth is read.
 The lengths and thresholds above are in pixels, chosen on images at most 740 px wide;
@@ -53,17 +58,17 @@ leave-one-group-out on real scenes (docs/results/real-stereo/README.md,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import torch
 
-from crossview.data.image_batch import uint8_images
-from crossview.geometry.consistency import noc_mask
+from crossview.geometry.consistency_arrays import noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
 from crossview.geometry.out_of_view import extend_out_of_view
+from crossview.lazy import lazy_import
 from crossview.models.dense.classical import (
     fill_holes,
     hole_run_length,
@@ -74,6 +79,12 @@ from crossview.models.dense.classical import (
 )
 from crossview.models.dense.rank_transform import rank_matching_image
 from crossview.models.dense.tone_matching import right_toned_to_left
+
+if TYPE_CHECKING:
+    import torch
+else:  # the numpy functions run without torch (crossview.runtime); the tensor wrappers load it
+    torch = lazy_import("torch")
+image_batch = lazy_import("crossview.data.image_batch")
 
 # SGBM's left-right check; chosen by leave-one-group-out over {none, 0.5, 1, 2, 4} px
 FUSION_SGBM_CHECK_PX = 1.0
@@ -207,7 +218,7 @@ class ViewInputs(NamedTuple):
 def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
                    runs: tuple[dict, ...] | None = None,
                    medians: tuple[dict, ...] | None = None) -> torch.Tensor:
-    """Both views' stereo fields fused with SGBM.
+    """Both views' stereo fields fused with SGBM: :func:`fused_disparities` on tensors.
 
     Args:
         x0, x1: the left and right images ``[B, 3, H, W]``, 0..255 (rounded to uint8 for
@@ -221,40 +232,59 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     Returns:
         The fused fields ``[2B, H, W, 2]`` (y as given), on ``field``'s device and dtype.
     """
-    inputs = fusion_inputs(x0, x1, field, runs=runs)
     b = x0.shape[0]
+    views = fused_disparities(image_batch.uint8_images(x0), image_batch.uint8_images(x1),
+                              field.detach().float().cpu().numpy(), runs=runs, medians=medians)
+    fused = field.clone()
+    fused[..., 0] = torch.from_numpy(views).to(field)
+    fused[:b, ..., 0] *= -1.0  # left views: x = -disparity
+    return fused
+
+
+def fused_disparities(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
+                      field: np.ndarray, *, runs: tuple[dict, ...] | None = None,
+                      medians: tuple[dict, ...] | None = None) -> np.ndarray:
+    """Both views' fused disparities ``[2B, H, W]`` float32 px (positive; left views first),
+    from the ``B`` left and right images (RGB uint8 ``[H, W, 3]`` each) and the network's
+    fields ``field [2B, H, W, 2]`` float32 (left views first, x = -disparity; right views,
+    x = +disparity); ``runs`` and ``medians`` as in :func:`fuse_with_sgbm`, which runs this
+    on tensors. Numpy and OpenCV only: what :mod:`crossview.runtime` fuses with."""
+    inputs = view_inputs(images0, images1, field, runs=runs)
 
     def fuse_one(view: ViewInputs) -> np.ndarray:
         return fuse_view(*view, medians=medians)
 
     # numpy and OpenCV release the GIL: the views run side by side
-    with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
-        views = list(pool.map(fuse_one, inputs))
-    fused = field.clone()
-    fused[..., 0] = torch.from_numpy(np.stack(views)).to(field)
-    fused[:b, ..., 0] *= -1.0  # left views: x = -disparity
-    return fused
+    with ThreadPoolExecutor(max_workers=min(len(inputs), FUSION_THREADS)) as pool:
+        return np.stack(list(pool.map(fuse_one, inputs)))
 
 
 def fusion_inputs(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
                   runs: tuple[dict, ...] | None = None) -> list[ViewInputs]:
     """What :func:`fuse_with_sgbm` (same arguments) hands :func:`fuse_view` for each of the
+    ``2B`` views (left views first): :func:`view_inputs` on tensors."""
+    return view_inputs(image_batch.uint8_images(x0), image_batch.uint8_images(x1),
+                       field.detach().float().cpu().numpy(), runs=runs)
+
+
+def view_inputs(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
+                field: np.ndarray, *, runs: tuple[dict, ...] | None = None) -> list[ViewInputs]:
+    """What :func:`fused_disparities` (same arguments) hands :func:`fuse_view` for each of the
     ``2B`` views (left views first): the network's disparity and consistency, SGBM's checked
     disparity after step 1's ``runs`` (step 0's toning included), the view's image."""
-    b = x0.shape[0]
+    b = len(images0)
     runs = FUSION_SGBM_RUNS if runs is None else runs
     if not runs:
         raise ValueError("runs must name at least one SGBM run")
-    if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
-        raise ValueError(f"field must be [2B, H, W, 2] for images {tuple(x0.shape)}, "
-                         f"got {field.shape=}")
-    consistent = noc_mask(field, FUSION_CONSISTENCY_PX).cpu().numpy()
-    network = np.concatenate([field_to_disparity(field[:b]).float().cpu().numpy(),
-                              field_to_disparity(field[b:], "right").float().cpu().numpy()])
-    images0, images1 = uint8_images(x0), uint8_images(x1)
+    if len(images1) != b or field.shape[0] != 2 * b or field.shape[1:3] != images0[0].shape[:2]:
+        raise ValueError(f"field must be [2B, H, W, 2] for {b} pair(s) of images "
+                         f"{images0[0].shape[:2]} (H, W), got {field.shape=}")
+    consistent = noc_mask(field, FUSION_CONSISTENCY_PX)
+    network = np.concatenate([field_to_disparity(field[:b]),
+                              field_to_disparity(field[b:], "right")])
+    images = [*images0, *images1]  # row r's view
     searches = [sgbm_num_disparities(float(max(network[i].max(), network[b + i].max())))
                 for i in range(b)]
-    images = images0 + images1  # row r's view
     toned1 = [right_toned_to_left(images0[i], images1[i], network[i], consistent[i],
                                   TONE_MATCH_MIN_GREY) for i in range(b)]
 

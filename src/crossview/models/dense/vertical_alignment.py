@@ -12,6 +12,8 @@ cross-correlated for a whole-row offset (:func:`profile_offset`); DIS then measu
 left, and of the two measurements the one with more consistent matches is kept.
 :func:`rows_shifted` moves images or fields along y with bilinear interpolation. The offset is
 one number per pair: a rotation or a scale difference between the views is not modelled.
+Numpy and OpenCV only (no torch): :mod:`crossview.runtime` lines rows up with these functions
+too.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-import torch
 
-from crossview.geometry.consistency import consistency_error
+from crossview.geometry.consistency_arrays import consistency_error
 from crossview.models.dense.classical import dis_flow, grey_image, require_cv2
 
 OFFSET_PIXELS = 250_000  # the offset is measured on the pair shrunk to at most this many pixels
@@ -70,13 +71,24 @@ def _measure_dis(left: np.ndarray, right: np.ndarray, whole_rows: int
     ``whole_rows``."""
     rows = np.clip(np.arange(right.shape[0]) + whole_rows, 0, right.shape[0] - 1)
     right = np.ascontiguousarray(right[rows])
-    flows = torch.from_numpy(np.stack([dis_flow(left, right), dis_flow(right, left)]))
+    flows = np.stack([dis_flow(left, right), dis_flow(right, left)])
     error, inside = consistency_error(flows)
     counted = (error[0] < CONSISTENT_PX) & inside[0]
     if not counted.any():
         return 0.0, np.zeros(0, np.float32), 0
-    return (float(flows[0, ..., 1][counted].median()) + whole_rows,
-            -flows[0, ..., 0][counted].numpy(), int(counted.sum()))
+    return (lower_median(flows[0, ..., 1][counted]) + whole_rows,
+            -flows[0, ..., 0][counted], int(counted.sum()))
+
+
+def lower_median(values: np.ndarray) -> float:
+    """The median of ``values [N]`` (N >= 1), the lower of the two middle values when ``N``
+    is even (one of the values, as ``torch.median`` takes it).
+
+    >>> lower_median(np.array([4.0, 1.0, 3.0, 2.0]))
+    2.0
+    """
+    middle = (len(values) - 1) // 2
+    return float(np.partition(values, middle)[middle])
 
 
 def profile_offset(left: np.ndarray, right: np.ndarray) -> int:
@@ -101,18 +113,25 @@ def profile_offset(left: np.ndarray, right: np.ndarray) -> int:
     return best
 
 
-def rows_shifted(x: torch.Tensor, by: torch.Tensor) -> torch.Tensor:
-    """``x [N, C, H, W]`` sampled ``by [N]`` rows further down (``out[..., y, :] =
+def rows_shifted(x: np.ndarray, by: np.ndarray) -> np.ndarray:
+    """``x [N, C, H, W]`` (float) sampled ``by [N]`` rows further down (``out[..., y, :] =
     x[..., y + by, :]``), linear between rows, the first and last rows repeated beyond the
-    border (exact for whole rows)."""
-    n, c, h, w = x.shape
-    rows = torch.arange(h, dtype=torch.float64, device=x.device)[None]
-    rows = (rows + by.to(x.device, torch.float64)[:, None]).clamp(0, h - 1)
-    above = rows.floor().long()
-    below = (above + 1).clamp(max=h - 1)
-    weight = (rows - above).to(x.dtype)[:, None, :, None]  # [N, 1, H, 1]
+    border (exact for whole rows); same dtype as ``x``.
 
-    def gather(index: torch.Tensor) -> torch.Tensor:
-        return x.gather(2, index[:, None, :, None].expand(n, c, h, w))
+    >>> rows_shifted(np.arange(4.0).reshape(1, 1, 4, 1), np.array([0.5]))[0, 0, :, 0].tolist()
+    [0.5, 1.5, 2.5, 3.0]
+    """
+    if x.ndim != 4 or by.shape != (x.shape[0],):
+        raise ValueError(f"need x [N, C, H, W] and one offset per image, got {x.shape=}, "
+                         f"{by.shape=}")
+    h = x.shape[2]
+    rows = np.clip(np.arange(h, dtype=np.float64)[None] + by.astype(np.float64)[:, None],
+                   0, h - 1)
+    above = np.floor(rows).astype(np.intp)
+    below = np.minimum(above + 1, h - 1)
+    weight = (rows - above).astype(x.dtype)[:, None, :, None]  # [N, 1, H, 1]
+
+    def gather(index: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(x, index[:, None, :, None], axis=2)
 
     return gather(above) * (1 - weight) + gather(below) * weight
