@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("nn",),
     ("models",),
     ("train", "eval", "baselines"),
-    ("api", "export", "streams"),
+    ("api", "export", "streams", "runtime"),
     ("bench", "experiments", "demo"),
     ("cli", "__main__"),
 )

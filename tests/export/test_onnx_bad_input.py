@@ -19,8 +19,15 @@ CASES = {
                               "--refine"], "--bare exports the network alone: no --lri, no "
                                            "--refine"),
     "refinement of a matcher": (["--model", "transformatcher", "--size", "240x240",
-                                 "--no-refine"], "--bare, --lri and --refine are MatchStereo / "
-                                                 "MatchFlow options"),
+                                 "--no-refine"], "--bare, --lri, --refine, --fuse and --preset "
+                                                 "are MatchStereo / MatchFlow options"),
+    "preset of the network alone": (["--model", "matchstereo-hybrid", "--size", "192x192",
+                                     "--no-fuse", "--preset", "fast"],
+                                    "--preset sets the fused run"),
+    "fused flow": (["--model", "matchflow-hybrid", "--size", "192x192", "--fuse"],
+                   "only stereo files are fused"),
+    "unknown preset": (["--model", "matchstereo-hybrid", "--size", "192x192", "--preset",
+                        "slow"], "unknown preset 'slow'"),
     "below the minimum": (["--model", "matchflow-mini", "--size", "64x64"],
                           "--size 64x64: matchflow-mini needs at least"),
     "unknown model": (["--model", "nope", "--size", "192x192"], "unknown model 'nope'"),

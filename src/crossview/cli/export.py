@@ -1,6 +1,7 @@
 """``crossview export onnx``: a model as an ONNX file that computes what ``crossview stereo`` /
 ``flow`` give for its size, checked against them with onnxruntime
-(:mod:`crossview.export.onnx`)."""
+(:mod:`crossview.export.onnx`); a stereo model that fuses by default as the fused run's
+network, which ``python -m crossview.runtime`` completes (:mod:`crossview.runtime`)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,13 @@ def onnx_command(
         "from the cache).")] = None,
     lri: options.Lri = None,
     refine: options.Refine = None,
+    fuse: Annotated[bool | None, typer.Option(
+        "--fuse/--no-fuse", help="A stereo model that fuses with SGBM by default "
+        "(matchstereo-hybrid): the fused run's network, at the pair's working size, with what "
+        "`python -m crossview.runtime FILE LEFT RIGHT` needs to give `crossview stereo`'s "
+        "answer (default); --no-fuse: the network alone, as `crossview stereo --no-fuse`.",
+        show_default=False)] = None,
+    preset: options.Preset = None,
     bare: Annotated[bool, typer.Option(
         "--bare", help="The network alone: no padding, no low-resolution initialisation, no "
                        "refinement; dynamic height and width (multiples of 32).")] = False,
@@ -48,7 +56,9 @@ def onnx_command(
 ) -> None:
     """Export MODEL to ONNX: inputs image0, image1 [1, 3, H, W] float 0..255; outputs field,
     disparity or flow, valid (MatchStereo / MatchFlow: what `crossview stereo` / `flow` give,
-    refinement and all) or coords (TransforMatcher)."""
+    refinement and all; matchstereo-hybrid: the network of its fused run, which `python -m
+    crossview.runtime FILE LEFT RIGHT -o DISPARITY.npy` completes) or coords
+    (TransforMatcher)."""
     if static and not bare:
         raise UserError("--static fixes the size of a --bare export; without --bare the file "
                         "already takes only --size (add --bare, or drop --static)")
@@ -58,17 +68,25 @@ def onnx_command(
         onnx.require(module)
     network = api.load_model(model, weights)
     # a model, option or size that cannot be exported fails before the trace
-    module = onnx.export_module(network, lri=lri, refine=refine, bare=bare)
+    module = onnx.export_module(network, lri=lri, refine=refine, bare=bare, fuse=fuse,
+                                size=shape, preset=preset)
     onnx.check_size(network, shape, bare=bare)
     api.check_memory(network, *shape, task=network.task, lri=getattr(module, "lri", False),
                      refine=getattr(module, "refine", False),
                      advice=api.MemoryAdvice("give a smaller --size", "--no-refine"))
     names = onnx.export_onnx(network, out, shape, lri=lri, refine=refine, bare=bare,
-                             dynamic=bare and not static)
+                             dynamic=bare and not static, fuse=fuse, preset=preset)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",
                  markup=False, soft_wrap=True)
     meta = onnx.file_metadata(module, shape, bare and not static)
-    if "crossview.same_as" in meta:
+    fused = getattr(module, "fused", None)
+    if fused is not None:
+        stdout.print(f"the file holds the network of `{fused.same_as}` at "
+                     f"{meta['crossview.network_size']} for pairs of {meta['crossview.size']}; "
+                     f"`python -m crossview.runtime {out} LEFT RIGHT -o DISPARITY.npy` gives "
+                     "its answer (row alignment and SGBM fusion with numpy and OpenCV, no "
+                     "torch)", markup=False, soft_wrap=True)
+    elif "crossview.same_as" in meta:
         lacks = [what for _, what in onnx.dropped_defaults(module)]
         if lacks:
             stderr.print(f"note: the file lacks the {' and '.join(lacks)} that "
@@ -80,6 +98,7 @@ def onnx_command(
         with steps.long_step(f"checking {out.name} with onnxruntime against crossview"):
             differences = onnx.compare_with_crossview(module, out, shape)
         against = meta.get("crossview.same_as", "pytorch")
-        stdout.print(f"|onnxruntime - {against}|: " + "; ".join(
+        runner = "crossview.runtime" if fused is not None else "onnxruntime"
+        stdout.print(f"|{runner} - {against}|: " + "; ".join(
             f"{name} mean {mean:.3g} max {largest:.3g}"
             for name, (mean, largest) in differences.items()), markup=False, soft_wrap=True)

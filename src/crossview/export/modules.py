@@ -9,6 +9,8 @@ return.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
@@ -19,6 +21,9 @@ from crossview.models.dense.inference import (
     network_fields,
     refine_fields,
 )
+
+if TYPE_CHECKING:
+    from crossview.runtime.fused_file import FusedFile
 
 INPUT_NAMES = ("image0", "image1")
 
@@ -33,6 +38,13 @@ class DenseOutputs(nn.Module):
     inside, the half-resolution pass with ``lri``; then the photometric refinement with
     ``refine``), or with ``bare`` the network alone (H and W multiples of 32, no padding, no
     low-resolution initialisation, no refinement: the shape-free graph of a dynamic export).
+    With ``size = (h, w)`` the network runs on the pair resized to that size and its fields
+    are resized back (:func:`~crossview.models.dense.inference.network_fields`'s fixed
+    resolution, as a fusing run of a model with ``fused_network`` runs its network). ``fused``:
+    the record of the fused run whose network the module is
+    (:class:`crossview.runtime.fused_file.FusedFile`), which :mod:`crossview.runtime`
+    completes with the row alignment and the SGBM fusion; its file's inputs are the pair at
+    the record's working size, the right image's rows lined up.
     Returns
 
     - ``field [2B, H, W, 2]``: both views' full-resolution fields in px (the first images'
@@ -44,13 +56,15 @@ class DenseOutputs(nn.Module):
     """
 
     def __init__(self, model: nn.Module, *, lri: bool = False, refine: bool = False,
-                 bare: bool = False) -> None:
+                 bare: bool = False, size: tuple[int, int] | None = None,
+                 fused: FusedFile | None = None) -> None:
         super().__init__()
-        if bare and (lri or refine):
-            raise ValueError(f"a bare network has no lri or refinement, got {lri=}, {refine=}")
+        if bare and (lri or refine or size is not None or fused is not None):
+            raise ValueError(f"a bare network has no lri, refinement, size or fusion, got "
+                             f"{lri=}, {refine=}, {size=}, {fused=}")
         self.model = model
         self.task = model.task
-        self.lri, self.refine, self.bare = lri, refine, bare
+        self.lri, self.refine, self.bare, self.size, self.fused = lri, refine, bare, size, fused
         self.output_names = ("field", "disparity" if self.task == "stereo" else "flow", "valid")
 
     def forward(self, image0: torch.Tensor,
@@ -58,7 +72,8 @@ class DenseOutputs(nn.Module):
         if self.bare:
             field = self.model.forward_fields(image0, image1, task=self.task)["field"]
         else:
-            field = network_fields(self.model, image0, image1, self.task, lri=self.lri)[0]
+            field = network_fields(self.model, image0, image1, self.task, lri=self.lri,
+                                   size=self.size)[0]
             if self.refine:
                 field = refine_fields(image0, image1, field, self.task)
         batch = image0.shape[0]

@@ -16,6 +16,13 @@ multiples of 32 and at least the model's minimum (dynamic axes unless ``dynamic=
 TransforMatcher's files take only its ``image_size`` square. The batch is fixed at 1. Inputs
 ``image0``, ``image1``: ``[1, 3, H, W]`` float32 in 0..255. Every file records what it
 computes in its metadata (:func:`file_metadata`).
+
+A stereo model that fuses with SGBM by default (``matchstereo-hybrid``) is exported fused
+unless ``fuse=False``: the file holds the network as the fused run runs it (at the pair's
+working size, resized inside to the network's scale, with the fused run's lri and
+refinement) and records the rest of the run (:class:`crossview.runtime.fused_file.FusedFile`),
+which :mod:`crossview.runtime` (numpy, OpenCV, onnxruntime; no torch) completes to what
+``crossview stereo`` gives (:func:`fused_module`). OpenCV's matchers are not in an ONNX graph.
 """
 
 from __future__ import annotations
@@ -26,7 +33,6 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,13 +40,28 @@ from torch import nn
 
 from crossview import api
 from crossview.attention import using_backend
+from crossview.data.image_arrays import as_uint8
 from crossview.errors import UserError
 from crossview.export.modules import INPUT_NAMES, DenseOutputs, MatcherOutputs
+from crossview.geometry.disparity import field_to_disparity
 from crossview.long_step import long_step
+from crossview.models.dense import sgbm_fusion
 from crossview.models.dense.contract import is_dense
-from crossview.models.dense.inference import fuses, initialises_low, refines
+from crossview.models.dense.inference import (
+    fuses,
+    fusion_work,
+    initialises_low,
+    network_settings,
+    predict_fields,
+    refines,
+    working_size,
+)
+from crossview.models.dense.presets import fused_settings
 from crossview.models.keypoints.contract import is_keypoint_matcher
 from crossview.output import atomic_output
+from crossview.runtime.fused_file import FusedFile, fusion_constants
+from crossview.runtime.session import onnx_session
+from crossview.runtime.stereo import FusedStereo
 
 STRIDE = 32  # MatchStereo / MatchFlow sides are multiples of this (the 1/32 scale)
 EXTRA = "pip install 'crossview[export]'"
@@ -56,27 +77,73 @@ def require(module: str) -> object:
 
 
 def export_module(model: nn.Module, *, lri: bool | None = None, refine: bool | None = None,
-                  bare: bool = False) -> DenseOutputs | MatcherOutputs:
+                  bare: bool = False, fuse: bool | None = None,
+                  size: tuple[int, int] | None = None,
+                  preset: str | None = None) -> DenseOutputs | MatcherOutputs:
     """The export module of ``model`` (eval mode): MatchStereo / MatchFlow with the model's
     default low-resolution initialisation and refinement (``lri`` / ``refine`` choose, as in
-    :func:`crossview.estimate_disparity`), or the network alone with ``bare``; a
-    :class:`UserError` for a model that cannot be exported or options it does not take."""
+    :func:`crossview.estimate_disparity`), or the network alone with ``bare``; a stereo model
+    that fuses by default (``fuse=None``; ``fuse=False``: as one that does not) the fused run's
+    network for pairs of ``size`` ``(H, W)`` (:func:`fused_module`; ``preset`` as in
+    :func:`crossview.estimate_disparity`). A :class:`UserError` for a model that cannot be
+    exported or options it does not take."""
     task = getattr(model, "task", None)
     name = getattr(model, "model_name", type(model).__name__)
     if task in ("stereo", "flow") and is_dense(model):
         if bare and (lri or refine):
             raise UserError("--bare exports the network alone: no --lri, no --refine")
+        if bare and (fuse or preset is not None):
+            raise UserError("--bare exports the network alone: no --fuse, no --preset")
+        if task == "flow" and fuse:
+            raise UserError("only stereo files are fused (crossview.runtime runs the SGBM "
+                            "fusion); a flow file holds the network alone: drop --fuse")
+        if task == "stereo" and not bare and fuses(model, fuse):
+            if size is None:
+                raise ValueError("a fused export needs the size of its pairs")
+            return fused_module(model, size, lri=lri, refine=refine, preset=preset)
+        if preset is not None:
+            raise UserError("--preset sets the fused run: the network alone (--no-fuse, --bare, "
+                            "a flow model) takes none")
         if bare:
             return DenseOutputs(model, bare=True).eval()
         return DenseOutputs(model, lri=initialises_low(model, lri),
                             refine=refines(model, refine)).eval()
     if task == "semantic" and is_keypoint_matcher(model):
-        if bare or lri is not None or refine is not None:
-            raise UserError(f"{name} is exported whole: --bare, --lri and --refine are "
-                            "MatchStereo / MatchFlow options")
+        if bare or lri is not None or refine is not None or fuse or preset is not None:
+            raise UserError(f"{name} is exported whole: --bare, --lri, --refine, --fuse and "
+                            "--preset are MatchStereo / MatchFlow options")
         return MatcherOutputs(model).eval()
     raise UserError(f"model {name!r} ({task}) cannot be exported to ONNX; export a dense "
                     "(stereo, flow) or a TransforMatcher model")
+
+
+def fused_module(model: nn.Module, size: tuple[int, int], *, lri: bool | None = None,
+                 refine: bool | None = None, preset: str | None = None) -> DenseOutputs:
+    """The network of a fusing stereo run of ``model`` on pairs of ``size = (H, W)``, as
+    :func:`crossview.models.dense.inference.predict_fields` runs it: at the working size
+    (:func:`~crossview.models.dense.inference.working_size`), resized inside to the network's
+    size with its lri and refinement (:func:`~crossview.models.dense.inference.network_settings`;
+    ``lri``, ``refine``, ``preset`` as there); the module's ``fused`` record holds what
+    :mod:`crossview.runtime` needs for the rest (row alignment, SGBM runs, median passes,
+    the fusion's thresholds)."""
+    name = getattr(model, "model_name", type(model).__name__)
+    settings = fused_settings(model, "stereo", preset)
+    work = working_size(model, "stereo", True, None, size, preset=preset) or tuple(size)
+    run_lri, run_refine, run_size = network_settings(model, "stereo", True, lri, refine, None,
+                                                     work, preset=preset)
+    runs, medians = (None, None) if settings is None else fusion_work("stereo", settings)
+    options = "".join(f" --{'' if value else 'no-'}{option}" for option, value in (
+        ("lri", lri), ("refine", refine)) if value is not None)
+    record = FusedFile(
+        size=tuple(size), working_size=work, network_size=run_size or work,
+        align_px=None if settings is None else settings.align_px,
+        runs=sgbm_fusion.FUSION_SGBM_RUNS if runs is None else runs,
+        medians=sgbm_fusion.EDGE_MEDIANS if medians is None else medians,
+        constants=fusion_constants(), model=name, preset=preset,
+        same_as=f"crossview stereo --model {name}"
+        + (f" --preset {preset}" if preset is not None else "") + options)
+    return DenseOutputs(model, lri=run_lri, refine=run_refine, size=run_size,
+                        fused=record).eval()
 
 
 def check_size(model: nn.Module, size: tuple[int, int], *, bare: bool = False) -> None:
@@ -109,7 +176,10 @@ def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
     of 32`` for a dynamic file), and for MatchStereo / MatchFlow ``crossview.padding``,
     ``crossview.lri``, ``crossview.refine`` (``on`` / ``off``), ``crossview.same_as`` (the
     command whose result the file gives) and ``crossview.lacks`` (what that command does by
-    default and the file does not: empty when nothing)."""
+    default and the file does not: empty when nothing); a fused stereo file (the module's
+    ``fused`` record) also its record's entries
+    (:meth:`crossview.runtime.fused_file.FusedFile.metadata`), its ``same_as`` answered with
+    :mod:`crossview.runtime`."""
     model = module.model
     name = getattr(model, "model_name", type(model).__name__)
     task = getattr(model, "task", "semantic")
@@ -117,6 +187,12 @@ def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
             "crossview.size": "any multiples of 32" if dynamic else f"{size[0]}x{size[1]}"}
     if isinstance(module, MatcherOutputs):
         return meta
+    if module.fused is not None:
+        return {**meta, **module.fused.metadata(),
+                "crossview.padding": "inside (edge replication to multiples of 32)",
+                "crossview.lri": "on" if module.lri else "off",
+                "crossview.refine": "on" if module.refine else "off",
+                "crossview.same_as": module.fused.same_as, "crossview.lacks": ""}
     dropped = dropped_defaults(module)
     meta.update({
         "crossview.padding": "none (H and W multiples of 32)" if module.bare
@@ -169,33 +245,36 @@ def _dynamic_shapes(module: nn.Module) -> dict[str, dict[int, object]]:
 
 def export_onnx(model: nn.Module, path: str | os.PathLike[str], size: tuple[int, int], *,
                 lri: bool | None = None, refine: bool | None = None, bare: bool = False,
-                dynamic: bool | None = None) -> tuple[str, ...]:
+                dynamic: bool | None = None, fuse: bool | None = None,
+                preset: str | None = None) -> tuple[str, ...]:
     """Write ``model`` as an ONNX file at ``path`` (atomically: a failed export leaves
-    nothing), traced at ``size`` ``(H, W)``, computing :func:`export_module` ``(model, lri=,
-    refine=, bare=)``, its :func:`file_metadata` in the file. ``dynamic`` keeps height and
-    width free (a bare MatchStereo / MatchFlow only; default: on for those). The trace and the
-    translation are each announced (:func:`crossview.long_step.long_step`). Returns the output
-    names.
+    nothing), traced at ``size`` ``(H, W)`` (a fused stereo file: at its working size),
+    computing :func:`export_module` ``(model, lri=, refine=, bare=, fuse=, size=, preset=)``,
+    its :func:`file_metadata` in the file. ``dynamic`` keeps height and width free (a bare
+    MatchStereo / MatchFlow only; default: on for those). The trace and the translation are
+    each announced (:func:`crossview.long_step.long_step`). Returns the output names.
 
     Raises :class:`UserError` for a model that cannot be exported, a size it cannot take, a
     dynamic file that is not a bare network, or a missing exporter package.
     """
     for module_name in ("onnx", "onnxscript"):
         require(module_name)
-    module = export_module(model.cpu().float(), lri=lri, refine=refine, bare=bare)
+    module = export_module(model.cpu().float(), lri=lri, refine=refine, bare=bare, fuse=fuse,
+                           size=size, preset=preset)
     check_size(model, size, bare=bare)
     dense = isinstance(module, DenseOutputs)
+    traced = module.fused.working_size if dense and module.fused is not None else size
     if dynamic is None:
         dynamic = dense and bare
     if dynamic and not (dense and bare):
         raise UserError("only a bare MatchStereo / MatchFlow network exports with dynamic "
                         "height and width (--bare)")
     name = getattr(model, "model_name", type(model).__name__)
-    where = f"{name} at {size[0]}x{size[1]}"
+    where = f"{name} at {traced[0]}x{traced[1]}"
     with using_backend("export"), _quiet_exporter(), torch.no_grad():
         with long_step(f"tracing {where} (torch.export)"):
             program = torch.export.export(
-                module, example_inputs(size),
+                module, example_inputs(traced),
                 dynamic_shapes=_dynamic_shapes(module) if dynamic else None)
         with long_step(f"translating {where} to ONNX"):
             onnx_program = torch.onnx.export(
@@ -222,26 +301,6 @@ def _quiet_exporter() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def onnx_session(path: str | os.PathLike[str], threads: int = 0, *,
-                 run_once: bool = False) -> object:
-    """An onnxruntime inference session of ``path`` on the CPU execution provider
-    (``threads`` intra-op threads, 0: onnxruntime's default). ``run_once``: for a session
-    that runs one pair (the export's check), onnxruntime's basic graph optimisations only and
-    threads that sleep when idle: at 384x1248 its start takes about half the time, and the
-    whole check about 2/3 of the CPU time (measured: 13.6 s against 21 s), for the same
-    outputs up to float rounding."""
-    ort = require("onnxruntime")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.log_severity_level = 3  # errors only: its optimiser's notes say nothing to a user
-    if run_once:
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    if not Path(path).is_file():
-        raise UserError(f"{path}: no such file")
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
 def run_onnx(session: object, image0: torch.Tensor, image1: torch.Tensor) -> list[np.ndarray]:
     """The outputs of an :func:`onnx_session` on a pair ``[1, 3, H, W]`` (float 0..255)."""
     feeds = {name: image.detach().cpu().float().numpy()
@@ -263,6 +322,8 @@ def compare_with_crossview(module: DenseOutputs | MatcherOutputs,
     largest ``|onnxruntime - crossview|`` (a mask: the fraction of differing pixels, twice;
     a shape mismatch: infinite).
     """
+    if isinstance(module, DenseOutputs) and module.fused is not None:
+        return compare_fused(module, path, size, seed=seed)
     pair = example_inputs(size, seed=seed)
     got = run_onnx(onnx_session(path, run_once=True), *pair)
     names = module.output_names
@@ -281,6 +342,24 @@ def compare_with_crossview(module: DenseOutputs | MatcherOutputs,
     return {name: (_compare(want, have, lambda d: float(d.mean()), infinite),
                    _compare(want, have, lambda d: float(d.max()), infinite))
             for name, want, have in zip(names, expected, got, strict=True)}
+
+
+def compare_fused(module: DenseOutputs, path: str | os.PathLike[str], size: tuple[int, int],
+                  *, seed: int = 1) -> dict[str, tuple[float, float]]:
+    """A fused stereo file (``module.fused`` set) run by :mod:`crossview.runtime` against
+    :func:`crossview.models.dense.inference.predict_fields` with the same settings (the
+    record's ``same_as``) on a uint8 pair of ``size`` that the trace did not see
+    (:func:`example_inputs` with ``seed``, rounded). Returns for ``disparity`` and
+    ``right_disparity`` the mean and the largest ``|runtime - crossview|`` (px)."""
+    left, right = (as_uint8(x[0].permute(1, 2, 0).numpy())
+                   for x in example_inputs(size, seed=seed))
+    got = FusedStereo(path)(left, right)
+    field = predict_fields(module.model, left, right, "stereo", lri=module.lri,
+                           refine=module.refine, preset=module.fused.preset).field.numpy()
+    expected = field_to_disparity(field[0]), field_to_disparity(field[1], "right")
+    return {name: (float(np.abs(have - want).mean()), float(np.abs(have - want).max()))
+            for name, want, have in zip(("disparity", "right_disparity"), expected,
+                                        (got.left, got.right), strict=True)}
 
 
 def max_differences(expected: tuple[torch.Tensor, ...], got: list[np.ndarray],

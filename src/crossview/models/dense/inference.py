@@ -255,20 +255,31 @@ def fuse_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, task: s
                 settings: FusedNetwork | None) -> torch.Tensor:
     """Both views' fields ``[2B, H, W, 2]`` of the pair ``x0, x1 [B, 3, H, W]`` fused with the
     classical matcher's (stereo: SGBM, flow: DIS), making the runs and median passes that
-    ``settings`` keeps (:class:`crossview.models.registry.FusedNetwork`; ``None``: all)."""
-    # the fusions' constants read when the run starts (tests and studies set them)
-    fusion, runs = ((fuse_with_sgbm, sgbm_fusion.FUSION_SGBM_RUNS) if task == "stereo"
-                    else (fuse_with_dis, dis_fusion.FLOW_DIS_RUNS))
+    ``settings`` keeps (:class:`crossview.models.registry.FusedNetwork`; ``None``: all;
+    :func:`fusion_work`)."""
+    fusion = fuse_with_sgbm if task == "stereo" else fuse_with_dis
     if settings is None:
         return fusion(x0, x1, field)
+    runs, medians = fusion_work(task, settings)
+    return fusion(x0, x1, field, runs=runs, medians=medians)
+
+
+def fusion_work(task: str, settings: FusedNetwork
+                ) -> tuple[tuple[dict, ...] | None, tuple[dict, ...] | None]:
+    """The classical runs and colour-weighted median passes a fusion with ``settings`` makes:
+    the first ``classical_runs`` of the task's runs (stereo
+    :data:`~crossview.models.dense.sgbm_fusion.FUSION_SGBM_RUNS`, flow
+    :data:`~crossview.models.dense.dis_fusion.FLOW_DIS_RUNS`) and the passes of
+    :data:`~crossview.models.dense.sgbm_fusion.EDGE_MEDIANS` that ``median_passes`` names;
+    ``None`` for all (the fusion's own)."""
+    # the fusions' constants read when the run starts (tests and studies set them)
+    runs = sgbm_fusion.FUSION_SGBM_RUNS if task == "stereo" else dis_fusion.FLOW_DIS_RUNS
     passes, medians = settings.median_passes, sgbm_fusion.EDGE_MEDIANS
     if passes is not None and any(i >= len(medians) for i in passes):
         raise ValueError(f"median_passes index the {len(medians)} passes of EDGE_MEDIANS, "
                          f"got {passes}")
-    return fusion(x0, x1, field,
-                  runs=None if settings.classical_runs is None
-                  else runs[:settings.classical_runs],
-                  medians=None if passes is None else tuple(medians[i] for i in passes))
+    return (None if settings.classical_runs is None else runs[:settings.classical_runs],
+            None if passes is None else tuple(medians[i] for i in passes))
 
 
 def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,

@@ -1,0 +1,22 @@
+"""The fused default stereo model without torch: an ONNX file of its network
+(``crossview export onnx --model matchstereo-hybrid --size HxW -o FILE``) completed with numpy,
+OpenCV and onnxruntime to what ``crossview stereo`` gives (docs/export.md,
+docs/results/onnx-runtime).
+
+- :mod:`~crossview.runtime.stereo`: :class:`FusedStereo`, the run (row alignment, network,
+  SGBM fusion);
+- :mod:`~crossview.runtime.fused_file`: what the file records for it;
+- :mod:`~crossview.runtime.images`: the pair, read and checked;
+- :mod:`~crossview.runtime.session`: the onnxruntime session;
+- ``python -m crossview.runtime FILE LEFT RIGHT -o DISPARITY.npy``: the command
+  (:mod:`crossview.runtime.__main__`).
+
+Nothing here imports torch (tests/export/test_runtime.py checks it), so the runtime runs where
+only ``numpy``, ``scipy``, ``opencv-python-headless`` and ``onnxruntime`` are installed.
+"""
+
+from __future__ import annotations
+
+from crossview.runtime.stereo import FusedStereo, StereoResult
+
+__all__ = ["FusedStereo", "StereoResult"]
