@@ -1,7 +1,8 @@
 """ONNX export timed and checked: one model exported at one size, then the same random pair
 run by PyTorch (eager, the default MatchAttention backend, and the ``export`` backend the file
 was traced with) and by onnxruntime's CPU execution provider, with the largest difference of
-each output against PyTorch.
+each output against PyTorch (of a stereo model that fuses: the fused run's network,
+:func:`crossview.export.onnx.fused_module`).
 
 Rows: ``runtime``, ``median_s``, ``min_s`` and per output the largest absolute difference from
 the PyTorch row (a bool mask: the fraction of differing pixels). The export itself is timed
@@ -39,8 +40,10 @@ def bench_export(model: nn.Module, size: tuple[int, int], *, repeats: int = 3, t
     "onnx_bytes", "rows"}``."""
     step = on_step or (lambda label: None)
     with torch_threads(threads):
-        module = export_module(model.cpu().float())
-        image0, image1 = example_inputs(size, seed=1)  # not the tracing example
+        module = export_module(model.cpu().float(), size=size)
+        fused = getattr(module, "fused", None)  # a fused stereo file's inputs: the working size
+        image0, image1 = example_inputs(size if fused is None else fused.working_size,
+                                        seed=1)  # not the tracing example
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "model.onnx"
             step("export")
