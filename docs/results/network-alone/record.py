@@ -27,24 +27,15 @@ import torch
 import crossview
 from crossview.data.datasets.scenes import SceneFolders
 from crossview.geometry.disparity import field_to_disparity
-from crossview.models.dense import inference, sgbm_fusion
+from crossview.models.dense import sgbm_fusion
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "who-answers"))
+from who_answers import recorded_run
 
 
 def record_scene(model: torch.nn.Module, sample: dict[str, Any]) -> dict[str, np.ndarray]:
     """Both views' fusion inputs and steps of the fused default on ``sample``."""
-    recorded = []
-
-    def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
-                  **kwargs: Any) -> torch.Tensor:
-        recorded.append((x0.clone(), x1.clone(), field.clone(), kwargs))
-        return sgbm_fusion.fuse_with_sgbm(x0, x1, field, **kwargs)
-
-    inference.fuse_with_sgbm = recording
-    try:
-        default = inference.predict_fields(model, sample["image0"], sample["image1"], "stereo")
-    finally:
-        inference.fuse_with_sgbm = sgbm_fusion.fuse_with_sgbm
-    x0, x1, field, kwargs = recorded[0]
+    default, x0, x1, field, kwargs = recorded_run(model, sample)
     views = sgbm_fusion.fusion_inputs(x0, x1, field, runs=kwargs.get("runs"))
     arrays: dict[str, np.ndarray] = {}
     for view in views:

@@ -105,8 +105,9 @@ def bad2(disparity: np.ndarray, truth: np.ndarray) -> float:
 def main(record_dir: Path, readme: Path, steps: int, folds: int) -> None:
     groups = dict(re.findall(r"^\| `([a-z0-9_]+)` \| ([a-z0-9_]+) \|", readme.read_text(), re.M))
     load = lambda path: dict(np.load(path))  # noqa: E731
-    train_scenes = {p.stem.split("__")[1]: load(p) for p in sorted(record_dir.glob("real-train__*"))}
-    dev_scenes = {p.stem.split("__")[1]: load(p) for p in sorted(record_dir.glob("real-dev__*"))}
+    scenes = lambda root: {p.stem.split("__")[1]: load(p)  # noqa: E731
+                           for p in sorted(record_dir.glob(f"{root}__*"))}
+    train_scenes, dev_scenes = scenes("real-train"), scenes("real-dev")
     names = sorted({groups[s] for s in train_scenes})
     scores = {}
     for fold in range(folds):

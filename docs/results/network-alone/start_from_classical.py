@@ -31,6 +31,9 @@ from crossview.models.dense import inference, sgbm_fusion
 from crossview.models.dense.classical import fill_holes
 from crossview.report import write_json
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "who-answers"))
+from who_answers import recorded_run
+
 
 def bad2(disparity: np.ndarray, truth: np.ndarray, known: np.ndarray) -> float:
     """bad-2 (%) over the ``known`` pixels."""
@@ -47,18 +50,7 @@ def scene_row(model: torch.nn.Module, sample: dict[str, Any]) -> dict[str, float
     """The columns of the module docstring for one scene."""
     truth = np.asarray(sample["disparity"], np.float32)
     known = np.asarray(sample["valid"], bool) & np.isfinite(truth)
-    recorded = []
-
-    def recording(x0, x1, field, **kwargs):
-        recorded.append((x0, x1, field, kwargs))
-        return sgbm_fusion.fuse_with_sgbm(x0, x1, field, **kwargs)
-
-    inference.fuse_with_sgbm = recording
-    try:
-        fused = inference.predict_fields(model, sample["image0"], sample["image1"], "stereo")
-    finally:
-        inference.fuse_with_sgbm = sgbm_fusion.fuse_with_sgbm
-    x0, x1, field, kwargs = recorded[0]
+    fused, x0, x1, field, kwargs = recorded_run(model, sample)
     views = sgbm_fusion.fusion_inputs(x0, x1, field, runs=kwargs.get("runs"))
     filled = [torch.from_numpy(fill_holes(view.classical)) for view in views]
     start = torch.zeros(2, *filled[0].shape, 2)

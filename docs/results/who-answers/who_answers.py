@@ -68,10 +68,10 @@ def wrong(disparity: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return ~np.isfinite(error) | (error > 2.0)
 
 
-def fused_run(model: torch.nn.Module, sample: Mapping) -> dict[str, Any]:
-    """The fused default on a scene, the fusion's inputs recorded: the left disparity
-    (``fused``), the network's as the fusion receives it (``net``) and the left view's
-    :class:`~crossview.models.dense.sgbm_fusion.FusionSteps` replayed (``steps``)."""
+def recorded_run(model: torch.nn.Module, sample: Mapping
+                 ) -> tuple[inference.Fields, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+    """The fused default on a scene (:func:`inference.predict_fields`, every setting the
+    model's own) and what it handed the fusion: ``(fields, x0, x1, field, kwargs)``."""
     recorded = []
 
     def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
@@ -84,7 +84,14 @@ def fused_run(model: torch.nn.Module, sample: Mapping) -> dict[str, Any]:
         default = inference.predict_fields(model, sample["image0"], sample["image1"], "stereo")
     finally:
         inference.fuse_with_sgbm = sgbm_fusion.fuse_with_sgbm
-    x0, x1, field, kwargs = recorded[0]
+    return (default, *recorded[0])
+
+
+def fused_run(model: torch.nn.Module, sample: Mapping) -> dict[str, Any]:
+    """The fused default on a scene, the fusion's inputs recorded: the left disparity
+    (``fused``), the network's as the fusion receives it (``net``) and the left view's
+    :class:`~crossview.models.dense.sgbm_fusion.FusionSteps` replayed (``steps``)."""
+    default, x0, x1, field, kwargs = recorded_run(model, sample)
     left = sgbm_fusion.fusion_inputs(x0, x1, field, runs=kwargs.get("runs"))[0]
     steps = sgbm_fusion.fusion_steps(*left, medians=kwargs.get("medians"))
     fused = field_to_disparity(default.field[:1])[0].numpy()
