@@ -29,6 +29,7 @@ from crossview.runtime import FusedStereo
 from crossview.runtime.__main__ import main
 from crossview.runtime.fused_file import FusedFile
 from crossview.runtime.stereo import _resized
+from offset_pairs import offset_pair
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -49,17 +50,8 @@ DISPARITY = 7  # px
 
 
 def _pair(offset: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """A smooth random texture (RGB uint8 ``SIZE``) and its right view at constant disparity,
-    the right image's rows ``offset`` px down: left ``(x, y)`` is right ``(x - 7, y + offset)``."""
-    h, w = SIZE
-    pad = 8
-    rng = np.random.default_rng(5)
-    coarse = rng.integers(0, 256, ((h + 2 * pad) // 4, (w + DISPARITY) // 4 + 1, 3), np.uint8)
-    wide = np.asarray(Image.fromarray(coarse).resize((coarse.shape[1] * 4, h + 2 * pad),
-                                                     Image.BICUBIC))
-    left = wide[pad:pad + h, :w]
-    right = wide[pad - offset:pad - offset + h, DISPARITY:DISPARITY + w]
-    return np.ascontiguousarray(left), np.ascontiguousarray(right)
+    """A textured pair of ``SIZE`` at 7 px of disparity, the right rows ``offset`` px down."""
+    return offset_pair(offset, *SIZE, DISPARITY, seed=5)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import logging
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 import crossview
 from crossview.geometry.disparity import field_to_disparity
@@ -19,6 +18,7 @@ from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
+from offset_pairs import offset_pair
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
@@ -29,16 +29,9 @@ DISPARITY = 6  # px
 
 
 def _pair(offset: int, h: int = 192, w: int = 224) -> tuple[np.ndarray, np.ndarray]:
-    """A textured left image and its right view at constant disparity, the right image's rows
-    ``offset`` px down from the left's: left ``(x, y)`` is right ``(x - DISPARITY, y + offset)``."""
-    rng = np.random.default_rng(3)
-    pad = 8
-    coarse = rng.integers(0, 256, ((h + 2 * pad) // 4, (w + DISPARITY) // 4 + 1, 3), np.uint8)
-    wide = np.asarray(Image.fromarray(coarse).resize((coarse.shape[1] * 4, h + 2 * pad),
-                                                     Image.BICUBIC))
-    left = wide[pad:pad + h, :w]
-    right = wide[pad - offset:pad - offset + h, DISPARITY:DISPARITY + w]
-    return np.ascontiguousarray(left), np.ascontiguousarray(right)
+    """A textured ``h x w`` pair at ``DISPARITY``, the right image's rows ``offset`` px down
+    from the left's: left ``(x, y)`` is right ``(x - DISPARITY, y + offset)``."""
+    return offset_pair(offset, h, w, DISPARITY, seed=3)
 
 
 @pytest.mark.parametrize("offset", [-3, 0, 2])
