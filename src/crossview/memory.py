@@ -23,10 +23,12 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from crossview.errors import UserError, shown
+
+if TYPE_CHECKING:
+    import torch
 
 ENV_VAR = "CROSSVIEW_MAX_MEMORY_GB"
 GIB = 2**30
@@ -53,8 +55,10 @@ def available_memory(device: torch.device | str = "cpu") -> tuple[int, str] | No
     limit = memory_limit()
     if limit is not None:
         return limit, f"${ENV_VAR}"
-    device = torch.device(device)
-    if device.type == "cuda":
+    if str(device).startswith("cuda"):
+        import torch  # only a GPU's figure needs it: crossview.data.io reads images without it
+
+        device = torch.device(device)
         free, _ = torch.cuda.mem_get_info(device)
         return free, f"free on {device}"
     figures = [figure for figure in (_mem_available(), _cgroup_room(), _address_space_room())

@@ -192,7 +192,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(
         "missing image": ([str(path), left, str(tmp_path / "r.png"), "-o", out],
                           "r.png: no such file (the right image)"),
         "not an image": ([str(path), str(text), right, "-o", out],
-                         "not an image OpenCV can read (the left image)"),
+                         "cannot read image (cannot identify image file"),
         "other size": ([str(path), left, str(small), "-o", out],
                        f"the right image is 100x{SIZE[1]} (HxW); the file takes "
                        f"{SIZE[0]}x{SIZE[1]}"),
