@@ -444,7 +444,10 @@ class StereoResult:
     consistency (non-occlusion) masks ``[B, H, W]`` bool, and the self relative positions at
     full resolution ``[B, H, W, 2]`` (px; where each pixel draws its information from), and a
     per-pixel confidence ``[B, H, W]`` in [0, 1] of each view
-    (:mod:`crossview.geometry.confidence`: left-right consistency and attention peak)."""
+    (:mod:`crossview.geometry.confidence`: left-right consistency and attention peak); for a
+    run fused with SGBM, each left view's share ``[B]`` in [0, 1] of pixels that the network
+    answers (``network_share``; ``None`` unfused): where it is ~0 the answer is SGBM's and the
+    fill's, and the network's weights only set SGBM's search range and the tone match."""
 
     disparity: torch.Tensor
     disparity_right: torch.Tensor
@@ -454,6 +457,7 @@ class StereoResult:
     self_rpos_right: torch.Tensor
     confidence: torch.Tensor
     confidence_right: torch.Tensor
+    network_share: torch.Tensor | None = None
 
 
 @dataclass
@@ -530,15 +534,16 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         :class:`StereoResult` (float32 tensors on ``device``).
     """
     check_min_confidence(min_confidence)
-    field, rpos, valid, peak = _predict(model, weights, left, right, "stereo", device=device,
-                                        precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine, advice=advice,
-                                        adapt=adapt, fuse=fuse, init=init, preset=preset)
+    field, rpos, valid, peak, share = _predict(
+        model, weights, left, right, "stereo", device=device, precision=precision, lri=lri,
+        size=size, threshold=threshold, refine=refine, advice=advice, adapt=adapt, fuse=fuse,
+        init=init, preset=preset)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
-                        valid[:b], valid[b:], rpos[:b], rpos[b:], confidence[:b], confidence[b:])
+                        valid[:b], valid[b:], rpos[:b], rpos[b:], confidence[:b], confidence[b:],
+                        None if share is None else share[:b])
 
 
 def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = DEFAULT_FLOW_MODEL,
@@ -558,10 +563,10 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
         :class:`FlowResult` (float32 tensors on ``device``).
     """
     check_min_confidence(min_confidence)
-    field, rpos, valid, peak = _predict(model, weights, img0, img1, "flow", device=device,
-                                        precision=precision, lri=lri, size=size,
-                                        threshold=threshold, refine=refine, advice=advice,
-                                        adapt=adapt, fuse=fuse, preset=preset)
+    field, rpos, valid, peak, _ = _predict(model, weights, img0, img1, "flow", device=device,
+                                           precision=precision, lri=lri, size=size,
+                                           threshold=threshold, refine=refine, advice=advice,
+                                           adapt=adapt, fuse=fuse, preset=preset)
     b = field.shape[0] // 2
     flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)

@@ -20,7 +20,7 @@ from crossview.errors import UserError
 from crossview.models.dense import inference
 from crossview.models.dense.dis_fusion import FLOW_DIS_RUNS
 from crossview.models.dense.presets import DEFAULT_PRESETS, PRESETS, apply_preset
-from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_SGBM_RUNS
+from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_SGBM_RUNS, FusedFields
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import WEIGHTS_DIR, FusedNetwork, register_model
@@ -97,9 +97,9 @@ def test_predict_fields_runs_the_presets_work(task: str, preset: str,
         return network_fields(*args, **kwargs)
 
     def spy_fusion(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
-                   runs: tuple, medians: tuple) -> torch.Tensor:
+                   runs: tuple, medians: tuple) -> object:
         seen["runs"], seen["medians"] = runs, medians
-        return field
+        return FusedFields(field, torch.zeros(field.shape[0])) if task == "stereo" else field
 
     monkeypatch.setattr(inference, "network_fields", spy_network)
     monkeypatch.setattr(inference, "fuse_with_sgbm" if task == "stereo" else "fuse_with_dis",

@@ -5,6 +5,7 @@ eval``."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from PIL import Image
 
 import crossview
 from crossview.cli.app import main
+from crossview.cli.dense import DenseOptions, unused_network_note
 from crossview.data import io
 from crossview.export.modules import DenseOutputs
 from crossview.export.onnx import dropped_defaults
@@ -36,6 +38,7 @@ from crossview.models.dense.sgbm_fusion import (
     EDGE_MEDIANS,
     FILL,
     FUSION_CONSISTENCY_PX,
+    FUSION_NETWORK_RUN_PX,
     FUSION_SGBM_CHECK_PX,
     FUSION_SGBM_RUNS,
     FUSION_SGBM_UNIQUENESS,
@@ -167,7 +170,7 @@ def test_fusion_inputs_are_what_fuse_with_sgbm_fuses() -> None:
     field[1, ..., 0] = torch.from_numpy(rng.uniform(0, 2 * SHIFT, left.shape[:2]))
     inputs = fusion_inputs(x0, x1, field)
     assert [view.view for view in inputs] == ["left", "right"]
-    fused = fuse_with_sgbm(x0, x1, field)
+    fused = fuse_with_sgbm(x0, x1, field).field
     assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(), fuse_view(*inputs[0]))
     assert np.array_equal(field_to_disparity(fused[1:], "right")[0].numpy(),
                           fuse_view(*inputs[1]))
@@ -363,7 +366,7 @@ def test_fuse_with_sgbm_is_the_rule_on_both_views(runs: str,
     else:
         monkeypatch.setattr(sgbm_fusion, "FUSION_SGBM_RUNS", ({},))
         checked = colour
-    fused = fuse_with_sgbm(x0, x1, field)
+    fused = fuse_with_sgbm(x0, x1, field).field
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
     expected_left = fuse_view(disparities[0], consistent[0], checked[0], left)
     expected_right = fuse_view(disparities[1], consistent[1], checked[1], right, "right")
@@ -387,7 +390,7 @@ def test_fuse_with_sgbm_makes_the_runs_and_passes_it_is_given() -> None:
     checked = _sgbm_checked(rank_matching_image(left, 5, 2), rank_matching_image(right, 5, 2),
                             search)
     narrow = (EDGE_MEDIANS[1],)
-    fused = fuse_with_sgbm(x0, x1, field, runs=FUSION_SGBM_RUNS[:1], medians=narrow)
+    fused = fuse_with_sgbm(x0, x1, field, runs=FUSION_SGBM_RUNS[:1], medians=narrow).field
     consistent = noc_mask(field, FUSION_CONSISTENCY_PX).numpy()
     assert np.array_equal(field_to_disparity(fused[:1])[0].numpy(),
                           fuse_view(disparities[0], consistent[0], checked[0], left,
@@ -411,9 +414,10 @@ def test_fuse_with_sgbm_fuses_each_pair_of_a_batch_as_alone() -> None:
         fields.append(field)
     x0, x1 = (torch.stack([torch.from_numpy(p[k]).permute(2, 0, 1).float() for p in pairs])
               for k in (0, 1))
-    both = fuse_with_sgbm(x0, x1, torch.cat([f[:1] for f in fields] + [f[1:] for f in fields]))
+    both = fuse_with_sgbm(x0, x1, torch.cat([f[:1] for f in fields]
+                                            + [f[1:] for f in fields])).field
     for i, field in enumerate(fields):
-        alone = fuse_with_sgbm(x0[i:i + 1], x1[i:i + 1], field)
+        alone = fuse_with_sgbm(x0[i:i + 1], x1[i:i + 1], field).field
         assert torch.equal(both[i], alone[0]) and torch.equal(both[2 + i], alone[1])
 
 
@@ -432,7 +436,7 @@ def test_predict_fields_fuses_after_the_network_by_the_models_default() -> None:
     plain = predict_fields(model, left, right, "stereo", fuse=False)
     default = predict_fields(model, left, right, "stereo")
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    fused = fuse_with_sgbm(x0, x1, plain.field)
+    fused = fuse_with_sgbm(x0, x1, plain.field).field
     assert torch.equal(default.field, fused)
     assert torch.equal(default.valid, noc_mask(fused, 8.0))
     assert not torch.equal(default.field, plain.field)
@@ -524,3 +528,67 @@ def test_an_onnx_export_of_a_fusing_model_says_it_lacks_the_fusion() -> None:
     model = crossview.load_model("fusion-test-stereo")
     module = DenseOutputs(model, lri=False, refine=False)
     assert dropped_defaults(module) == [("--no-fuse", "SGBM fusion")]
+
+
+def test_the_network_share_counts_the_pixels_the_network_answers() -> None:
+    """``network_share`` of each view is the share of :data:`NETWORK` in its
+    :func:`fusion_sources`; the fused run carries it to ``StereoResult``, the unfused not."""
+    left, right = _pair()
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    field = torch.zeros(2, *left.shape[:2], 2)
+    field[0, ..., 0], field[1, ..., 0] = -SHIFT, SHIFT  # consistent everywhere
+    inputs = fusion_inputs(x0, x1, field)
+    for run in (1, FUSION_NETWORK_RUN_PX):  # every hole is the network's, then only long ones
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sgbm_fusion, "fusion_sources", functools.partial(
+                lambda *maps, network_run, scale, run: fusion_sources(
+                    *maps, network_run=run, scale=scale), run=run))
+            share = fuse_with_sgbm(x0, x1, field).network_share
+        expected = [(fusion_sources(*view[:3], network_run=run) == NETWORK).mean()
+                    for view in inputs]
+        assert share.shape == (2,) and share.dtype == torch.float32
+        assert share.tolist() == pytest.approx(expected)
+        assert (share.max() > 0) == (run == 1)
+    torch.manual_seed(0)
+    model = crossview.load_model("fusion-test-stereo")
+    fused = crossview.estimate_disparity(left, right, model=model)
+    assert fused.network_share is not None and fused.network_share.shape == (1,)
+    assert 0.0 <= float(fused.network_share[0]) < 0.5  # SGBM answers the textured pair
+    assert crossview.estimate_disparity(left, right, model=model, fuse=False).network_share \
+        is None
+
+
+def test_a_changed_network_that_answers_nothing_is_noted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--adapt`` on a fused run whose answer is SGBM's and the fill's: a ``note:`` naming the
+    change and ``--no-fuse``; none for the model's own weights, none unfused."""
+    left, right = _pair()
+    paths = tmp_path / "left.png", tmp_path / "right.png"
+    for path, image in zip(paths, (left, right), strict=True):
+        Image.fromarray(image).save(path)
+    errors = {}
+    for name, extra in (("own", []), ("adapted", ["--adapt", "1"]),
+                        ("alone", ["--adapt", "1", "--no-fuse"])):
+        torch.manual_seed(0)
+        code, err = _run(["stereo", *map(str, paths), "-o", str(tmp_path / name),
+                          "--model", "fusion-test-stereo", "--format", "npy", *extra], capsys)
+        assert code == 0, err
+        errors[name] = err
+    assert "so --adapt 1 changed little of this answer" in errors["adapted"]
+    assert "--no-fuse shows the network's own answer" in errors["adapted"]
+    assert "network answered" not in errors["own"] + errors["alone"]
+
+
+@pytest.mark.parametrize(("weights", "adapt", "share", "noted"), [
+    (None, 0, 0.0, False), ("w.safetensors", 0, 0.0, True), (None, 3, 0.005, True),
+    (None, 3, 0.02, False), (None, 3, None, False)])
+def test_the_unused_network_note_needs_a_change_and_no_share(
+        weights: str | None, adapt: int, share: float | None, noted: bool) -> None:
+    options = DenseOptions(Path("out"), "fusion-test-stereo",
+                           None if weights is None else Path(weights), "cpu", "fp32", None,
+                           None, False, False, "npy", adapt=adapt)
+    note = unused_network_note(options, None if share is None else torch.tensor([share]),
+                               "left.png")
+    assert (note is not None) == noted
+    if noted:
+        assert note.startswith("note: the network answered") and "--no-fuse" in note

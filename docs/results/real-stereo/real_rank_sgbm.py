@@ -74,7 +74,7 @@ def recorded_scene(model: torch.nn.Module, sample: Mapping) -> FusionInputs:
     recorded = []
 
     def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
-                  **work: object) -> torch.Tensor:  # work: the runs and passes of a preset
+                  **work: object) -> sgbm_fusion.FusedFields:  # work: a preset's runs, passes
         recorded.append((x0.clone(), x1.clone(), field.clone()))
         return sgbm_fusion.fuse_with_sgbm(x0, x1, field)
 
@@ -96,7 +96,7 @@ def fused_left(scene: FusionInputs, runs: tuple[dict, ...]) -> np.ndarray:
     shipped = sgbm_fusion.FUSION_SGBM_RUNS
     sgbm_fusion.FUSION_SGBM_RUNS = runs
     try:
-        fused = sgbm_fusion.fuse_with_sgbm(scene.x0, scene.x1, scene.field)
+        fused = sgbm_fusion.fuse_with_sgbm(scene.x0, scene.x1, scene.field).field
     finally:
         sgbm_fusion.FUSION_SGBM_RUNS = shipped
     return field_to_disparity(fused[:1])[0].numpy()

@@ -103,7 +103,7 @@ def main(out: Path, root: str) -> None:
             for (runs_name, runs), (medians_name, passes) in itertools.product(
                     RUNS.items(), MEDIANS.items()):
                 medians = tuple(sgbm_fusion.EDGE_MEDIANS[i] for i in passes)
-                fused = sgbm_fusion.fuse_with_sgbm(*inputs, runs=runs, medians=medians)
+                fused = sgbm_fusion.fuse_with_sgbm(*inputs, runs=runs, medians=medians).field
                 left = field_to_disparity(fused[:1])[0].numpy()
                 setting = (f"{scale}", runs_name, medians_name)
                 if setting == SHIPPED and not np.array_equal(

@@ -75,7 +75,7 @@ def recorded_run(model: torch.nn.Module, sample: Mapping
     recorded = []
 
     def recording(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
-                  **kwargs: Any) -> torch.Tensor:
+                  **kwargs: Any) -> sgbm_fusion.FusedFields:
         recorded.append((x0.clone(), x1.clone(), field.clone(), kwargs))
         return sgbm_fusion.fuse_with_sgbm(x0, x1, field, **kwargs)
 

@@ -206,6 +206,37 @@ def read_pair(a: Path, b: Path) -> Pair:
     return first, second
 
 
+# a fused stereo run whose network answers less than this share of a pair's pixels (SGBM and
+# the row fill answer the rest) says so when the user changed the network
+UNUSED_NETWORK_SHARE = 0.01
+
+
+def network_change(options: DenseOptions) -> str | None:
+    """What the user changed of the network, in their words (``--weights W``, ``--adapt N``,
+    a model file as ``--model``), or ``None``: the model's own weights."""
+    if options.weights:
+        return f"the weights of --weights {options.weights}"
+    if options.adapt:
+        return f"--adapt {options.adapt}"
+    if Path(options.model).is_file():
+        return f"the model file {options.model}"
+    return None
+
+
+def unused_network_note(options: DenseOptions, share: torch.Tensor | None,
+                        label: str) -> str | None:
+    """The ``note:`` for a fused stereo run of a changed network (:func:`network_change`)
+    whose network answered less than :data:`UNUSED_NETWORK_SHARE` of every view of the pair
+    (``share [B]``, :attr:`crossview.api.StereoResult.network_share`): the change made no
+    difference to the answer beyond SGBM's search range; ``None`` otherwise."""
+    changed = network_change(options)
+    if changed is None or share is None or float(share.max()) >= UNUSED_NETWORK_SHARE:
+        return None
+    return (f"note: the network answered {100 * float(share.max()):.2f} % of the pixels of "
+            f"{label} (SGBM and the row fill the rest), so {changed} changed little of this "
+            "answer (SGBM's search range); --no-fuse shows the network's own answer")
+
+
 def adapted_model(task: str, model: Any, pair: Pair, options: DenseOptions, label: str) -> Any:
     """``model``, or with ``--adapt N`` a copy adapted to ``pair``
     (:func:`crossview.api.adapt_to_pair`), announced by a ``note:`` and followed by a progress
@@ -348,6 +379,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                               "--no-refine")
 
     previous: list[Any] = [None]  # the last pair's fields: the next one's warm start
+    noted: list[str] = []  # the unused network's note, given once a run
 
     def run(job: PairJob, images: Pair | None = None) -> None:
         if images is None:
@@ -377,6 +409,10 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                 raise UserError(f"{job.label}: {error} (no output written)") from None
             for path, write in zip(staged, writers, strict=True):
                 write(path)
+        note = unused_network_note(options, getattr(result, "network_share", None), job.label)
+        if note is not None and not noted:
+            noted.append(note)
+            stderr.print(note, markup=False, soft_wrap=True)
         if warm_start:
             previous[0] = api.disparity_fields(result)
 

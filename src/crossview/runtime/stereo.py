@@ -77,7 +77,7 @@ class FusedStereo:
         field = self.session.run(["field"], {"image0": x0, "image1": x1})[0]
         left_view, right_view = fused_disparities(
             [as_uint8(_hwc(x0))], [as_uint8(_hwc(x1))], field, runs=self.file.runs,
-            medians=self.file.medians)
+            medians=self.file.medians).disparity
         if offset:
             right_view = rows_shifted(right_view[None, None],
                                       np.array([-offset], np.float32))[0, 0]

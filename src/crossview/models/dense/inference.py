@@ -124,6 +124,9 @@ class Fields(NamedTuple):
     self_rpos: torch.Tensor  # [2B, H, W, 2] px
     valid: torch.Tensor  # [2B, H, W] bool, the consistency mask
     attention_peak: torch.Tensor | None  # [2B, H, W] in [0, 1]; None: no attention weights
+    # [2B] in [0, 1]: each view's share of pixels the network answers in a fused stereo run
+    # (sgbm_fusion.FusedFields); None: not fused with SGBM
+    network_share: torch.Tensor | None = None
 
 
 def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
@@ -244,24 +247,26 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         peak = None if peak is None else peak.float()
         if refine:
             field = refine_fields(x0, x1, field, task)
+        share = None
         if fuse:
-            field = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
+            field, share = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
         if offsets is not None:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
-    return Fields(field, rpos, noc_mask(field, threshold), peak)
+    return Fields(field, rpos, noc_mask(field, threshold), peak, share)
 
 
 def fuse_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, task: str,
-                settings: FusedNetwork | None) -> torch.Tensor:
+                settings: FusedNetwork | None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Both views' fields ``[2B, H, W, 2]`` of the pair ``x0, x1 [B, 3, H, W]`` fused with the
     classical matcher's (stereo: SGBM, flow: DIS), making the runs and median passes that
     ``settings`` keeps (:class:`crossview.models.registry.FusedNetwork`; ``None``: all;
-    :func:`fusion_work`)."""
-    fusion = fuse_with_sgbm if task == "stereo" else fuse_with_dis
-    if settings is None:
-        return fusion(x0, x1, field)
-    runs, medians = fusion_work(task, settings)
-    return fusion(x0, x1, field, runs=runs, medians=medians)
+    :func:`fusion_work`); with, for stereo, each view's share ``[2B]`` of pixels the network
+    answers (:class:`~crossview.models.dense.sgbm_fusion.FusedFields`; flow: ``None``)."""
+    work = {} if settings is None else dict(zip(("runs", "medians"),
+                                                fusion_work(task, settings), strict=True))
+    if task == "stereo":
+        return fuse_with_sgbm(x0, x1, field, **work)
+    return fuse_with_dis(x0, x1, field, **work), None
 
 
 def fusion_work(task: str, settings: FusedNetwork
@@ -470,7 +475,8 @@ def _fields_at(fields: Fields, shape: tuple[int, int], threshold: float) -> Fiel
     peak = None if fields.attention_peak is None else F.interpolate(
         fields.attention_peak[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]
     field = vectors(fields.field)
-    return Fields(field, vectors(fields.self_rpos), noc_mask(field, threshold), peak)
+    return Fields(field, vectors(fields.self_rpos), noc_mask(field, threshold), peak,
+                  fields.network_share)
 
 
 def initialises_low(model: nn.Module, lri: bool | None) -> bool:

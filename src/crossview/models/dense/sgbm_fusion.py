@@ -215,9 +215,28 @@ class ViewInputs(NamedTuple):
     view: str
 
 
+class FusedFields(NamedTuple):
+    """What :func:`fuse_with_sgbm` returns: the fused fields ``[2B, H, W, 2]`` (y as given),
+    and per view the share ``[2B]`` (in [0, 1]) of its pixels that the network answers
+    (:data:`NETWORK` of :func:`fusion_sources`): where it is ~0, the network's weights only
+    set SGBM's search range and the tone match."""
+
+    field: torch.Tensor
+    network_share: torch.Tensor
+
+
+class FusedViews(NamedTuple):
+    """What :func:`fused_disparities` returns: both views' fused disparities ``[2B, H, W]``
+    float32 px (positive; left views first) and per view the share ``[2B]`` float64 of its
+    pixels that the network answers (:class:`FusedFields`)."""
+
+    disparity: np.ndarray
+    network_share: np.ndarray
+
+
 def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
                    runs: tuple[dict, ...] | None = None,
-                   medians: tuple[dict, ...] | None = None) -> torch.Tensor:
+                   medians: tuple[dict, ...] | None = None) -> FusedFields:
     """Both views' stereo fields fused with SGBM: :func:`fused_disparities` on tensors.
 
     Args:
@@ -230,33 +249,38 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
         medians: step 4's passes, in order (``()`` for none; ``None``: :data:`EDGE_MEDIANS`).
 
     Returns:
-        The fused fields ``[2B, H, W, 2]`` (y as given), on ``field``'s device and dtype.
+        :class:`FusedFields`: the fused fields ``[2B, H, W, 2]`` on ``field``'s device and
+        dtype, and the network's share of each view ``[2B]`` (float32, same device).
     """
     b = x0.shape[0]
     views = fused_disparities(image_batch.uint8_images(x0), image_batch.uint8_images(x1),
                               field.detach().float().cpu().numpy(), runs=runs, medians=medians)
     fused = field.clone()
-    fused[..., 0] = torch.from_numpy(views).to(field)
+    fused[..., 0] = torch.from_numpy(views.disparity).to(field)
     fused[:b, ..., 0] *= -1.0  # left views: x = -disparity
-    return fused
+    share = torch.from_numpy(views.network_share).to(field.device, torch.float32)
+    return FusedFields(fused, share)
 
 
 def fused_disparities(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
                       field: np.ndarray, *, runs: tuple[dict, ...] | None = None,
-                      medians: tuple[dict, ...] | None = None) -> np.ndarray:
-    """Both views' fused disparities ``[2B, H, W]`` float32 px (positive; left views first),
-    from the ``B`` left and right images (RGB uint8 ``[H, W, 3]`` each) and the network's
-    fields ``field [2B, H, W, 2]`` float32 (left views first, x = -disparity; right views,
+                      medians: tuple[dict, ...] | None = None) -> FusedViews:
+    """Both views' fused disparities ``[2B, H, W]`` float32 px (positive; left views first)
+    and the network's share of each view ``[2B]`` (:class:`FusedViews`), from the ``B`` left
+    and right images (RGB uint8 ``[H, W, 3]`` each) and the network's fields
+    ``field [2B, H, W, 2]`` float32 (left views first, x = -disparity; right views,
     x = +disparity); ``runs`` and ``medians`` as in :func:`fuse_with_sgbm`, which runs this
     on tensors. Numpy and OpenCV only: what :mod:`crossview.runtime` fuses with."""
     inputs = view_inputs(images0, images1, field, runs=runs)
 
-    def fuse_one(view: ViewInputs) -> np.ndarray:
-        return fuse_view(*view, medians=medians)
+    def fuse_one(view: ViewInputs) -> FusionSteps:
+        return fusion_steps(*view, medians=medians)
 
     # numpy and OpenCV release the GIL: the views run side by side
     with ThreadPoolExecutor(max_workers=min(len(inputs), FUSION_THREADS)) as pool:
-        return np.stack(list(pool.map(fuse_one, inputs)))
+        steps = list(pool.map(fuse_one, inputs))
+    return FusedViews(np.stack([step.fused for step in steps]),
+                      np.array([np.mean(step.sources == NETWORK) for step in steps]))
 
 
 def fusion_inputs(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
