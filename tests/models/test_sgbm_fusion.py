@@ -51,6 +51,7 @@ from crossview.models.dense.sgbm_fusion import (
     fusion_sources,
     fusion_steps,
     scaled_median,
+    view_inputs,
 )
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
@@ -592,3 +593,23 @@ def test_the_unused_network_note_needs_a_change_and_no_share(
     assert (note is not None) == noted
     if noted:
         assert note.startswith("note: the network answered") and "--no-fuse" in note
+
+
+def test_a_given_consistency_mask_is_the_one_computed_and_checked() -> None:
+    """``fuse_with_sgbm`` hands the fusion torch's mask (faster); it equals what
+    :func:`view_inputs` computes with numpy (where torch's kernels use FMA, as CI's), and a
+    mask of another shape is refused."""
+    left, right = _pair()
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    rng = np.random.default_rng(5)
+    field = torch.zeros(2, *left.shape[:2], 2)
+    field[0, ..., 0] = -torch.from_numpy(rng.uniform(SHIFT - 1, SHIFT + 1, left.shape[:2]))
+    field[1, ..., 0] = torch.from_numpy(rng.uniform(SHIFT - 1, SHIFT + 1, left.shape[:2]))
+    given = fusion_inputs(x0, x1, field)
+    computed = view_inputs([left], [right], field.numpy())
+    for a, b in zip(given, computed, strict=True):
+        assert 0 < a.consistent.mean() < 1
+        if torch.backends.cpu.get_cpu_capability() in {"AVX2", "AVX512"}:
+            assert np.array_equal(a.consistent, b.consistent)
+    with pytest.raises(ValueError, match="consistent must be"):
+        view_inputs([left], [right], field.numpy(), consistent=np.ones((2, 4, 4), bool))

@@ -36,7 +36,6 @@ def consistency_error(field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if field.dtype != np.float32:
         raise TypeError(f"field must be float32, got {field.dtype=}")
     n, h, w, _ = field.shape
-    other = np.roll(field, n // 2, axis=0)
     px = np.arange(w, dtype=np.float32) + field[..., 0]
     py = np.arange(h, dtype=np.float32)[:, None] + field[..., 1]
     aligned = min(h, w) > 1  # torch's backward_warp: align_corners=True unless an axis is 1 px
@@ -44,22 +43,30 @@ def consistency_error(field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     left, top = np.floor(x), np.floor(y)
     east, south = x - left, y - top
     west, north = np.float32(1) - east, np.float32(1) - south
-    views = np.arange(n)[:, None, None]
-
-    def corner(row: np.ndarray, column: np.ndarray) -> np.ndarray:
-        """The other field at integer positions ``[2B, H, W, 2]``, 0 outside the image."""
-        within = (column >= 0) & (column <= w - 1) & (row >= 0) & (row <= h - 1)
-        values = other[views, np.clip(row, 0, h - 1).astype(np.intp),
-                       np.clip(column, 0, w - 1).astype(np.intp)]
-        return np.where(within[..., None], values, np.float32(0))
-
-    corners = ((corner(top, left), north * west), (corner(top, left + 1), north * east),
-               (corner(top + 1, left), south * west), (corner(top + 1, left + 1), south * east))
-    sampled = np.zeros(field.shape, np.float32)
-    for values, weight in corners:  # a fused multiply-add each: one rounding per corner
-        sampled = (values.astype(np.float64) * weight[..., None] + sampled).astype(np.float32)
+    # the other view's field, one flat table per component, with a border of two zero pixels:
+    # a corner outside the image reads 0 there, as in grid_sample's zero padding, once the
+    # position is clipped to at most a pixel beyond the border
+    other = np.pad(np.roll(field, n // 2, axis=0), ((0, 0), (2, 2), (2, 2), (0, 0)))
+    tables = [other[..., k].ravel() for k in (0, 1)]
+    stride = w + 4
+    first = (np.arange(n, dtype=np.int64) * ((h + 4) * stride))[:, None, None]
+    corner = (first + (np.clip(top, -2, h).astype(np.int64) + 2) * stride
+              + (np.clip(left, -2, w).astype(np.int64) + 2))
+    sampled: list[np.ndarray] = []
+    for step, weight in ((0, north * west), (1, north * east), (stride, south * west),
+                         (stride + 1, south * east)):
+        index = corner + step if step else corner
+        for k, table in enumerate(tables):
+            values = np.take(table, index)
+            if len(sampled) < 2:  # onto 0, the fused multiply-add is the product rounded once
+                sampled.append(values * weight)
+            else:  # a fused multiply-add: the float64 product of float32 numbers is exact
+                total = values.astype(np.float64)
+                total *= weight
+                total += sampled[k]
+                sampled[k] = total.astype(np.float32)
     inside = (px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
-    return np.abs(field + sampled).sum(-1, dtype=np.float32), inside
+    return (np.abs(field[..., 0] + sampled[0]) + np.abs(field[..., 1] + sampled[1])), inside
 
 
 def noc_mask(field: np.ndarray, threshold: float) -> np.ndarray:

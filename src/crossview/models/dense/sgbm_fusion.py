@@ -85,6 +85,7 @@ if TYPE_CHECKING:
 else:  # the numpy functions run without torch (crossview.runtime); the tensor wrappers load it
     torch = lazy_import("torch")
 image_batch = lazy_import("crossview.data.image_batch")
+tensor_consistency = lazy_import("crossview.geometry.consistency")
 
 # SGBM's left-right check; chosen by leave-one-group-out over {none, 0.5, 1, 2, 4} px
 FUSION_SGBM_CHECK_PX = 1.0
@@ -254,7 +255,8 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     """
     b = x0.shape[0]
     views = fused_disparities(image_batch.uint8_images(x0), image_batch.uint8_images(x1),
-                              field.detach().float().cpu().numpy(), runs=runs, medians=medians)
+                              field.detach().float().cpu().numpy(), runs=runs, medians=medians,
+                              consistent=_consistent(field))
     fused = field.clone()
     fused[..., 0] = torch.from_numpy(views.disparity).to(field)
     fused[:b, ..., 0] *= -1.0  # left views: x = -disparity
@@ -264,14 +266,16 @@ def fuse_with_sgbm(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
 
 def fused_disparities(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
                       field: np.ndarray, *, runs: tuple[dict, ...] | None = None,
-                      medians: tuple[dict, ...] | None = None) -> FusedViews:
+                      medians: tuple[dict, ...] | None = None,
+                      consistent: np.ndarray | None = None) -> FusedViews:
     """Both views' fused disparities ``[2B, H, W]`` float32 px (positive; left views first)
     and the network's share of each view ``[2B]`` (:class:`FusedViews`), from the ``B`` left
     and right images (RGB uint8 ``[H, W, 3]`` each) and the network's fields
     ``field [2B, H, W, 2]`` float32 (left views first, x = -disparity; right views,
     x = +disparity); ``runs`` and ``medians`` as in :func:`fuse_with_sgbm`, which runs this
-    on tensors. Numpy and OpenCV only: what :mod:`crossview.runtime` fuses with."""
-    inputs = view_inputs(images0, images1, field, runs=runs)
+    on tensors; ``consistent``: the fields' consistency mask ``[2B, H, W]`` bool if known
+    (:func:`view_inputs`). Numpy and OpenCV only: what :mod:`crossview.runtime` fuses with."""
+    inputs = view_inputs(images0, images1, field, runs=runs, consistent=consistent)
 
     def fuse_one(view: ViewInputs) -> FusionSteps:
         return fusion_steps(*view, medians=medians)
@@ -288,14 +292,26 @@ def fusion_inputs(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     """What :func:`fuse_with_sgbm` (same arguments) hands :func:`fuse_view` for each of the
     ``2B`` views (left views first): :func:`view_inputs` on tensors."""
     return view_inputs(image_batch.uint8_images(x0), image_batch.uint8_images(x1),
-                       field.detach().float().cpu().numpy(), runs=runs)
+                       field.detach().float().cpu().numpy(), runs=runs,
+                       consistent=_consistent(field))
+
+
+def _consistent(field: torch.Tensor) -> np.ndarray:
+    """The consistency mask ``[2B, H, W]`` bool of the fields ``[2B, H, W, 2]`` at
+    :data:`FUSION_CONSISTENCY_PX`, by torch's ``grid_sample`` (several times faster than
+    :mod:`crossview.geometry.consistency_arrays`, whose masks it equals where torch's CPU
+    kernels use fused multiply-adds)."""
+    return tensor_consistency.noc_mask(field.detach().float(), FUSION_CONSISTENCY_PX).cpu().numpy()
 
 
 def view_inputs(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
-                field: np.ndarray, *, runs: tuple[dict, ...] | None = None) -> list[ViewInputs]:
+                field: np.ndarray, *, runs: tuple[dict, ...] | None = None,
+                consistent: np.ndarray | None = None) -> list[ViewInputs]:
     """What :func:`fused_disparities` (same arguments) hands :func:`fuse_view` for each of the
-    ``2B`` views (left views first): the network's disparity and consistency, SGBM's checked
-    disparity after step 1's ``runs`` (step 0's toning included), the view's image."""
+    ``2B`` views (left views first): the network's disparity and consistency (``consistent
+    [2B, H, W]`` bool if given, else :func:`crossview.geometry.consistency_arrays.noc_mask`
+    at :data:`FUSION_CONSISTENCY_PX`), SGBM's checked disparity after step 1's ``runs``
+    (step 0's toning included), the view's image."""
     b = len(images0)
     runs = FUSION_SGBM_RUNS if runs is None else runs
     if not runs:
@@ -303,7 +319,10 @@ def view_inputs(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
     if len(images1) != b or field.shape[0] != 2 * b or field.shape[1:3] != images0[0].shape[:2]:
         raise ValueError(f"field must be [2B, H, W, 2] for {b} pair(s) of images "
                          f"{images0[0].shape[:2]} (H, W), got {field.shape=}")
-    consistent = noc_mask(field, FUSION_CONSISTENCY_PX)
+    if consistent is None:
+        consistent = noc_mask(field, FUSION_CONSISTENCY_PX)
+    elif consistent.shape != field.shape[:3]:
+        raise ValueError(f"consistent must be [2B, H, W] as the field, got {consistent.shape=}")
     network = np.concatenate([field_to_disparity(field[:b]),
                               field_to_disparity(field[b:], "right")])
     images = [*images0, *images1]  # row r's view

@@ -129,9 +129,8 @@ def rows_shifted(x: np.ndarray, by: np.ndarray) -> np.ndarray:
                    0, h - 1)
     above = np.floor(rows).astype(np.intp)
     below = np.minimum(above + 1, h - 1)
-    weight = (rows - above).astype(x.dtype)[:, None, :, None]  # [N, 1, H, 1]
-
-    def gather(index: np.ndarray) -> np.ndarray:
-        return np.take_along_axis(x, index[:, None, :, None], axis=2)
-
-    return gather(above) * (1 - weight) + gather(below) * weight
+    weight = (rows - above).astype(x.dtype)[:, :, None]  # [N, H, 1]
+    out = np.empty(x.shape, x.dtype)
+    for i, image in enumerate(x):  # [C, H, W], its rows picked
+        out[i] = image[:, above[i]] * (1 - weight[i]) + image[:, below[i]] * weight[i]
+    return out
