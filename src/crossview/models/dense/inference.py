@@ -19,6 +19,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -28,7 +29,7 @@ from crossview.data.image_batch import ImageLike, as_image_batch, sample_image, 
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.geometry.confidence import attention_peak
-from crossview.geometry.consistency import noc_mask
+from crossview.geometry.consistency import consistency_error, noc_mask
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.pair_order import warn_if_swapped
 from crossview.geometry.photometric_refinement import refine_field
@@ -302,8 +303,8 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
     settings = fused_settings(model, task, preset) if fuse and task == "stereo" else None
     if settings is None or settings.align_px is None:
         return None
-    measures = [measure_rows(a, b) for a, b in zip(uint8_images(x0), uint8_images(x1),
-                                                   strict=True)]
+    measures = [measure_rows(a, b, consistency=_consistency_of_arrays)
+                for a, b in zip(uint8_images(x0), uint8_images(x1), strict=True)]
     for measure in measures:
         warn_if_swapped(measure.disparities, tolerance=NOTED_OFFSET_PX)
     offsets = torch.tensor([measure.offset for measure in measures])
@@ -316,6 +317,14 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
                      "(a pair that is not quite rectified)%s", abs(offset),
                      "below" if offset > 0 else "above", hint)
     return offsets if bool(offsets.any()) else None
+
+
+def _consistency_of_arrays(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`crossview.geometry.consistency.consistency_error` of numpy fields
+    ``[2B, H, W, 2]``: what :mod:`crossview.geometry.consistency_arrays` computes (the same
+    numbers where torch's CPU kernels use fused multiply-adds), several times faster."""
+    error, inside = consistency_error(torch.from_numpy(fields))
+    return error.numpy(), inside.numpy()
 
 
 def _rows_back(field: torch.Tensor, rpos: torch.Tensor, peak: torch.Tensor | None,

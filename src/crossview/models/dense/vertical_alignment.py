@@ -19,6 +19,7 @@ too.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -33,6 +34,10 @@ MAX_PROFILE_SHARE = 0.25
 MIN_SIDE = 16  # px: OpenCV's DIS refuses (or crashes on) images smaller than about 12 px
 
 
+# fields [2, H, W, 2] -> (forward-backward error [2, H, W], inside [2, H, W])
+Consistency = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
 class RowMeasure(NamedTuple):
     """What :func:`measure_rows` tells of a pair: the right image's rows' ``offset`` (px) and
     the ``disparities [N]`` (px, ``x_left - x_right``) of the consistent matches it counted."""
@@ -41,11 +46,15 @@ class RowMeasure(NamedTuple):
     disparities: np.ndarray
 
 
-def measure_rows(left: np.ndarray, right: np.ndarray) -> RowMeasure:
+def measure_rows(left: np.ndarray, right: np.ndarray, *,
+                 consistency: Consistency = consistency_error) -> RowMeasure:
     """The vertical offset (px) of the right image's rows against the left's: a left pixel
     ``(x, y)`` matches the right pixel ``(x - d, y + offset)``; RGB uint8 ``[H, W, 3]`` images
     of one size. Offset 0.0 and no disparities when no match passes the forward-backward check
-    or the pair (at the measuring size) is less than :data:`MIN_SIDE` px high or wide."""
+    or the pair (at the measuring size) is less than :data:`MIN_SIDE` px high or wide.
+    ``consistency``: the forward-backward check's rule
+    (:func:`crossview.geometry.consistency_arrays.consistency_error`, or a faster one that
+    computes the same, as torch's :func:`crossview.geometry.consistency.consistency_error`)."""
     h, w = left.shape[:2]
     factor = min(1.0, math.sqrt(OFFSET_PIXELS / (h * w)))
     if factor < 1:
@@ -57,22 +66,22 @@ def measure_rows(left: np.ndarray, right: np.ndarray) -> RowMeasure:
     if min(left.shape) < MIN_SIDE:
         return RowMeasure(0.0, np.zeros(0, np.float32))
     coarse = profile_offset(left, right)
-    measures = [_measure_dis(left, right, 0)]
+    measures = [_measure_dis(left, right, 0, consistency)]
     if abs(coarse - measures[0][0]) >= 1:
-        measures.append(_measure_dis(left, right, coarse))
+        measures.append(_measure_dis(left, right, coarse, consistency))
     offset, disparities, _ = max(measures, key=lambda measure: measure[2])
     return RowMeasure(offset / factor, disparities / factor)
 
 
-def _measure_dis(left: np.ndarray, right: np.ndarray, whole_rows: int
-                 ) -> tuple[float, np.ndarray, int]:
-    """``(offset, disparities, count)`` of DIS's consistent matches between grey ``left`` and
-    ``right`` read ``whole_rows`` further down (edge rows repeated), the offset including
-    ``whole_rows``."""
+def _measure_dis(left: np.ndarray, right: np.ndarray, whole_rows: int,
+                 consistency: Consistency) -> tuple[float, np.ndarray, int]:
+    """``(offset, disparities, count)`` of DIS's consistent matches (by ``consistency``)
+    between grey ``left`` and ``right`` read ``whole_rows`` further down (edge rows repeated),
+    the offset including ``whole_rows``."""
     rows = np.clip(np.arange(right.shape[0]) + whole_rows, 0, right.shape[0] - 1)
     right = np.ascontiguousarray(right[rows])
     flows = np.stack([dis_flow(left, right), dis_flow(right, left)])
-    error, inside = consistency_error(flows)
+    error, inside = consistency(flows)
     counted = (error[0] < CONSISTENT_PX) & inside[0]
     if not counted.any():
         return 0.0, np.zeros(0, np.float32), 0
