@@ -203,3 +203,23 @@ def test_bad_input_is_one_line_exit_2_nothing_written(
     for case, (args, message) in cases.items():
         assert message in _bad(args, capsys), case
     assert not list(tmp_path.glob("*.npy"))
+
+
+def test_a_swapped_pair_is_warned_as_the_command_line_warns(
+        exported: tuple[torch.nn.Module, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The right image given first: one ``warning:`` line naming the swap; the disparities
+    are still written (the user may know better)."""
+    _, path = exported
+    left, right = _pair(0)
+    paths = tmp_path / "right.png", tmp_path / "left.png"
+    for file, image in zip(paths, (right, left), strict=True):
+        Image.fromarray(image).save(file)
+    out = tmp_path / "d.npy"
+    main([str(path), *map(str, paths), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("warning:")] == [
+        line for line in err.splitlines() if "swapped" in line]
+    assert "look swapped" in err and out.is_file()
+    main([str(path), str(paths[1]), str(paths[0]), "-o", str(out)])
+    assert "swapped" not in capsys.readouterr().err

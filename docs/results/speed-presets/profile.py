@@ -35,7 +35,7 @@ from crossview.report import print_table, write_json
 STAGES = [(inference, "row_offsets", "line up rows (DIS)"),
           (inference, "network_fields", "network"),
           (inference, "fuse_fields", "fusion (wall)"),
-          (sgbm_fusion, "noc_mask", "consistency mask"),
+          (sgbm_fusion, "_consistent", "consistency mask"),
           (sgbm_fusion, "right_toned_to_left", "tone matching"),
           (sgbm_fusion, "rank_matching_image", "rank transform"),
           (sgbm_fusion, "sgbm_disparity", "SGBM left views (threads summed)"),

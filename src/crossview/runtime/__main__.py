@@ -3,14 +3,18 @@ model's answer from an exported file, without torch (:class:`crossview.runtime.F
 
 Writes the left view's disparity ``[H, W]`` float32 px as ``.npy`` (``--right`` also the right
 view's), atomically. Bad input (a missing or damaged file, images that are not images or not
-of the file's size) is one ``error:`` line on stderr and exit code 2.
+of the file's size) is one ``error:`` line on stderr and exit code 2; what the library warns of
+(a pair given right image first) a ``warning:`` line, as ``crossview stereo`` says it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -45,9 +49,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _warnings_shown() -> Iterator[None]:
+    """crossview's log warnings as ``warning: ...`` lines on stderr while the block runs."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    library = logging.getLogger("crossview")
+    library.addHandler(handler)
+    try:
+        yield
+    finally:
+        library.removeHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command on ``argv`` (default: the process's arguments)."""
     args = _parser().parse_args(argv)
+    with _warnings_shown():
+        _run(args)
+
+
+def _run(args: argparse.Namespace) -> None:
+    """The command on parsed arguments: write the disparities and a summary line."""
     try:
         for option, path in (("-o", args.out), ("--right-out", args.right_out)):
             if path is not None and path.suffix != ".npy":

@@ -32,9 +32,14 @@ from typing import NamedTuple
 import numpy as np
 
 from crossview.data.image_arrays import as_uint8
+from crossview.geometry.pair_order import warn_if_swapped
 from crossview.models.dense.classical import require_cv2
 from crossview.models.dense.sgbm_fusion import fused_disparities
-from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
+from crossview.models.dense.vertical_alignment import (
+    NOTED_OFFSET_PX,
+    measure_rows,
+    rows_shifted,
+)
 from crossview.runtime.fused_file import FusedFile
 from crossview.runtime.images import ImageInput, read_pair
 from crossview.runtime.session import onnx_session
@@ -91,7 +96,9 @@ class FusedStereo:
         lined up by: :func:`measure_rows`'s where it reaches the file's ``align_px``, else 0."""
         if self.file.align_px is None:
             return np.float32(0)
-        offset = np.float32(measure_rows(as_uint8(_hwc(x0)), as_uint8(_hwc(x1))).offset)
+        measure = measure_rows(as_uint8(_hwc(x0)), as_uint8(_hwc(x1)))
+        warn_if_swapped(measure.disparities, tolerance=NOTED_OFFSET_PX)  # as crossview stereo
+        offset = np.float32(measure.offset)
         return offset if abs(offset) >= self.file.align_px else np.float32(0)
 
 

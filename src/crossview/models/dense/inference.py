@@ -37,13 +37,12 @@ from crossview.models.dense import dis_fusion, sgbm_fusion
 from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.presets import fused_settings
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
-from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
+from crossview.models.dense.vertical_alignment import NOTED_OFFSET_PX, measure_rows, rows_shifted
 from crossview.models.registry import FusedNetwork, Predictor
 
 log = logging.getLogger(__name__)
 
 NETWORK_ALONE = "network"  # the predictor variant of a fusing model without the fusion
-NOTED_OFFSET_PX = 0.5  # a row offset the run lines up and says so (rectified pairs: < 0.3 px)
 RECTIFY_HINT_PX = 2.0  # a row offset at which the note points to crossview rectify
 # the caption of the network-alone row, per task: what the fusion adds
 NETWORK_ALONE_CAPTIONS = {"stereo": "network alone: the same model without the SGBM fusion",

@@ -32,6 +32,9 @@ CONSISTENT_PX = 0.5  # forward-backward error (L1, px at the measuring size) of 
 # the brightness profiles are compared over offsets up to this share of the height
 MAX_PROFILE_SHARE = 0.25
 MIN_SIDE = 16  # px: OpenCV's DIS refuses (or crashes on) images smaller than about 12 px
+# a row offset a run lines up and says so (rectified pairs: < 0.3 px); also the tolerance of
+# the swapped-pair check on the measure's disparities
+NOTED_OFFSET_PX = 0.5
 
 
 # fields [2, H, W, 2] -> (forward-backward error [2, H, W], inside [2, H, W])
