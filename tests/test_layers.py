@@ -13,7 +13,8 @@ PACKAGE = Path(crossview.__file__).resolve().parent
 # A top-level module is named by its file, a package by its folder.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "defaults", "errors", "lazy", "output", "console", "long_step", "progress",
-     "report", "viz", "distributed", "device", "memory", "settings", "pixel_grid", "registry"),
+     "report", "viz", "distributed", "device", "memory", "settings", "pixel_grid", "registry",
+     "library_log"),
     ("metrics",),
     ("data",),
     ("geometry",),

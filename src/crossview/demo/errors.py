@@ -11,13 +11,14 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import gradio as gr
 
 from crossview.errors import UserError
+from crossview.library_log import library_log_to
 
 log = logging.getLogger(__name__)
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -37,16 +38,9 @@ class _PageWarnings(logging.Handler):
         gr.Warning(record.getMessage())
 
 
-@contextmanager
-def warnings_in_page() -> Iterator[None]:
+def warnings_in_page() -> AbstractContextManager[None]:
     """Within: a warning on the ``crossview`` log from this thread is shown in the page."""
-    handler = _PageWarnings()
-    logger = logging.getLogger("crossview")
-    logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
+    return library_log_to(_PageWarnings())
 
 
 def in_page(handler: Handler) -> Handler:

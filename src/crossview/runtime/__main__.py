@@ -10,16 +10,15 @@ of the file's size) is one ``error:`` line on stderr and exit code 2; what the l
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from crossview.errors import UserError
+from crossview.library_log import library_log_to
 from crossview.output import atomic_output
 from crossview.runtime.stereo import FusedStereo
 
@@ -49,24 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def _warnings_shown() -> Iterator[None]:
-    """crossview's log warnings as ``warning: ...`` lines on stderr while the block runs."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
-    library = logging.getLogger("crossview")
-    library.addHandler(handler)
-    try:
-        yield
-    finally:
-        library.removeHandler(handler)
-
-
 def main(argv: list[str] | None = None) -> None:
-    """Run the command on ``argv`` (default: the process's arguments)."""
+    """Run the command on ``argv`` (default: the process's arguments); crossview's log
+    warnings become ``warning: ...`` lines on stderr."""
     args = _parser().parse_args(argv)
-    with _warnings_shown():
+    warnings = logging.StreamHandler(sys.stderr)
+    warnings.setLevel(logging.WARNING)
+    warnings.setFormatter(logging.Formatter("warning: %(message)s"))
+    with library_log_to(warnings):
         _run(args)
 
 
