@@ -15,6 +15,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "defaults", "errors", "lazy", "output", "console", "long_step", "progress",
      "report", "viz", "distributed", "device", "memory", "settings", "pixel_grid", "registry",
      "library_log"),
+    ("cpu_kernels",),
     ("metrics",),
     ("data",),
     ("geometry",),

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from crossview.attention.match import cpu_build, unavailable_reason
+from crossview.attention.match import unavailable_reason
 from crossview.bench import attention
 from crossview.cli.app import main
+from crossview.cpu_kernels import cpu_build
 
 pytestmark = pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
                                 reason=f"{cpu_build.unavailable_reason()}")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from crossview.attention.match import cpu_build
 from crossview.bench import device
+from crossview.cpu_kernels import cpu_build
 from crossview.errors import UserError
 
 

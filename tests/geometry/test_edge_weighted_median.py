@@ -1,18 +1,26 @@
 """The colour-weighted median along depth edges (crossview.geometry.edge_weighted_median):
-the band and the median against explicit loops, and the property it is there for: a depth edge
-moved off its colour edge (a fattened foreground) is put back on it."""
+the band and the median against explicit loops (float32: the order of equal values and the
+float32 sums included), the compiled kernel against numpy number for number, and the property
+it is there for: a depth edge moved off its colour edge (a fattened foreground) is put back on
+it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
+from crossview.cpu_kernels import cpu_build
+from crossview.geometry import edge_weighted_median as median_module
 from crossview.geometry.edge_weighted_median import (
     depth_edge_band,
     edge_weighted_median,
     edge_weighted_median_flow,
     weighted_median_at,
 )
+
+needs_kernels = pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
+                                   reason=f"{cpu_build.unavailable_reason()}")
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -56,6 +64,86 @@ def test_median_is_the_weighted_median_pixel_by_pixel(radius: int, step: int) ->
             order = np.argsort(values, kind="stable")
             reached = np.cumsum(weights[order]) >= 0.5 * weights.sum()
             assert out[y, x] == values[order][np.argmax(reached)]
+
+
+def _float32_median(values: np.ndarray, weights: np.ndarray) -> np.float32:
+    """The definition, one pixel: ``values``, ``weights`` float32 ``[K]`` in window order."""
+    order = sorted(range(len(values)),  # by value, then place in the window, NaN last
+                   key=lambda k: (bool(np.isnan(values[k])), 0.0 if np.isnan(values[k])
+                                  else float(values[k]), k))
+    total, reached = np.float32(0), []
+    for k in order:
+        total = np.float32(total + weights[k])
+        reached.append(total)
+    half = np.float32(0.5) * total
+    return values[order[next(i for i, r in enumerate(reached) if not r < half)]]
+
+
+def _window_medians(values: np.ndarray, image: np.ndarray, mask: np.ndarray, radius: int,
+                    step: int, sigma: float) -> np.ndarray:
+    """:func:`_float32_median` at every pixel of ``mask``: ``values [H, W, C]`` float32,
+    ``image [H, W, 3]`` uint8 -> ``[H, W, C]``."""
+    h, w = mask.shape
+    out = values.copy()
+    offsets = range(-radius, radius + 1, step)
+    for y, x in zip(*np.nonzero(mask), strict=True):
+        samples = [(min(max(y + dy, 0), h - 1), min(max(x + dx, 0), w - 1))
+                   for dy in offsets for dx in offsets]
+        colour = np.array([np.abs(image[p].astype(np.float32) - image[y, x]).sum()
+                           for p in samples], np.float32)
+        weights = np.exp(colour * np.float32(-1.0 / sigma))
+        for c in range(values.shape[-1]):
+            out[y, x, c] = _float32_median(np.array([values[p][c] for p in samples]), weights)
+    return out
+
+
+def _tied_maps(seed: int, h: int, w: int, channels: int) -> tuple[np.ndarray, ...]:
+    """float32 values on a coarse grid (many equal values), a few NaN and negatives, a uint8
+    image and a mask that reaches the borders."""
+    rng = np.random.default_rng(seed)
+    values = (np.round(rng.uniform(-3, 12, (h, w, channels)) * 2) / 2).astype(np.float32)
+    values[rng.random((h, w, channels)) < 0.04] = np.nan
+    image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    image[rng.random((h, w)) < 0.3] = 128  # equal colours: equal weights
+    mask = rng.random((h, w)) < 0.5
+    mask[0], mask[:, -1] = True, True
+    return values, image, mask
+
+
+@pytest.mark.parametrize(("radius", "step"), [(1, 1), (3, 2), (4, 1)])
+def test_float32_median_orders_equal_values_by_place_and_sums_in_float32(
+        radius: int, step: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(median_module, "_compiled_median", lambda: None)  # numpy
+    values, image, mask = _tied_maps(radius + 10 * step, 9, 12, 1)
+    out = weighted_median_at(values[..., 0], image, mask, radius, step, 20.0, chunk=5)
+    expected = _window_medians(values, image, mask, radius, step, 20.0)[..., 0]
+    np.testing.assert_array_equal(out, expected)
+
+
+@needs_kernels
+@pytest.mark.parametrize(("radius", "step", "channels"),
+                         [(1, 1, 1), (3, 2, 2), (5, 2, 1), (12, 6, 1), (4, 2, 2), (6, 1, 1)])
+def test_the_compiled_kernel_gives_numpys_numbers(radius: int, step: int,
+                                                  channels: int) -> None:
+    # (6, 1): 169 samples, past the counting ranks, sorted
+    values, image, mask = _tied_maps(7 * radius + step, 37, 53, channels)
+    ys, xs = np.nonzero(mask)
+    kernel = median_module._compiled_median()
+    assert kernel is not None  # torch is loaded here and the kernels build
+    compiled = median_module._compiled_filter(kernel, values, image, ys * 53 + xs, radius, step,
+                                              15.0)
+    numpy = median_module._numpy_filter(values, image, ys, xs, radius, step, 15.0, 1000)
+    np.testing.assert_array_equal(compiled, numpy)
+    assert np.isnan(numpy).any() and not np.isnan(numpy).all()
+
+
+@needs_kernels
+def test_the_kernel_refuses_a_pixel_outside_the_map() -> None:
+    kernel = median_module._compiled_median()
+    weight_of = np.ones(median_module.COLOUR_DIFFERENCES, np.float32)
+    with pytest.raises(RuntimeError, match="outside the map"):
+        kernel(torch.zeros(4, 5, 1), torch.zeros(4, 5, 3, dtype=torch.uint8),
+               torch.tensor([20]), 1, 1, torch.from_numpy(weight_of))
 
 
 def test_fattened_foreground_goes_back_to_the_colour_edge() -> None:

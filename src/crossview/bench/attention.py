@@ -38,9 +38,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from crossview.attention.match import cpu_build, match_attention
+from crossview.attention.match import match_attention
 from crossview.bench.device import fused_backend, peak_bytes, synchronized
 from crossview.bench.measure import time_call
+from crossview.cpu_kernels import cpu_build
 from crossview.lazy import lazy_import
 from crossview.output import atomic_output
 

@@ -9,7 +9,7 @@ import torch
 from match_cases import CASES, Case, inputs, run
 
 from crossview.attention import match_attention
-from crossview.attention.match import cpu_build
+from crossview.cpu_kernels import cpu_build
 
 pytestmark = pytest.mark.skipif(cpu_build.unavailable_reason() is not None,
                                 reason=f"{cpu_build.unavailable_reason()}")

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from crossview.attention import match_attention
-from crossview.attention.match import cpu_build
 from crossview.attention.match.op import match_attention_backward_op, match_attention_op
+from crossview.cpu_kernels import cpu_build
 from hang_guard import HANG_GUARD_SECONDS
 
 pytestmark = pytest.mark.skipif(cpu_build.unavailable_reason() is not None,

@@ -7,9 +7,9 @@ The files, each importing only files listed above it:
   which return the reason it cannot, and its forward;
 - ``reference.py``: the reference backend, plain PyTorch on any device (the readable semantics);
 - ``export.py``: the export backend, plain PyTorch in operators every ONNX runtime has;
-- ``cpu_build.py``: building (on first use) and loading the fused C++ kernels (``csrc/``);
-- ``op.py``: those kernels as the torch custom ops ``crossview::match_attention`` and
-  ``crossview::match_attention_backward``, with fake kernels and autograd;
+- ``op.py``: the fused C++ kernels (built by :mod:`crossview.cpu_kernels`) as the torch custom
+  ops ``crossview::match_attention`` and ``crossview::match_attention_backward``, with fake
+  kernels and autograd;
 - ``cpu.py``: the fused cpu backend (the custom ops on CPU tensors);
 - ``gpu_kernels.py``: the fused Triton kernels (imported only if Triton is installed);
 - ``gpu_compile.py``: what those kernels compile to for a GPU, checked on the CPU (compile

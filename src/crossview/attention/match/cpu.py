@@ -1,14 +1,14 @@
 """The fused ``cpu`` MatchAttention backend: C++ kernels (``csrc/``, built on first use by
-:mod:`crossview.attention.match.cpu_build`) run as the custom ops of
+:mod:`crossview.cpu_kernels.cpu_build`) run as the custom ops of
 :mod:`crossview.attention.match.op`, on CPU tensors in float32, float64 and bfloat16."""
 
 from __future__ import annotations
 
 import torch
 
-from crossview.attention.match import cpu_build
 from crossview.attention.match.backend import Backend
 from crossview.attention.match.op import match_attention_op
+from crossview.cpu_kernels import cpu_build
 
 DTYPES = (torch.float32, torch.float64, torch.bfloat16)  # the C++ kernels' (no float16)
 

@@ -1,7 +1,7 @@
 """The fused MatchAttention kernels as PyTorch custom operators (``torch.library``).
 
 ``crossview::match_attention`` and ``crossview::match_attention_backward`` run the C++ kernels
-of :mod:`crossview.attention.match.cpu_build` on CPU tensors; fake (meta) implementations give
+of :mod:`crossview.cpu_kernels.cpu_build` on CPU tensors; fake (meta) implementations give
 their output shapes, so ``torch.compile`` and ``torch.export`` see one opaque op, and
 ``torch.library.register_autograd`` connects the backward kernel. Inputs are validated by
 :func:`crossview.attention.match.match_attention`.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from crossview.attention.match import cpu_build
 from crossview.attention.match.checks import check_finite_rel_pos
+from crossview.cpu_kernels import cpu_build
 
 _LIBRARY = torch.library.Library("crossview", "DEF")
 _LIBRARY.define("match_attention(Tensor q, Tensor k, Tensor v, Tensor rel_pos, int radius, "

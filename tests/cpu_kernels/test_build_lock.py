@@ -1,4 +1,4 @@
-"""The guard against a stale torch extension build lock (crossview.attention.build_lock), alone
+"""The guard against a stale torch extension build lock (crossview.cpu_kernels.build_lock), alone
 and where the fused kernels are loaded (with torch's ``load`` replaced: nothing is compiled)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from crossview.attention.build_lock import STALE_AFTER_SECONDS, wait_for_build_lock
-from crossview.attention.match import cpu_build
+from crossview.cpu_kernels import cpu_build
+from crossview.cpu_kernels.build_lock import STALE_AFTER_SECONDS, wait_for_build_lock
 
 
 def _lock(folder: Path, age: float) -> Path:

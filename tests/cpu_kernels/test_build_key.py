@@ -1,4 +1,4 @@
-"""The parts of a build's key (crossview.attention.build_key) that read the machine: the CPU
+"""The parts of a build's key (crossview.cpu_kernels.build_key) that read the machine: the CPU
 fingerprint and the compiler identity. How the whole key names builds is tested in
 match/test_cpu_build.py, on the fused kernels' real key."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crossview.attention import build_key
+from crossview.cpu_kernels import build_key
 
 CPU = """processor\t: {n}
 model name\t: {model}

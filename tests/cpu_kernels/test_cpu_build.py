@@ -1,4 +1,4 @@
-"""How crossview.attention.match.cpu_build builds the fused kernels: one build directory per key
+"""How crossview.cpu_kernels.cpu_build builds the fused kernels: one build directory per key
 (source, flags, compiler, torch, CPU) side by side in the torch extensions cache, one compile
 shared by concurrent first runs, and the reference backend with one warning where nothing can be
 built.
@@ -8,6 +8,7 @@ replace torch's ``load`` or the compiler, so they take seconds."""
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import platform
@@ -20,15 +21,17 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import tomllib
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from PIL import Image
 
 from cli_runner import run_cli
-from crossview.attention import build_key, match_attention
-from crossview.attention.match import choose, cpu_build
+from crossview.attention import match_attention
+from crossview.attention.match import choose
 from crossview.attention.match.choose import BackendChoice, choose_backend
-from crossview.attention.match.cpu_build import BUILD_PROBLEM
+from crossview.cpu_kernels import build_key, cpu_build
+from crossview.cpu_kernels.cpu_build import BUILD_PROBLEM
 from hang_guard import HANG_GUARD_SECONDS
 
 can_build = pytest.mark.skipif(
@@ -50,13 +53,16 @@ def test_the_default_build_lives_in_the_directory_its_key_names() -> None:
     assert name == cpu_build.build_name()  # stable: every test and process reuses the one build
     build_dir = Path(cpp_extension._get_build_directory(name, verbose=False))
     assert cpu_build.extension().__file__ == str(build_dir / f"{name}.so")
-    assert (build_dir / cpu_build.SOURCE.name).read_bytes() == cpu_build.SOURCE.read_bytes()
+    for name in cpu_build.FILES:  # every file, headers included, compiled from its copy
+        assert (build_dir / name).read_bytes() == (cpu_build.CSRC / name).read_bytes()
 
 
 def _edit_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    edited = tmp_path / cpu_build.SOURCE.name  # another checkout, one comment apart
-    edited.write_bytes(cpu_build.SOURCE.read_bytes() + b"\n// edited\n")
-    monkeypatch.setattr(cpu_build, "SOURCE", edited)
+    edited = tmp_path / "csrc"  # another checkout, one header one comment apart
+    shutil.copytree(cpu_build.CSRC, edited)
+    header = edited / "weighted_median.h"
+    header.write_bytes(header.read_bytes() + b"\n// edited\n")
+    monkeypatch.setattr(cpu_build, "CSRC", edited)
 
 
 def _other_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -91,7 +97,8 @@ def test_a_changed_input_builds_beside_the_other_build(
 
     def fake_load(*, name: str, sources: list[str], build_directory: str,
                   **kwargs: object) -> ModuleType:
-        assert Path(sources[0]).parent == Path(build_directory)  # compiled from the copy
+        assert [Path(source).name for source in sources] == list(cpu_build.SOURCES)
+        assert {Path(source).parent for source in sources} == {Path(build_directory)}
         (Path(build_directory) / f"{name}.so").write_text(name)
         return ModuleType(name)
 
@@ -104,8 +111,8 @@ def test_a_changed_input_builds_beside_the_other_build(
     assert sorted(path.name for path in extensions.iterdir()) == sorted([first, second])
     for name in (first, second):
         assert (extensions / name / f"{name}.so").read_text() == name  # neither replaced
-    copy = extensions / second / cpu_build.SOURCE.name
-    assert copy.read_bytes() == cpu_build.SOURCE.read_bytes()
+    for name in cpu_build.FILES:  # the second build's copies are its own inputs
+        assert (extensions / second / name).read_bytes() == (cpu_build.CSRC / name).read_bytes()
     monkeypatch.undo()
     assert cpu_build.build_name() == first  # back to the first build's inputs, back to its key
 
@@ -146,8 +153,9 @@ else:
 """
 FIRST_RUN = """
 import sys
+import tomllib
 from pathlib import Path
-from crossview.attention.match import cpu_build
+from crossview.cpu_kernels import cpu_build
 Path(sys.argv[1]).touch()
 built = cpu_build._build()
 print(built if isinstance(built, str) else built.__file__)
@@ -173,7 +181,7 @@ def test_concurrent_first_runs_compile_once_and_share_the_build(
         assert run.returncode == 0, err
     library = str(extensions / name / f"{name}.so")
     assert [out.strip() for out, _ in outputs] == [library, library]  # both loaded the one build
-    assert log.read_text().split() == ["compile", "link"]
+    assert log.read_text().split() == ["compile"] * len(cpu_build.SOURCES) + ["link"]
     assert [path.name for path in extensions.iterdir()] == [name]
 
 
@@ -303,3 +311,12 @@ def test_a_first_run_says_it_compiles(tmp_path: Path, monkeypatch: pytest.Monkey
         assert code == 0 and note not in err, err
     finally:
         cpu_build._build.cache_clear()
+
+
+def test_the_package_ships_every_file_of_the_build() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["crossview"]
+    package = Path(cpu_build.__file__).parents[1]
+    for name in cpu_build.FILES:
+        shipped = (cpu_build.CSRC / name).relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(shipped, pattern) for pattern in patterns), shipped

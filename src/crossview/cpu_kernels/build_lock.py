@@ -6,7 +6,7 @@ other one sleeps until the file disappears. A compile that is killed (Ctrl-C at 
 moment, the OOM killer, ``kill -9``) leaves the file behind, and every later process then waits
 forever without a word. :func:`wait_for_build_lock` runs before ``load``: it logs once that it
 waits for another build, and removes a stale lock with one warning naming it (logger
-``crossview.attention.build_lock``).
+``crossview.cpu_kernels.build_lock``).
 
 A lock is stale when it is older than :data:`STALE_AFTER_SECONDS` and no process works in the
 build directory (ninja and the compiler run there; seen through ``/proc/*/cwd`` on Linux). Age

@@ -13,6 +13,8 @@
 // contributions of the queries whose window covers it, found through a counting sort of the
 // windows by their origin. Every sum runs in an order that does not depend on the thread count.
 
+#include "match_attention.h"
+
 #include <torch/extension.h>
 
 #include <ATen/OpMathType.h>
@@ -553,6 +555,10 @@ void forward_kernel(const Shape& s, const scalar_t* q, const scalar_t* k, const 
   });
 }
 
+}  // namespace
+
+namespace crossview {
+
 std::vector<at::Tensor> forward(const at::Tensor& q_in, const at::Tensor& k_in,
                                 const at::Tensor& v_in, const at::Tensor& rel_in, int64_t radius,
                                 bool l1, double scale, bool need_attn) {
@@ -797,9 +803,4 @@ std::vector<at::Tensor> backward(const at::Tensor& grad_out_in,
   return {grad_q, grad_k, grad_v, grad_rel.to(q.scalar_type())};
 }
 
-}  // namespace
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward", &forward, "MatchAttention forward: (out, attn or empty)");
-  m.def("backward", &backward, "MatchAttention backward: (grad_q, grad_k, grad_v, grad_rel_pos)");
-}
+}  // namespace crossview
