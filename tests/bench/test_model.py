@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import cv2
+import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from crossview.bench import model as bench
 from crossview.models.matchstereo import VARIANTS
@@ -68,6 +73,22 @@ def test_ratios_to_the_classical_matchers_pair_rows_of_one_size(
     assert rows["matchstereo-hybrid"]["vs_dis"] == pytest.approx(8.0)
     assert rows["SGBM filled"]["vs_sgbm"] == 1.0
     assert "ratio" not in rows["DIS"]  # no fused-vs-reference ratio for OpenCV
+
+
+def test_a_real_pair_reaches_every_case_resized(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    views = [rng.integers(0, 256, (30, 50, 3), dtype=np.uint8) for _ in range(2)]
+    pair = [tmp_path / "left.png", tmp_path / "right.png"]
+    for view, path in zip(views, pair, strict=True):
+        Image.fromarray(view).save(path)
+    cases = bench.default_cases(["matchstereo-hybrid"], [(20, 40)], ["fp32"], big=False,
+                                reference_sizes=[], repeats=1, threads=1, classical=True,
+                                pair=pair)
+    assert len(cases) == 3 and all(c["pair"] == [str(p) for p in pair] for c in cases)
+    left, right = bench.bench_pair(20, 40, cases[0]["pair"])
+    assert left.shape == right.shape == (1, 3, 20, 40)
+    expected = cv2.resize(views[1], (40, 20), interpolation=cv2.INTER_AREA)
+    np.testing.assert_array_equal(right[0].permute(1, 2, 0).numpy(), expected)
 
 
 @pytest.mark.parametrize("name", sorted(bench.CLASSICAL))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from crossview.cli.app import main
 
@@ -132,6 +134,18 @@ def test_the_model_table_piped_is_not_cut(tmp_path: Path, capsys: pytest.Capture
     header = next(line for line in out.splitlines() if "peak RSS MiB" in line)
     assert "fused speed-up" in header and "vs fp32" in header and "status" in header
     assert any(status in line and "384x1248" in line for line in out.splitlines()), out
+
+
+def test_an_unreadable_pair_fails_before_measuring(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "left.png"
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(good)
+    broken = tmp_path / "right.png"
+    broken.write_bytes(b"not an image")
+    err = _fails_with_one_line(["bench", "model", "--pair", str(good), str(broken), "--json",
+                                str(tmp_path / "m.json")], capsys)
+    assert err.startswith("error: ") and str(broken) in err
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_bench_match_times_semantic_models_only(tmp_path: Path,

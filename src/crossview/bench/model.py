@@ -6,10 +6,12 @@ configuration's alone and an out-of-memory case cannot take the others down. A c
 ``crossview.estimate_disparity`` with the model's defaults (padding, both views, lri, the
 refinement, the SGBM fusion and the consistency mask included) on one random pair whose right
 view is the left shifted by :data:`SHIFT_FRACTION` of the width (155 px at 1242 px wide, a
-near range of a driving scene). Models that ship weights run with them: the SGBM fusion's
-search range follows the network's disparities, which random weights would make arbitrary
-(up to the width); the other steps cost the same with any weights, and the rest run randomly
-initialised.
+near range of a driving scene), or on a real rectified pair given as two image files, resized
+to each size (``pair``): what a fusion costs depends on the pair (SGBM's search range, the
+depth edges the median filters), so a real photograph times what users get. Models that ship
+weights run with them: the SGBM fusion's search range follows the network's disparities, which
+random weights would make arbitrary (up to the width); the other steps cost the same with any
+weights, and the rest run randomly initialised.
 Wall-clock and process CPU time are both reported; on a shared, busy machine the wall clock is
 inflated by other processes, and CPU time / threads estimates what free cores would deliver.
 With ``device="cuda"`` the model and images are on the GPU, the fused operator is the
@@ -36,6 +38,7 @@ from crossview.api import build_model, estimate_disparity, load_model
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
+from crossview.data.io import read_image
 from crossview.models.dense.classical import dis_flow, fill_holes, sgbm_disparity
 from crossview.models.dense.inference import fuses, network_settings, working_size
 from crossview.models.registry import ModelSpec, get_spec
@@ -59,14 +62,16 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                   reference_sizes: Sequence[tuple[int, int]], repeats: int, threads: int,
                   reference_models: Sequence[str] = ("T",),
                   device: str = "cpu", presets: Sequence[str] = (),
-                  classical: bool = False) -> list[dict[str, Any]]:
+                  classical: bool = False,
+                  pair: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The configurations to run on ``device``: the fused operator (:data:`FUSED`) everywhere,
     the reference operator for ``reference_models`` at ``reference_sizes``. A model whose
     inference refines photometrically by default (:func:`refines_by_default`) also runs without
     the refinement (``"refine": False``), so that one run shows what the polish costs; a model
     that fuses also runs with each of ``presets``. With ``classical``, each size's pair is also
-    matched by each of :data:`CLASSICAL` (first, on the CPU). Cases above 1 Mpx run once,
-    without warm-up."""
+    matched by each of :data:`CLASSICAL` (first, on the CPU). Every case runs on ``pair`` (two
+    image files) if given, else on the random pair (:func:`bench_pair`). Cases above 1 Mpx run
+    once, without warm-up."""
     cases = []
     if classical:
         cases += [{"model": name, "size": list(size), "precision": "-", "backend": "opencv",
@@ -90,6 +95,8 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                                   "backend": backend, "device": device, "threads": threads,
                                   "repeats": 1 if heavy else repeats,
                                   "warmup": 0 if heavy else 1, **run})
+    if pair is not None:
+        cases = [{**case, "pair": [str(path) for path in pair]} for case in cases]
     return cases
 
 
@@ -119,7 +126,7 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     shape = working_size(model, "stereo", fuse, None, (h, w), preset=preset) or (h, w)
     lri, refine, size = network_settings(model, "stereo", fuse, None, case.get("refine"), None,
                                          shape, preset=preset)
-    left, right = (image.to(device) for image in bench_pair(h, w))
+    left, right = (image.to(device) for image in bench_pair(h, w, case.get("pair")))
     cpu: list[float] = []
 
     def run() -> None:
@@ -140,9 +147,17 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def bench_pair(h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The benchmark pair ``[1, 3, H, W]`` (0..255): random, the right view the left moved by
+def bench_pair(h: int, w: int, pair: Sequence[str] | None = None,
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The benchmark pair ``[1, 3, H, W]`` (0..255): the two image files of ``pair`` resized to
+    H x W (area interpolation); without ``pair``, random, the right view the left moved by
     :data:`SHIFT_FRACTION` of the width."""
+    if pair is not None:
+        import cv2  # the baselines extra, as the fusion itself
+
+        return tuple(torch.from_numpy(cv2.resize(read_image(path), (w, h),
+                                                 interpolation=cv2.INTER_AREA))
+                     .permute(2, 0, 1)[None].float() for path in pair)
     generator = torch.Generator().manual_seed(0)
     left = torch.rand(1, 3, h, w, generator=generator) * 255
     return left, torch.roll(left, -round(w * SHIFT_FRACTION), dims=3)
@@ -155,7 +170,7 @@ def _measure_classical(case: dict[str, Any]) -> dict[str, Any]:
 
     cv2.setNumThreads(case["threads"])
     left, right = (image[0].permute(1, 2, 0).round().to(torch.uint8).numpy().copy()
-                   for image in bench_pair(*case["size"]))
+                   for image in bench_pair(*case["size"], case.get("pair")))
     match = CLASSICAL[case["classical"]]
     cpu: list[float] = []
 

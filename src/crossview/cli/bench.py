@@ -39,6 +39,7 @@ measure = lazy_import("crossview.bench.measure")
 model_bench = lazy_import("crossview.bench.model")
 train_bench = lazy_import("crossview.bench.train")
 progress_display = lazy_import("crossview.progress")
+image_io = lazy_import("crossview.data.io")
 
 app = App(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
@@ -281,10 +282,15 @@ def model(
     classical: Annotated[bool, typer.Option(
         "--classical/--no-classical", help="Also time OpenCV SGBM (filled) and DIS on each "
         "size's pair, for the ratios x SGBM and x DIS (same run).")] = True,
+    pair: Annotated[tuple[str, str] | None, typer.Option(
+        "--pair", metavar="LEFT RIGHT", help="A real rectified pair (two image files), resized "
+        "to each --size, instead of the random pair at disparity W/8.")] = None,
 ) -> None:
     """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio and the ratio
     to OpenCV SGBM and DIS (same run)."""
     check_output_file(json_path, "--json")
+    for path in pair or ():
+        image_io.read_image(path)  # an unreadable file: one error line before anything runs
     letters, precision_names = model_bench.MODELS, model_bench.PRECISIONS
     chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
     device_bench.fused_backend(device)  # fails before measuring if it cannot run
@@ -305,7 +311,7 @@ def model(
         big=big, reference_sizes=[parse_size(s) for s in reference_sizes or ["384x1248"]],
         repeats=repeats, threads=threads,
         reference_models=[m.upper() for m in reference_models or ["T"]], device=device,
-        presets=presets or (), classical=classical)
+        presets=presets or (), classical=classical, pair=pair)
     with bars.Progress(transient=True) as progress:
         task = progress.add_task("model", total=len(cases))
 
@@ -323,8 +329,9 @@ def model(
 
     print_table(
         f"MatchStereo forward (estimate_disparity with the model's defaults, both views), "
-        f"{threads} threads, bundled weights where a model ships them (else random), a pair "
-        "at disparity W/8; ratio = reference / fused, same run",
+        f"{threads} threads, bundled weights where a model ships them (else random), "
+        + (f"the pair {pair[0]}, {pair[1]} resized" if pair else "a random pair at disparity W/8")
+        + "; ratio = reference / fused, same run",
         ["model", "preset", "size", "network at", "lri", "precision", "operator", "refine",
          "fuse", "median s", "cpu s",
          "peak RSS MiB", "peak GPU MiB", "fused speed-up", "vs fp32", "x SGBM filled", "x DIS",
