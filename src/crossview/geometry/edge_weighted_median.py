@@ -18,8 +18,8 @@ the weights of the values up to ``v_k`` reach half of all weight: the samples or
 float32, the first value at which the sum reaches half of the total. Where torch is loaded
 already (the library's pipelines) and crossview's C++ kernels build on this machine
 (:mod:`crossview.cpu_kernels`), float32 maps guided by uint8 images are filtered by the compiled
-kernel, with the same numbers (tested) in a tenth of the time; elsewhere (the torch-free runtime,
-other dtypes) by numpy.
+kernel, with the same numbers (tested) in under a third of the time; elsewhere (the torch-free
+runtime, other dtypes) by numpy.
 """
 
 from __future__ import annotations
