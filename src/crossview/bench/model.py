@@ -147,6 +147,13 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def check_pair(pair: Sequence[str]) -> None:
+    """Read both image files of ``pair``: an unreadable one raises
+    :class:`~crossview.errors.UserError` before any case runs."""
+    for path in pair:
+        read_image(path)
+
+
 def bench_pair(h: int, w: int, pair: Sequence[str] | None = None,
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """The benchmark pair ``[1, 3, H, W]`` (0..255): the two image files of ``pair`` resized to

@@ -39,7 +39,6 @@ measure = lazy_import("crossview.bench.measure")
 model_bench = lazy_import("crossview.bench.model")
 train_bench = lazy_import("crossview.bench.train")
 progress_display = lazy_import("crossview.progress")
-image_io = lazy_import("crossview.data.io")
 
 app = App(help="Speed and memory benchmarks (tables + JSON).", no_args_is_help=True)
 
@@ -289,8 +288,8 @@ def model(
     """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio and the ratio
     to OpenCV SGBM and DIS (same run)."""
     check_output_file(json_path, "--json")
-    for path in pair or ():
-        image_io.read_image(path)  # an unreadable file: one error line before anything runs
+    if pair is not None:
+        model_bench.check_pair(pair)  # an unreadable file: one error line before anything runs
     letters, precision_names = model_bench.MODELS, model_bench.PRECISIONS
     chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
     device_bench.fused_backend(device)  # fails before measuring if it cannot run
