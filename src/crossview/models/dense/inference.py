@@ -613,5 +613,7 @@ def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 
 def _resize_field(field: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Bilinear (``align_corners=True``) resize of ``[N, h, w, 2]``; values unchanged."""
-    return _resize(field.permute(0, 3, 1, 2), size).permute(0, 2, 3, 1)
+    """Bilinear (``align_corners=True``) resize of ``[N, h, w, 2]``; values unchanged. Resized
+    as a contiguous ``[N, 2, h, w]``: torch's channels-last resize of two channels takes three
+    times as long for the same numbers."""
+    return _resize(field.permute(0, 3, 1, 2).contiguous(), size).permute(0, 2, 3, 1).contiguous()
