@@ -4,10 +4,10 @@
 The sources in ``csrc/`` (:data:`FILES`) are compiled with ``torch.utils.cpp_extension.load``
 (ninja) into one module in the torch extensions cache (``$TORCH_EXTENSIONS_DIR`` or
 ``~/.cache/torch_extensions/pyXY_cpu``), in a directory named ``crossview_cpu_kernels_KEY``:
-the key hashes the sources, compiler, flags,
-torch, Python and CPU (see :mod:`crossview.cpu_kernels.build_key`), so builds for several
-checkouts, environments or CPUs live side by side, and a ``-march=native`` binary is never loaded
-on another CPU model. The fused kernels are built on Linux only. A failed build is remembered for
+the key hashes the sources, compiler, flags, torch, Python and CPU (see
+:mod:`crossview.cpu_kernels.build_key`), so builds for several checkouts, environments or CPUs
+live side by side, and a ``-march=native`` binary is never loaded on another CPU model. The
+kernels are built on Linux only. A failed build is remembered for
 the process; the reason is what :func:`crossview.attention.match.choose_backend` reports. A build
 lock left by a killed compile is removed after a while instead of blocking every later process
 (see :mod:`crossview.cpu_kernels.build_lock`). A compile (no built library in the build directory
