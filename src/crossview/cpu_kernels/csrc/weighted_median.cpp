@@ -3,7 +3,7 @@
 // definition), with the same numbers.
 //
 // Pixel p's window holds the samples at offsets (dy, dx), dy and dx in -radius, -radius + step,
-// ..., radius (y-major: sample k = iy * m + ix), coordinates clamped to the map (the border
+// ..., radius (y-major: sample k = iy * side + ix), coordinates clamped to the map (the border
 // repeats). Sample j weighs weight_of[|I_j - I_p|_1] (the colour difference summed over the
 // three channels, 0..765). Per channel the samples are ordered by value, equal values by k, NaN
 // last; their weights are summed in that order in float32; the median is the first value at
