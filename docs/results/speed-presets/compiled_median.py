@@ -19,17 +19,12 @@ import numpy as np
 import torch
 
 import crossview
+from crossview.data.datasets.scenes import FILES
 from crossview.data.io import read_image
 from crossview.defaults import PRESET_NAMES
 from crossview.geometry import edge_weighted_median
 from crossview.models.dense import inference
 from crossview.report import print_table, write_json
-
-
-def frames(scene: Path) -> tuple[np.ndarray, np.ndarray]:
-    """The scene folder's two images: ``frame0.png, frame1.png``, else ``left.png, right.png``."""
-    names = ("frame0", "frame1") if (scene / "frame0.png").exists() else ("left", "right")
-    return read_image(scene / f"{names[0]}.png"), read_image(scene / f"{names[1]}.png")
 
 
 def main() -> None:
@@ -48,7 +43,8 @@ def main() -> None:
         for task, scene, name in (("stereo", args.stereo, "matchstereo-hybrid"),
                                   ("flow", args.flow, "matchflow-hybrid")):
             model = crossview.load_model(name)
-            first, second = frames(scene)
+            # the scene folder's two images, named as the scenes dataset names them
+            first, second = (read_image(scene / f"{stem}.png") for stem in FILES[task][:2])
             for preset in (None, *PRESET_NAMES):
                 times: dict[str, list[float]] = {kind: [] for kind in medians}
                 outputs = {}
