@@ -102,8 +102,9 @@ def test_paths_and_pil_images_are_frames(tmp_path: Path) -> None:
 def test_errors() -> None:
     model, _ = _model()
     left, right = _pairs(1)[0]
-    with pytest.raises(TypeError, match="do not pass init"):
-        next(crossview.stereo_stream([(left, right)], model=model, init=None))
+    for given in ("init", "row_offset"):
+        with pytest.raises(TypeError, match=r"sets init .* and row_offset .* itself"):
+            next(crossview.stereo_stream([(left, right)], model=model, **{given: None}))
     stream = crossview.stereo_stream([(left, right), (left, right[:, :-32])], model=model)
     next(stream)
     with pytest.raises(crossview.errors.UserError, match="differ in size"):

@@ -447,7 +447,10 @@ class StereoResult:
     (:mod:`crossview.geometry.confidence`: left-right consistency and attention peak); for a
     run fused with SGBM, each left view's share ``[B]`` in [0, 1] of pixels that the network
     answers (``network_share``; ``None`` unfused): where it is ~0 the answer is SGBM's and the
-    fill's, and the network's weights only set SGBM's search range and the tone match."""
+    fill's, and the network's weights only set SGBM's search range and the tone match; and
+    the offset ``[B]`` px the right image's rows were lined up by before matching
+    (``row_offset``; 0: rectified as given; ``None``: a run that does not line rows up), which
+    ``row_offset=`` of :func:`estimate_disparity` takes for later pairs of the same rig."""
 
     disparity: torch.Tensor
     disparity_right: torch.Tensor
@@ -458,6 +461,7 @@ class StereoResult:
     confidence: torch.Tensor
     confidence_right: torch.Tensor
     network_share: torch.Tensor | None = None
+    row_offset: torch.Tensor | None = None
 
 
 @dataclass
@@ -487,7 +491,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        advice: MemoryAdvice = LIBRARY_ADVICE, adapt: int = 0,
                        fuse: bool | None = None,
                        init: torch.Tensor | None = None,
-                       preset: str | None = None) -> StereoResult:
+                       preset: str | None = None,
+                       row_offset: torch.Tensor | float | None = None) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -529,21 +534,25 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             measured speed/accuracy curve (:mod:`crossview.models.dense.presets`); ``None``:
             the model's own settings (for ``matchstereo-hybrid`` those of
             ``presets.DEFAULT_PRESETS``). Fusing models only.
+        row_offset: the right image's rows' offset (px; a number, or ``[B]``), as
+            ``StereoResult.row_offset`` of an earlier pair from the same rig gives it: the
+            rows are lined up by it instead of measuring it again (a fused run of a model that
+            lines rows up; :class:`StereoSequence` does this for a stream); ``None``: measured.
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
     """
     check_min_confidence(min_confidence)
-    field, rpos, valid, peak, share = _predict(
+    field, rpos, valid, peak, share, offset = _predict(
         model, weights, left, right, "stereo", device=device, precision=precision, lri=lri,
         size=size, threshold=threshold, refine=refine, advice=advice, adapt=adapt, fuse=fuse,
-        init=init, preset=preset)
+        init=init, preset=preset, row_offset=row_offset)
     b = field.shape[0] // 2
     confidence = field_confidence(field, peak)
     valid = valid & (confidence >= min_confidence)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
                         valid[:b], valid[b:], rpos[:b], rpos[b:], confidence[:b], confidence[b:],
-                        None if share is None else share[:b])
+                        None if share is None else share[:b], offset)
 
 
 def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = DEFAULT_FLOW_MODEL,
@@ -563,7 +572,7 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
         :class:`FlowResult` (float32 tensors on ``device``).
     """
     check_min_confidence(min_confidence)
-    field, rpos, valid, peak, _ = _predict(model, weights, img0, img1, "flow", device=device,
+    field, rpos, valid, peak, _, _ = _predict(model, weights, img0, img1, "flow", device=device,
                                            precision=precision, lri=lri, size=size,
                                            threshold=threshold, refine=refine, advice=advice,
                                            adapt=adapt, fuse=fuse, preset=preset)
@@ -583,6 +592,56 @@ def disparity_fields(result: StereoResult) -> torch.Tensor:
     return torch.stack([x, torch.zeros_like(x)], dim=-1)
 
 
+# A stream from one rig measures its rows' offset on its first pair and again every this many
+# pairs (and whenever the pairs' size changes): a rig's offset stays, and measuring it took 0.05
+# of the 0.34 s of a 640x480 frame with the balanced preset (docs/results/stereo-video)
+ROWS_MEASURED_EVERY = 30
+
+
+@dataclass
+class StereoSequence:
+    """Consecutive rectified pairs from one rig (a video, a camera): :meth:`estimate` runs
+    :func:`estimate_disparity` on each pair with what the pairs before it found.
+
+    - ``warm_start``: the previous pair's answer starts the network (``init=``,
+      :func:`disparity_fields`; a pair of another size starts from it resized).
+    - The right image's rows' offset (``row_offset=``, :attr:`StereoResult.row_offset`) is
+      measured on the first pair, then every ``rows_every`` pairs and on a change of size,
+      and reused in between (1: measured on every pair).
+    """
+
+    warm_start: bool = True
+    rows_every: int = ROWS_MEASURED_EVERY
+    _init: torch.Tensor | None = None
+    _offset: torch.Tensor | None = None  # [B] px at _size, as the last measurement gave it
+    _size: tuple[int, ...] | None = None  # (B, H, W) of the pairs the offset was measured on
+    _since: int = 0  # pairs run with the offset since it was measured
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rows_every, bool) or not isinstance(self.rows_every, int) \
+                or self.rows_every < 1:
+            raise UserError(f"rows_every must be a number of pairs, 1 or more, got "
+                            f"{self.rows_every!r}")
+
+    def estimate(self, left: ImageLike, right: ImageLike, **options: Any) -> StereoResult:
+        """:func:`estimate_disparity` of the next pair (``options``: its other arguments but
+        ``init`` and ``row_offset``, which the sequence sets)."""
+        for name in ("init", "row_offset"):
+            if name in options:
+                raise TypeError(f"a StereoSequence sets {name} itself; do not pass it")
+        left = as_image_batch(left, "left image")
+        size = (left.shape[0], *left.shape[-2:])
+        measure = self._offset is None or size != self._size or self._since >= self.rows_every
+        result = estimate_disparity(left, right, init=self._init,
+                                    row_offset=None if measure else self._offset, **options)
+        if measure:
+            self._offset, self._size, self._since = result.row_offset, size, 0
+        self._since += 1
+        if self.warm_start:
+            self._init = disparity_fields(result)
+        return result
+
+
 def check_min_confidence(min_confidence: float, name: str = "min_confidence") -> None:
     """A :class:`UserError` naming ``name`` unless ``min_confidence`` lies in [0, 1]
     (confidences do)."""
@@ -594,7 +653,8 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
              size: tuple[int, int] | None, threshold: float, refine: bool | None,
              advice: MemoryAdvice, adapt: int, fuse: bool | None = None,
-             init: torch.Tensor | None = None, preset: str | None = None) -> Fields:
+             init: torch.Tensor | None = None, preset: str | None = None,
+             row_offset: torch.Tensor | float | None = None) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
     (:class:`~crossview.models.dense.inference.Fields`), after ``adapt`` steps of test-time
     adaptation (0: none)."""
@@ -611,7 +671,8 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
                               lri=lri, device=target)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
                           size=size, threshold=threshold, refine=refine, advice=advice,
-                          fuse=fuse, init=init, preset=preset)
+                          fuse=fuse, init=init, preset=preset,
+                          row_offset=None if row_offset is None else torch.as_tensor(row_offset))
 
 
 # ----------------------------------------------------------------------------- training

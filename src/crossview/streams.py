@@ -5,8 +5,10 @@ each frame warm-started from the previous frame's answer.
 iterable gives, with the model loaded once; with ``warm_start`` the previous frame's disparity
 of both views (:func:`crossview.api.disparity_fields`) is the network's initial field
 (``init=``: :func:`crossview.models.dense.inference.predict_fields`) in place of its own
-correlation. The iterable is read one pair at a time, so a camera that never ends is fine: the
-stream ends when the frames do.
+correlation, and the right image's rows' offset, which a fused run lines up, is measured once
+every :data:`crossview.api.ROWS_MEASURED_EVERY` frames instead of on each
+(:class:`crossview.api.StereoSequence`). The iterable is read one pair at a time, so a camera
+that never ends is fine: the stream ends when the frames do.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import torch
 from torch import nn
 
 from crossview import api
@@ -32,7 +33,8 @@ WARM_START_BY_DEFAULT = True
 def stereo_stream(frames: Iterable[tuple[ImageLike, ImageLike]], *,
                   model: str | nn.Module = DEFAULT_STEREO_MODEL,
                   weights: str | os.PathLike | None = None, device: str = "cpu",
-                  warm_start: bool | None = None, **options: Any
+                  warm_start: bool | None = None,
+                  rows_every: int = api.ROWS_MEASURED_EVERY, **options: Any
                   ) -> Iterator[api.StereoResult]:
     """Disparity of every rectified ``(left, right)`` pair of ``frames``, in order.
 
@@ -44,6 +46,10 @@ def stereo_stream(frames: Iterable[tuple[ImageLike, ImageLike]], *,
         warm_start: start each frame's network from the previous frame's disparity (both
             views); ``None``: :data:`WARM_START_BY_DEFAULT`. A frame of another size is
             started from the previous answer resized; the first frame starts cold.
+        rows_every: the right image's rows' offset (a fused run lines up the rows of a pair
+            that is not quite rectified) is measured on the first frame and every
+            ``rows_every`` frames (a rig's offset stays), and reused in between
+            (:class:`crossview.api.StereoSequence`); 1: measured on every frame.
         options: the other arguments of :func:`crossview.estimate_disparity` (``precision``,
             ``lri``, ``size``, ``refine``, ``fuse``, ``min_confidence``, ...).
 
@@ -62,16 +68,13 @@ def stereo_stream(frames: Iterable[tuple[ImageLike, ImageLike]], *,
         (1, 192, 256)
         (1, 192, 256)
     """
-    if "init" in options:
-        raise TypeError("stereo_stream sets init itself (warm_start=); do not pass init")
+    if "init" in options or "row_offset" in options:
+        raise TypeError("stereo_stream sets init (warm_start=) and row_offset (rows_every=) "
+                        "itself; do not pass them")
+    sequence = api.StereoSequence(WARM_START_BY_DEFAULT if warm_start is None
+                                  else bool(warm_start), rows_every)
     target = resolve_device(device)
     if isinstance(model, str):
         model = api.load_model(model, weights, device=target)
-    warm = WARM_START_BY_DEFAULT if warm_start is None else bool(warm_start)
-    previous: torch.Tensor | None = None
     for left, right in frames:
-        result = api.estimate_disparity(left, right, model=model, device=str(target),
-                                        init=previous, **options)
-        if warm:
-            previous = api.disparity_fields(result)
-        yield result
+        yield sequence.estimate(left, right, model=model, device=str(target), **options)

@@ -1,6 +1,7 @@
 """``crossview stereo`` on videos and folders of frames: two videos, a side-by-side video, two
-frame folders, the frame range, the disparity / depth video, the warm start, a failing frame,
-Ctrl-C, and bad input (one line, exit 2, nothing written)."""
+frame folders, the frame range, the disparity / depth video, the warm start, the rows' offset
+measured once a video, a failing frame, Ctrl-C, and bad input (one line, exit 2, nothing
+written)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,18 @@ from PIL import Image
 from crossview import api
 from crossview.cli.app import main
 from crossview.data import disparity_video, io, video
+from crossview.models.dense import inference
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
-from crossview.models.registry import ModelSpec, register_model
+from crossview.models.matchstereo.specs import matchstereo_spec
+from crossview.models.registry import FusedNetwork, ModelSpec, register_model
 from video_files import write_lossless_video
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(ModelSpec("cli-test-stereo-video", lambda: MatchStereo(SMALL), "stereo"),
                replace=True)
+register_model(matchstereo_spec("cli-test-stereo-video-aligned", SMALL, "stereo", fuse=True,
+                                fused_network=FusedNetwork(align_px=0.5)), replace=True)
 FAST = ["--model", "cli-test-stereo-video", "--format", "npy"]
 H, W = 192, 192
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
@@ -121,17 +126,17 @@ def test_a_frame_range_picks_the_pairs(tmp_path: Path, capsys: pytest.CaptureFix
     assert _npys(tmp_path / "out") == {f"{name}_disp.npy" for name in names}
 
 
-def _spy_inits(monkeypatch: pytest.MonkeyPatch) -> list[torch.Tensor | None]:
-    """The ``init`` of every ``estimate_disparity`` call of the command."""
-    inits: list[torch.Tensor | None] = []
+def _spy_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    """The keyword arguments of every ``estimate_disparity`` call of the command."""
+    calls: list[dict[str, object]] = []
     estimate = api.estimate_disparity
 
     def spy(*args: object, **kwargs: object) -> object:
-        inits.append(kwargs.get("init"))
+        calls.append(kwargs)
         return estimate(*args, **kwargs)
 
     monkeypatch.setattr(api, "estimate_disparity", spy)
-    return inits
+    return calls
 
 
 @pytest.mark.parametrize(("kind", "options", "warm"), [
@@ -143,10 +148,11 @@ def test_the_warm_start_passes_the_previous_frames_disparity(
     """Warm (videos by default, folders with --warm-start): frame i starts from frame i - 1's
     disparity of both views; cold: from nothing."""
     sources = _two_videos(tmp_path, 3) if kind == "videos" else _folders(tmp_path, 3)
-    inits = _spy_inits(monkeypatch)
+    calls = _spy_calls(monkeypatch)
     code, _, err = _run([*map(str, sources), "-o", str(tmp_path / "out"), *options, *FAST],
                         capsys)
     assert code == 0, err
+    inits = [call.get("init") for call in calls]
     assert len(inits) == 3 and inits[0] is None
     if not warm:
         assert inits == [None, None, None]
@@ -157,6 +163,30 @@ def test_the_warm_start_passes_the_previous_frames_disparity(
         np.testing.assert_allclose(-init[0, ..., 0].numpy(),
                                    io.read_npy(tmp_path / "out" / f"{name}_disp.npy"),
                                    atol=1e-6)
+
+
+@pytest.mark.parametrize(("options", "measured"), [([], 1), (["--cold-start"], 3)])
+def test_a_warm_video_measures_its_rows_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        options: list[str], measured: int) -> None:
+    """A fused model that lines rows up: a warm-started video (one rig) measures the rows'
+    offset on its first frame and gives it to the next frames (within
+    ``api.ROWS_MEASURED_EVERY``); started cold, every frame is measured."""
+    measures, measure = [], inference.measure_rows
+
+    def counted(*args: object, **kwargs: object) -> object:
+        measures.append(1)
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(inference, "measure_rows", counted)
+    calls = _spy_calls(monkeypatch)
+    code, _, err = _run([*map(str, _two_videos(tmp_path, 3)), "-o", str(tmp_path / "out"),
+                         *options, "--model", "cli-test-stereo-video-aligned", "--format", "npy"],
+                        capsys)
+    assert code == 0, err
+    assert len(measures) == measured
+    given = [call.get("row_offset") is not None for call in calls]
+    assert given == ([False, True, True] if measured == 1 else [False, False, False])
 
 
 @pytest.mark.parametrize("calibrated", [False, True])

@@ -1,7 +1,9 @@
 """Stereo pairs whose rows are offset (crossview.models.dense.vertical_alignment and the fused
 run that lines them up): the offset measured, rows moved as the formula says, and a fusing run
 of an offset pair that gives the rectified pair's disparities, its matches' y and the right
-view back in the right image's rows; pairs below the threshold run as before."""
+view back in the right image's rows; pairs below the threshold run as before; an offset
+measured once and given back (a stream of one rig) is not measured again and gives the same
+answer, at the working size too."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import pytest
 import torch
 
 import crossview
+from crossview.errors import UserError
 from crossview.geometry.disparity import field_to_disparity
+from crossview.models.dense import inference
 from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
 from crossview.models.matchstereo import MatchStereoConfig
@@ -97,3 +101,74 @@ def test_an_offset_below_the_threshold_or_without_the_fusion_changes_nothing() -
     assert torch.equal(alone.field, predict_fields(model, *shifted, "stereo", fuse=False).field)
     with pytest.raises(ValueError, match="align_px"):
         FusedNetwork(align_px=-1.0)
+
+
+def _unmeasurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the offset was measured again")
+
+    monkeypatch.setattr(inference, "measure_rows", refuse)
+
+
+@pytest.mark.parametrize("max_pixels", [None, 192 * 224 // 4])
+def test_a_measured_offset_given_back_is_not_measured_again(
+        max_pixels: int | None, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``row_offset`` (px at the pair's size) of a run, given to the next run of a pair from the
+    same rig, lines it up without measuring (no note either) and gives the same fields; with
+    ``max_pixels`` the pair runs at half its size and the offset is converted both ways."""
+    torch.manual_seed(0)
+    model = crossview.load_model("alignment-test")
+    model.fused_network = FusedNetwork(align_px=0.5, max_pixels=max_pixels)
+    pair = _pair(4, 384, 448) if max_pixels else _pair(4)
+    measured = predict_fields(model, *pair, "stereo")
+    assert measured.row_offset is not None and measured.row_offset.shape == (1,)
+    assert measured.row_offset.item() == pytest.approx(4, abs=0.15)
+    _unmeasurable(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="crossview"):
+        reused = predict_fields(model, *pair, "stereo", row_offset=measured.row_offset)
+    assert not caplog.records
+    torch.testing.assert_close(reused.field, measured.field, rtol=0, atol=1e-4)
+    torch.testing.assert_close(reused.row_offset, measured.row_offset)
+    # a rectified rig's 0 lines nothing up: the fields of the pair as it is
+    rectified = predict_fields(model, *pair, "stereo", row_offset=torch.zeros(1))
+    assert rectified.row_offset.tolist() == [0.0]
+    model.fused_network = FusedNetwork(max_pixels=max_pixels)
+    assert torch.equal(rectified.field, predict_fields(model, *pair, "stereo").field)
+
+
+def test_a_given_offset_is_refused_where_it_cannot_be_used() -> None:
+    torch.manual_seed(0)
+    model = crossview.load_model("alignment-test")
+    left, right = _pair(0)
+    assert predict_fields(model, left, right, "stereo", fuse=False).row_offset is None
+    with pytest.raises(UserError, match="row_offset lines up the rows of a fused stereo run"):
+        predict_fields(model, left, right, "stereo", fuse=False, row_offset=torch.zeros(1))
+    with pytest.raises(UserError, match="row_offset holds 2 offsets for 1 pair"):
+        predict_fields(model, left, right, "stereo", row_offset=torch.zeros(2))
+
+
+def test_a_sequence_measures_the_rows_every_so_many_pairs_and_on_a_new_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """:class:`crossview.api.StereoSequence`: measured on pairs 0, 3, 6 with ``rows_every=3``,
+    and again on the pair of another size; every pair lined up by the rig's 2 px."""
+    calls: list[tuple[int, ...]] = []
+    measure = inference.measure_rows
+
+    def counted(left: np.ndarray, right: np.ndarray, **kwargs: object) -> object:
+        calls.append(left.shape)
+        return measure(left, right, **kwargs)
+
+    monkeypatch.setattr(inference, "measure_rows", counted)
+    torch.manual_seed(0)
+    model = crossview.load_model("alignment-test")
+    sequence = crossview.api.StereoSequence(rows_every=3)
+    pairs = [_pair(2)] * 7 + [_pair(2, 224, 224)]
+    results = [sequence.estimate(left, right, model=model) for left, right in pairs]
+    assert calls == [(192, 224, 3)] * 3 + [(224, 224, 3)]
+    assert all(r.row_offset.item() == pytest.approx(2, abs=0.15) for r in results)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(UserError, match="rows_every must be a number of pairs"):
+            crossview.api.StereoSequence(rows_every=bad)
+    with pytest.raises(TypeError, match="sets row_offset itself"):
+        sequence.estimate(*pairs[0], model=model, row_offset=0.0)

@@ -83,7 +83,7 @@ def test_a_large_pair_runs_whole_at_the_working_size() -> None:
                            "stereo", fuse=True)
     expected = _fields_at(small, (400, 600), 8.0)
     for got, want in zip(out, expected, strict=True):
-        assert torch.equal(got, want)
+        assert (got is None and want is None) or torch.equal(got, want)
     assert out.field.shape == (2, 400, 600, 2)
     # SGBM finds SHIFT / 2 at the working size; the disparity comes back at the full scale
     disparity = field_to_disparity(out.field[:1])[0][40:-40, 60:-60]
@@ -109,7 +109,7 @@ def test_a_fused_run_at_an_asked_size_runs_whole_there() -> None:
         resized = predict_fields(uncapped, _images_at(x0, size), _images_at(x1, size), "stereo")
         assert resized.field.shape[1:3] == size
         for got, want in zip(out, _fields_at(resized, (256, 384), 8.0), strict=True):
-            assert torch.equal(got, want)
+            assert (got is None and want is None) or torch.equal(got, want)
         disparity = field_to_disparity(out.field[:1])[0][30:-30, 40:-40]
         assert ((disparity - SHIFT).abs() < 0.5).float().mean() > 0.9
     with pytest.raises(UserError, match=r"size=\(8, 8\) is too small"):

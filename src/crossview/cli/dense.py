@@ -342,9 +342,10 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     nothing (exit code 2 on error); many pairs are published pair by pair
     (:func:`crossview.cli.batch.run_batch`, which exits instead of returning when a pair
     failed or the run was stopped). ``jobs()`` finds the pairs instead of :func:`find_jobs`
-    (stereo videos: :mod:`crossview.cli.stereo_frames`); with ``warm_start`` (stereo) each
-    pair starts from the previous pair's disparity (``init`` of
-    :func:`crossview.api.estimate_disparity`).
+    (stereo videos: :mod:`crossview.cli.stereo_frames`); with ``warm_start`` (stereo) the
+    pairs are one rig's frames (:class:`crossview.api.StereoSequence`): each starts from the
+    previous pair's disparity, and the rows' offset is measured every
+    :data:`crossview.api.ROWS_MEASURED_EVERY` pairs.
     """
     size = parse_size(options.size) if options.size else None
     api.check_run_settings(options.device, "--device")
@@ -353,7 +354,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
     raw_suffix(options.fmt, kind)  # a format that cannot hold the result fails first
     jobs, count, single = (find_jobs(task, first, second, options.frames) if jobs is None
                            else jobs())
-    estimate = api.estimate_disparity if task == "stereo" else api.estimate_flow
+    estimate = (api.StereoSequence().estimate if warm_start else api.estimate_disparity) \
+        if task == "stereo" else api.estimate_flow
 
     def destinations(job: PairJob) -> list[Path]:
         return [options.out_dir / f for f in pair_file_names(job.name, views, kind, options)
@@ -378,7 +380,6 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                               "run at a lower resolution with --size HxW, or give smaller images",
                               "--no-refine")
 
-    previous: list[Any] = [None]  # the last pair's fields: the next one's warm start
     noted: list[str] = []  # the unused network's note, given once a run
 
     def run(job: PairJob, images: Pair | None = None) -> None:
@@ -397,8 +398,7 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                                       min_confidence=options.min_confidence,
                                       **({} if options.fuse is None else {"fuse": options.fuse}),
                                       **({} if options.preset is None
-                                         else {"preset": options.preset}),
-                                      **({"init": previous[0]} if warm_start else {}))
+                                         else {"preset": options.preset}))
                 except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None
@@ -413,8 +413,6 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
         if note is not None and not noted:
             noted.append(note)
             stderr.print(note, markup=False, soft_wrap=True)
-        if warm_start:
-            previous[0] = api.disparity_fields(result)
 
     if single:
         run(jobs[0], pair)

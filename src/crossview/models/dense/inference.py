@@ -127,6 +127,9 @@ class Fields(NamedTuple):
     # [2B] in [0, 1]: each view's share of pixels the network answers in a fused stereo run
     # (sgbm_fusion.FusedFields); None: not fused with SGBM
     network_share: torch.Tensor | None = None
+    # [B] px: the offset each pair's right rows were lined up by (row_offsets; 0: not lined
+    # up); None: a run that does not line rows up
+    row_offset: torch.Tensor | None = None
 
 
 def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
@@ -134,7 +137,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                    lri: bool | None = None, size: tuple[int, int] | None = None,
                    threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                    advice: MemoryAdvice = LIBRARY_ADVICE, fuse: bool | None = None,
-                   init: torch.Tensor | None = None, preset: str | None = None) -> Fields:
+                   init: torch.Tensor | None = None, preset: str | None = None,
+                   row_offset: torch.Tensor | None = None) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -171,6 +175,11 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             (:mod:`crossview.models.dense.presets`), laid over ``model.fused_network``;
             ``None``: the model's own. A :class:`UserError` for a run that does not fuse or a
             model without ``fused_network``.
+        row_offset: the right images' row offsets ``[B]`` (px at the pair's size), measured
+            before (``Fields.row_offset`` of an earlier pair from the same rig: a stream
+            measures them once in a while, :class:`crossview.api.StereoSequence`): lined up
+            by these instead of measuring them again (:func:`row_offsets`); ``None``:
+            measured. A :class:`UserError` for a run that does not line rows up.
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -178,7 +187,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         ``[2B, H, W]`` bool (:func:`crossview.geometry.consistency.noc_mask`) and the last
         cross-attention layer's peak sharpness ``[2B, H, W]``
         (:func:`crossview.geometry.confidence.attention_peak`, upsampled bilinearly; ``None``
-        for a model without ``attn_to_proj``), on ``device``.
+        for a model without ``attn_to_proj``), on ``device``, and the rows' offsets the run
+        lined up by (``row_offset [B]`` px; ``None``: a run that does not line rows up).
     """
     target = resolve_device(device)
     dtype = PRECISIONS.get(precision)
@@ -204,18 +214,22 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                      size=run_size or work, device=target, refine=False, advice=advice)
         fields = _predict(model, _images_at(x0, work), _images_at(x1, work), task, target,
                           dtype, lri=lri, refine=refine, size=run_size, threshold=threshold,
-                          advice=advice, fuse=True, init=init, preset=preset)
+                          advice=advice, fuse=True, init=init, preset=preset,
+                          row_offset=None if row_offset is None
+                          else row_offset * (work[0] / shape[0]))
         return _fields_at(fields, shape, threshold)
     lri, refine, size = network_settings(model, task, fuse, lri, refine, size, shape,
                                          preset=preset)
     return _predict(model, x0, x1, task, target, dtype, lri=lri, refine=refine, size=size,
-                    threshold=threshold, advice=advice, fuse=fuse, init=init, preset=preset)
+                    threshold=threshold, advice=advice, fuse=fuse, init=init, preset=preset,
+                    row_offset=row_offset)
 
 
 def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
              target: torch.device, dtype: torch.dtype, *, lri: bool, refine: bool,
              size: tuple[int, int] | None, threshold: float, advice: MemoryAdvice,
-             fuse: bool, init: torch.Tensor | None = None, preset: str | None = None) -> Fields:
+             fuse: bool, init: torch.Tensor | None = None, preset: str | None = None,
+             row_offset: torch.Tensor | None = None) -> Fields:
     """:func:`predict_fields` on image batches ``[B, 3, H, W]`` (0..255) with its settings
     resolved: checked, then the network (at ``size`` if given), the refinement and the fusion
     at the pair's own size (its work as ``preset`` sets it)."""
@@ -234,8 +248,9 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
                  device=target, refine=refine, advice=advice, fuse=fuse)
     model.to(target)
     x0, x1 = x0.to(target), x1.to(target)
-    offsets = row_offsets(model, task, fuse, x0, x1, preset=preset)
-    if offsets is not None:
+    offsets = row_offsets(model, task, fuse, x0, x1, preset=preset, measured=row_offset)
+    lined_up = offsets is not None and bool(offsets.any())
+    if lined_up:
         x1 = _rows_shifted(x1, offsets)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
                 else contextlib.nullcontext())
@@ -250,9 +265,10 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         share = None
         if fuse:
             field, share = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
-        if offsets is not None:
+        if lined_up:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
-    return Fields(field, rpos, noc_mask(field, threshold), peak, share)
+    return Fields(field, rpos, noc_mask(field, threshold), peak, share,
+                  None if offsets is None else offsets.to(field.device))
 
 
 def fuse_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, task: str,
@@ -288,26 +304,43 @@ def fusion_work(task: str, settings: FusedNetwork
 
 
 def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
-                x1: torch.Tensor, *, preset: str | None = None) -> torch.Tensor | None:
+                x1: torch.Tensor, *, preset: str | None = None,
+                measured: torch.Tensor | None = None) -> torch.Tensor | None:
     """Per pair of ``x0, x1 [B, 3, H, W]`` (0..255) the vertical offset ``[B]`` px that a
     fusing stereo run of a model whose ``fused_network.align_px`` is set lines its right
-    image up by (:func:`crossview.models.dense.vertical_alignment.measure_rows`; 0 where it
-    is below ``align_px``), or ``None``: no pair is lined up. Offsets of at least
-    :data:`NOTED_OFFSET_PX` are logged at INFO (the command shows them as ``note:`` lines);
-    from :data:`RECTIFY_HINT_PX` the note points to ``crossview rectify`` (photographs taken
-    by hand are turned as well as offset, which one offset does not undo). A pair whose
-    matches say it was given right image first gets a warning
-    (:func:`crossview.geometry.pair_order.warn_if_swapped`). ``preset``: as in
+    image up by (:func:`crossview.models.dense.vertical_alignment.measure_rows`, or
+    ``measured``, the offsets ``[B]`` px measured before; 0 where it is below ``align_px``),
+    or ``None``: the run lines no rows up (a :class:`UserError` if ``measured`` is given).
+    Measured offsets of at least :data:`NOTED_OFFSET_PX` are logged at INFO (the command
+    shows them as ``note:`` lines); from :data:`RECTIFY_HINT_PX` the note points to
+    ``crossview rectify`` (photographs taken by hand are turned as well as offset, which one
+    offset does not undo). A pair whose matches say it was given right image first gets a
+    warning (:func:`crossview.geometry.pair_order.warn_if_swapped`). ``preset``: as in
     :func:`predict_fields`."""
     settings = fused_settings(model, task, preset) if fuse and task == "stereo" else None
     if settings is None or settings.align_px is None:
+        if measured is not None:
+            raise UserError("row_offset lines up the rows of a fused stereo run of a model "
+                            "that lines rows up (fused_network.align_px); this run does not")
         return None
+    if measured is not None:
+        offsets = torch.as_tensor(measured, dtype=torch.float32).detach().cpu().reshape(-1)
+        if offsets.shape != (x0.shape[0],):
+            raise UserError(f"row_offset holds {offsets.numel()} offsets for "
+                            f"{x0.shape[0]} pair(s)")
+    else:
+        offsets = _measured_offsets(x0, x1)
+    return torch.where(offsets.abs() >= settings.align_px, offsets, 0.0)
+
+
+def _measured_offsets(x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
+    """:func:`measure_rows` of each pair of ``x0, x1 [B, 3, H, W]`` (0..255): offsets ``[B]``
+    px, with :func:`row_offsets`' notes and swapped-pair warnings."""
     measures = [measure_rows(a, b, consistency=_consistency_of_arrays)
                 for a, b in zip(uint8_images(x0), uint8_images(x1), strict=True)]
     for measure in measures:
         warn_if_swapped(measure.disparities, tolerance=NOTED_OFFSET_PX)
-    offsets = torch.tensor([measure.offset for measure in measures])
-    offsets = torch.where(offsets.abs() >= settings.align_px, offsets, 0.0)
+    offsets = torch.tensor([measure.offset for measure in measures], dtype=torch.float32)
     for offset in offsets.tolist():
         if abs(offset) >= NOTED_OFFSET_PX:
             hint = ("; two photographs taken by hand: rectify them first (`crossview stereo "
@@ -315,7 +348,7 @@ def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
             log.info("the right image's rows lie %.1f px %s the left's: lined up before matching "
                      "(a pair that is not quite rectified)%s", abs(offset),
                      "below" if offset > 0 else "above", hint)
-    return offsets if bool(offsets.any()) else None
+    return offsets
 
 
 def _consistency_of_arrays(fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -483,8 +516,9 @@ def _fields_at(fields: Fields, shape: tuple[int, int], threshold: float) -> Fiel
     peak = None if fields.attention_peak is None else F.interpolate(
         fields.attention_peak[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]
     field = vectors(fields.field)
+    offset = None if fields.row_offset is None else fields.row_offset * (shape[0] / h)
     return Fields(field, vectors(fields.self_rpos), noc_mask(field, threshold), peak,
-                  fields.network_share)
+                  fields.network_share, offset)
 
 
 def initialises_low(model: nn.Module, lri: bool | None) -> bool:
