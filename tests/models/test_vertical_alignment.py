@@ -125,6 +125,7 @@ def test_a_measured_offset_given_back_is_not_measured_again(
     assert measured.row_offset is not None and measured.row_offset.shape == (1,)
     assert measured.row_offset.item() == pytest.approx(4, abs=0.15)
     _unmeasurable(monkeypatch)
+    caplog.clear()  # the measuring run's note
     with caplog.at_level(logging.INFO, logger="crossview"):
         reused = predict_fields(model, *pair, "stereo", row_offset=measured.row_offset)
     assert not caplog.records

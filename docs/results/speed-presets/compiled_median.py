@@ -12,19 +12,11 @@ Run: ``OMP_NUM_THREADS=2 python docs/results/speed-presets/compiled_median.py OU
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-import numpy as np
-import torch
+from ab_timing import time_variants
 
-import crossview
-from crossview.data.datasets.scenes import FILES
-from crossview.data.io import read_image
-from crossview.defaults import PRESET_NAMES
 from crossview.geometry import edge_weighted_median
-from crossview.models.dense import inference
-from crossview.report import print_table, write_json
 
 
 def main() -> None:
@@ -37,40 +29,15 @@ def main() -> None:
     compiled = edge_weighted_median._compiled_median
     if compiled() is None:
         raise SystemExit("the C++ kernels do not build here: nothing to compare")
-    medians = {"numpy": lambda: None, "compiled": compiled}
-    rows, results = [], {}
+
+    def median(chooser):
+        return lambda: setattr(edge_weighted_median, "_compiled_median", chooser)
+
     try:
-        for task, scene, name in (("stereo", args.stereo, "matchstereo-hybrid"),
-                                  ("flow", args.flow, "matchflow-hybrid")):
-            model = crossview.load_model(name)
-            # the scene folder's two images, named as the scenes dataset names them
-            first, second = (read_image(scene / f"{stem}.png") for stem in FILES[task][:2])
-            for preset in (None, *PRESET_NAMES):
-                times: dict[str, list[float]] = {kind: [] for kind in medians}
-                outputs = {}
-                for _ in range(args.repeats + 1):
-                    for kind, chooser in medians.items():
-                        edge_weighted_median._compiled_median = chooser
-                        start = time.perf_counter()
-                        outputs[kind] = inference.predict_fields(model, first, second, task,
-                                                                 preset=preset)
-                        times[kind].append(time.perf_counter() - start)
-                same = all(torch.equal(a, b) for a, b in zip(outputs["numpy"],
-                                                             outputs["compiled"], strict=True)
-                           if isinstance(a, torch.Tensor))
-                seconds = {kind: float(np.median(t[1:])) for kind, t in times.items()}
-                key = f"{task} {preset or 'default'}"
-                results[key] = {**seconds, "identical": same}
-                rows.append([key, f"{seconds['numpy']:.3f}", f"{seconds['compiled']:.3f}",
-                             f"{seconds['numpy'] / seconds['compiled']:.2f}", str(same)])
+        time_variants({"numpy median": median(lambda: None), "compiled median": median(compiled)},
+                      args.stereo, args.flow, args.repeats, args.out)
     finally:
         edge_weighted_median._compiled_median = compiled
-    write_json(args.out, {"stereo": str(args.stereo), "flow": str(args.flow),
-                          "threads": torch.get_num_threads(), "repeats": args.repeats,
-                          "seconds": results})
-    print_table(f"s per pair, median of {args.repeats}, {torch.get_num_threads()} threads",
-                ["task, preset", "numpy median", "compiled median", "ratio", "same output"],
-                rows)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ left-out score); the setting chosen on all groups is the preset. With ``--dev`` 
 development scenes' records are reported beside (never used to choose).
 
 Run: ``python docs/results/speed-presets/speed_choice.py SETTINGS_TRAIN.json TIMING.json
-../shared/real-train [--dev SETTINGS_DEV.json] [--json OUT]``
+../shared/real-train [--add RECORDS_TRAIN.json TIMING.json] [--dev SETTINGS_DEV.json ...]
+[--json OUT]`` (``--add``: more settings, as ``working_size.py`` records and times them).
 """
 
 from __future__ import annotations
@@ -47,13 +48,20 @@ def main() -> None:
     parser.add_argument("settings", type=Path)
     parser.add_argument("timing", type=Path)
     parser.add_argument("root", type=Path)
-    parser.add_argument("--dev", type=Path)
+    parser.add_argument("--add", nargs=2, type=Path, action="append", default=[],
+                        metavar=("RECORDS", "TIMING"),
+                        help="the real-train records and times of more settings "
+                        "(working_size.py)")
+    parser.add_argument("--dev", type=Path, action="append", default=[])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    table = bad2_table(args.settings)
-    dev = bad2_table(args.dev) if args.dev else {}
-    seconds = {(row["size"], row["setting"]): row["median_s"]
-               for row in json.loads(args.timing.read_text())["rows"]}
+    table, dev, seconds = {}, {}, {}
+    for records, timing in [(args.settings, args.timing), *args.add]:
+        table |= bad2_table(records)
+        seconds |= {(row["size"], row["setting"]): row["median_s"]
+                    for row in json.loads(timing.read_text())["rows"]}
+    for records in args.dev:
+        dev |= bad2_table(records)
     scenes = sorted(next(iter(table.values())))
     groups = scene_groups(args.root)
     group_of = {scene: groups.get(scene, scene) for scene in scenes}

@@ -33,6 +33,7 @@ from crossview.data.image_batch import uint8_images
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.classical import dis_flow, grey_image, variational_refinement
+from crossview.models.dense.opencv_threads import shared_opencv_threads
 from crossview.models.dense.rank_transform import rank_transform
 from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_THREADS
 
@@ -104,8 +105,9 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
                             for frames in (frames0, frames1))
         return ranked0 + ranked1, ranked1 + ranked0
 
-    # OpenCV and numpy release the GIL: the directions run side by side
-    with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
+    # OpenCV and numpy release the GIL: the directions run side by side, OpenCV's threads shared
+    workers = min(2 * b, FUSION_THREADS)
+    with ThreadPoolExecutor(max_workers=workers) as pool, shared_opencv_threads(workers):
         fused = field
         for radius in runs:
             classical = np.stack(list(pool.map(dis_flow, *dis_inputs(radius))))

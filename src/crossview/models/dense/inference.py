@@ -461,15 +461,40 @@ def network_settings(model: nn.Module, task: str, fuse: bool, lri: bool | None,
     was asked, else the model's defaults; a fusing run (``fuse``) of a model with
     ``model.fused_network`` (:class:`crossview.models.registry.FusedNetwork`, set by
     :func:`crossview.load_model`; ``preset`` laid over it) takes that one's lri, refinement
-    and scale instead (the scaled size only where it is at least the model's least size)."""
+    and scale instead (:func:`scaled_size`)."""
     settings = fused_settings(model, task, preset) if fuse else None
     if settings is None:
         return initialises_low(model, lri), refines(model, refine), size
     if size is None and settings.scale != 1:
-        scaled = (round(shape[0] * settings.scale), round(shape[1] * settings.scale))
-        size = scaled if _fits(model, *scaled, task) else None
+        size = scaled_size(model, task, shape, settings.scale)
     return (settings.lri if lri is None else lri,
             settings.refine if refine is None else refine, size)
+
+
+def scaled_size(model: nn.Module, task: str, shape: tuple[int, int], scale: float
+                ) -> tuple[int, int] | None:
+    """The size the network runs at on a pair of ``shape = (H, W)`` at ``scale`` of it:
+    ``round(H * scale) x round(W * scale)``; where that is below the model's least size, the
+    least size at the same aspect that the model takes (not the pair's own: a small scale of
+    a small pair, as the fast presets' working size gives, stays a small network); ``None``
+    where that reaches the pair's own size.
+
+    >>> from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+    >>> network = MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), radii=(1, 1, 1, 1)))
+    >>> network.min_shape("stereo")  # padded to multiples of 32
+    (128, 160)
+    >>> [scaled_size(network, "stereo", shape, 0.3) for shape in [(480, 640), (300, 400)]]
+    [(144, 192), (97, 129)]
+    """
+    scaled = (round(shape[0] * scale), round(shape[1] * scale))
+    if _fits(model, *scaled, task):
+        return scaled
+    least_h, least_w = model.min_shape(task)  # multiples of 32: padded up from 31 px less
+    factor = max(scale, (least_h - 31) / shape[0], (least_w - 31) / shape[1])
+    if factor >= 1:
+        return None
+    return (max(least_h - 31, round(shape[0] * factor)),
+            max(least_w - 31, round(shape[1] * factor)))
 
 
 def working_size(model: nn.Module, task: str, fuse: bool, size: tuple[int, int] | None,

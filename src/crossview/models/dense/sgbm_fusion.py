@@ -77,6 +77,7 @@ from crossview.models.dense.classical import (
     sgbm_num_disparities,
     sgbm_right_disparity,
 )
+from crossview.models.dense.opencv_threads import shared_opencv_threads
 from crossview.models.dense.rank_transform import rank_matching_image
 from crossview.models.dense.tone_matching import right_toned_to_left
 
@@ -351,8 +352,10 @@ def view_inputs(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
                                                   view))
         return ViewInputs(network[row], consistent[row], checked, images[row], view)
 
-    # OpenCV and numpy release the GIL: the views run side by side
-    with ThreadPoolExecutor(max_workers=min(2 * b * len(pairs), FUSION_THREADS)) as pool:
-        maps = list(pool.map(sgbm_view, range(2 * b * len(pairs))))
+    # OpenCV and numpy release the GIL: the views run side by side, OpenCV's threads shared
+    workers = min(2 * b * len(pairs), FUSION_THREADS)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        with shared_opencv_threads(workers):
+            maps = list(pool.map(sgbm_view, range(2 * b * len(pairs))))
         classical = [maps[run * 2 * b:(run + 1) * 2 * b] for run in range(len(pairs))]
         return list(pool.map(inputs_one, range(2 * b)))
