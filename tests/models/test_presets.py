@@ -49,15 +49,18 @@ def test_a_preset_sets_its_fields_and_keeps_the_rest(task: str, preset: str) -> 
     laid = apply_preset(OWN, task, preset)
     for field, value in PRESETS[task][preset].items():
         assert getattr(laid, field) == value
-    assert (laid.max_pixels, laid.align_px) == (OWN.max_pixels, OWN.align_px)
+    assert laid.align_px == OWN.align_px
+    assert laid.max_pixels == PRESETS[task][preset].get("max_pixels", OWN.max_pixels)
     assert apply_preset(OWN, task, None) is OWN
 
 
 def test_presets_are_ordered_by_work() -> None:
     """Fast does no more work than balanced, balanced no more than best: a smaller or equal
-    network scale, no more classical runs, no more median passes."""
+    network scale, no more classical runs, no more median passes, a working size no larger
+    (none set: the model's own)."""
     for task, presets in PRESETS.items():
-        work = [(p["scale"], p["classical_runs"], len(p["median_passes"]), p["lri"], p["refine"])
+        work = [(p["scale"], p["classical_runs"], len(p["median_passes"]), p["lri"], p["refine"],
+                 p.get("max_pixels", np.inf))
                 for p in (presets[name] for name in PRESET_NAMES)]
         for faster, slower in itertools.pairwise(work):
             assert all(a <= b for a, b in zip(faster, slower, strict=True)), (task, work)
@@ -87,7 +90,8 @@ def test_fused_network_reads_lists_and_refuses_bad_work() -> None:
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_predict_fields_runs_the_presets_work(task: str, preset: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """The network runs at the preset's scale and the fusion gets its runs and passes."""
+    """The network runs at the preset's scale (of its working size, where it sets one) and the
+    fusion gets its runs and passes."""
     model = crossview.load_model(f"preset-test-{task}")
     seen: dict[str, object] = {}
     network_fields = inference.network_fields
@@ -107,8 +111,14 @@ def test_predict_fields_runs_the_presets_work(task: str, preset: str,
     left, right = _pair(544, 640)  # at the least scale, still above the model's least size
     inference.predict_fields(model, left, right, task, preset=preset)
     chosen = PRESETS[task][preset]
-    scale = chosen["scale"]
-    assert seen["size"] == (None if scale == 1 else (round(544 * scale), round(640 * scale)))
+    scale, shape = chosen["scale"], (544, 640)
+    if "max_pixels" in chosen:  # the whole run at the working size, aspect kept
+        factor = (chosen["max_pixels"] / (544 * 640)) ** 0.5
+        shape = (int(544 * factor), int(640 * factor))
+    assert seen["size"] == (None if scale == 1
+                            else inference.scaled_size(model, task, shape, scale))
+    if "max_pixels" not in chosen and scale != 1:
+        assert seen["size"] == (round(544 * scale), round(640 * scale))
     all_runs = FUSION_SGBM_RUNS if task == "stereo" else FLOW_DIS_RUNS
     assert seen["runs"] == all_runs[:chosen["classical_runs"]]
     assert seen["medians"] == tuple(EDGE_MEDIANS[i] for i in chosen["median_passes"])
