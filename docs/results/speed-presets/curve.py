@@ -4,8 +4,9 @@ the presets marked, OpenCV SGBM (holes filled) on the same axes; the flow preset
 OpenCV DIS beside it when ``flow_presets.py``'s record is given.
 
 Run: ``python docs/results/speed-presets/curve.py SETTINGS_DEV.json TIMING.json CHOICE.json
-EVAL_DEV.json OUT.png [--flow FLOW.json]`` (EVAL_DEV: a ``crossview eval --json`` of the
-development scenes, for SGBM filled's bad-2).
+EVAL_DEV.json OUT.png [--add SETTINGS_DEV.json TIMING.json] [--flow FLOW.json]`` (EVAL_DEV: a
+``crossview eval --json`` of the development scenes, for SGBM filled's bad-2; ``--add``: more
+settings, as ``working_size.py`` records and times them).
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ SIZE = "375x1242"
 
 
 def stereo_panel(axes: plt.Axes, args: argparse.Namespace) -> None:
-    dev = bad2_table(args.settings)
-    timing = json.loads(args.timing.read_text())["rows"]
-    seconds = {r["setting"]: r["median_s"] for r in timing if r["size"] == SIZE}
+    dev, seconds = {}, {}
+    for settings, timing in [(args.settings, args.timing), *args.add]:
+        dev |= bad2_table(settings)
+        for row in json.loads(timing.read_text())["rows"]:  # SGBM's: the first file's
+            if row["size"] == SIZE:
+                seconds.setdefault(row["setting"], row["median_s"])
     chosen = json.loads(args.choice.read_text())["chosen"]
     means = {s: float(np.mean(list(t.values()))) for s, t in dev.items()}
     shown = [s for s in means if s in seconds]
@@ -71,6 +75,9 @@ def main() -> None:
     for name in ("settings", "timing", "choice", "eval", "out"):
         parser.add_argument(name, type=Path)
     parser.add_argument("--flow", type=Path)
+    parser.add_argument("--add", nargs=2, type=Path, action="append", default=[],
+                        metavar=("SETTINGS_DEV", "TIMING"),
+                        help="more settings' development records and times (working_size.py)")
     args = parser.parse_args()
     flow = json.loads(args.flow.read_text()) if args.flow else None
     figure, panels = plt.subplots(1, 2 if flow else 1, figsize=(11 if flow else 6, 4.2),
