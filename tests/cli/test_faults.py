@@ -8,6 +8,7 @@ wrong with the pair."""
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import resource
 import subprocess
@@ -169,6 +170,18 @@ def test_a_pair_kept_as_it_is_by_rectify_is_checked_for_its_order(
                            capsys)
     assert code == 0, err
     assert "look swapped" in err
+
+
+def test_a_swapped_pair_given_to_stereo_rectify_is_warned_about_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The rectification's matches find the order, and the run on the rectified pair would
+    again: one warning."""
+    left, right = _pair(tmp_path, 240, 320)
+    code, _, err = run_cli(["stereo", str(right), str(left), "--rectify", "--format", "npy",
+                            "-o", str(tmp_path / "out")], capsys)
+    assert code == 0, err
+    assert err.count("look swapped") == 1, err
+    assert logging.getLogger("crossview.geometry.pair_order").filters == []
 
 
 def test_rows_offset_by_a_sixth_of_the_image_are_measured_and_pointed_to_rectify(

@@ -12,8 +12,10 @@ folder included) leaves every earlier file as it was.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +62,8 @@ def stereo_on_rectified(left: str, right: str, out_dir: Path,
                             f"{given}")
     folder = f"{first.stem}_rectified"
     check_output_files([out_dir / folder / name for name in api.UNCALIBRATED_FILES])
-    pair = api.rectify_photographs(first, second)
-    with tempfile.TemporaryDirectory() as scratch:
+    with _order_warned_once(), tempfile.TemporaryDirectory() as scratch:
+        pair = api.rectify_photographs(first, second)
         inputs = []
         for side, source, image in (("l", first, pair.left), ("r", second, pair.right)):
             path = Path(scratch) / side / f"{source.stem}.png"
@@ -70,3 +72,22 @@ def stereo_on_rectified(left: str, right: str, out_dir: Path,
             inputs.append(str(path))
         run(*inputs, [RectifiedPairOutput(folder, pair)])
     return out_dir / folder
+
+
+@contextlib.contextmanager
+def _order_warned_once() -> Iterator[None]:
+    """Inside the block, a swapped pair is warned about once: the rectification's matches
+    find it, then the stereo run on the rectified pair would again
+    (:func:`crossview.geometry.pair_order.warn_if_swapped`)."""
+    order = logging.getLogger("crossview.geometry.pair_order")
+    said: list[logging.LogRecord] = []
+
+    def first_only(record: logging.LogRecord) -> bool:
+        said.append(record)
+        return len(said) == 1
+
+    order.addFilter(first_only)
+    try:
+        yield
+    finally:
+        order.removeFilter(first_only)

@@ -6,9 +6,10 @@ network's scale, its low-resolution initialisation and refinement, how many clas
 fusion makes, which colour-weighted median passes it keeps and, for ``fast``, the working size
 (the whole run on the pair shrunk to at most ``max_pixels``, resized back). It is laid over the
 model's own ``fused_network`` (its weights' description), so that what it does not set (the
-working size of the others, the lining up of the rows) stays the model's; ``preset=None`` runs the model's own, which for
-the bundled defaults is one of the presets (:data:`DEFAULT_PRESETS`). Only models that fuse with
-a classical matcher (``fused_network`` set) take a preset.
+working size of the others, the lining up of the rows) stays the model's; ``preset=None``
+runs the model's own, which for the bundled defaults is one of the presets
+(:data:`DEFAULT_PRESETS`). Only models that fuse with a classical matcher (``fused_network``
+set) take a preset.
 
 Example:
     >>> from crossview.models.registry import FusedNetwork
