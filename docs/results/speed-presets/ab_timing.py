@@ -10,6 +10,7 @@ to the first one's, bit for bit.
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,17 @@ from crossview.data.io import read_image
 from crossview.defaults import PRESET_NAMES
 from crossview.models.dense import inference
 from crossview.report import print_table, write_json
+
+
+def ab_arguments(doc: str) -> argparse.Namespace:
+    """The command line of an A/B script (its docstring ``doc``): ``OUT.json STEREO_SCENE
+    FLOW_SCENE [--repeats N]``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("stereo", type=Path)
+    parser.add_argument("flow", type=Path)
+    parser.add_argument("--repeats", type=int, default=7)
+    return parser.parse_args()
 
 
 def time_variants(variants: dict[str, Callable[[], None]], stereo: Path, flow: Path,

@@ -11,21 +11,13 @@ Run: ``OMP_NUM_THREADS=2 python docs/results/speed-presets/compiled_median.py OU
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
-from ab_timing import time_variants
+from ab_timing import ab_arguments, time_variants
 
 from crossview.geometry import edge_weighted_median
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("stereo", type=Path)
-    parser.add_argument("flow", type=Path)
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
+    args = ab_arguments(__doc__)
     compiled = edge_weighted_median._compiled_median
     if compiled() is None:
         raise SystemExit("the C++ kernels do not build here: nothing to compare")

@@ -8,11 +8,9 @@ Run: ``OMP_NUM_THREADS=2 python docs/results/speed-presets/opencv_threads.py OUT
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-from pathlib import Path
 
-from ab_timing import time_variants
+from ab_timing import ab_arguments, time_variants
 
 from crossview.models.dense import dis_fusion, sgbm_fusion
 from crossview.models.dense.opencv_threads import shared_opencv_threads
@@ -26,12 +24,7 @@ def whole_pool(workers: int) -> contextlib.AbstractContextManager[None]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("stereo", type=Path)
-    parser.add_argument("flow", type=Path)
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
+    args = ab_arguments(__doc__)
 
     def threads(manager):
         def put_in_place() -> None:
