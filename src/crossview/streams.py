@@ -25,7 +25,7 @@ from crossview.defaults import DEFAULT_STEREO_MODEL
 from crossview.device import resolve_device
 
 # Measured with the default model (docs/results/stereo-video/README.md): on driving streets it
-# lowers bad-2 from 12.44 to 11.42 % (EPE 5.20 to 3.99 px), on panned real pairs the answer is
+# lowers bad-2 from 12.47 to 11.39 % (EPE 5.14 to 3.97 px), on panned real pairs the answer is
 # unchanged, and the time per frame does not change measurably
 WARM_START_BY_DEFAULT = True
 
