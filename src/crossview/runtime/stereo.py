@@ -4,9 +4,10 @@ with numpy, OpenCV and onnxruntime only.
 :class:`FusedStereo` runs what :func:`crossview.models.dense.inference.predict_fields` runs
 for a fusing stereo model, with the same functions wherever they are not the network:
 
-1. a pair of more pixels than the model fuses whole is resized to the file's working size
-   (OpenCV's area resampling here, torch's antialiased bilinear there: the one step not
-   shared, measured in docs/results/onnx-runtime);
+1. a pair of more pixels than the model fuses whole is shrunk to the file's working size
+   by torch's antialiased bilinear weights, written in numpy
+   (:func:`~crossview.runtime.antialiased_shrink.antialiased_shrink`; torch sums them in
+   float32, this in float64: within 0.005 grey levels);
 2. the right image's rows lined up with the left's
    (:func:`~crossview.models.dense.vertical_alignment.measure_rows`,
    :func:`~crossview.models.dense.vertical_alignment.rows_shifted`);
@@ -40,6 +41,7 @@ from crossview.models.dense.vertical_alignment import (
     measure_rows,
     rows_shifted,
 )
+from crossview.runtime.antialiased_shrink import antialiased_shrink
 from crossview.runtime.fused_file import FusedFile
 from crossview.runtime.images import ImageInput, read_pair
 from crossview.runtime.session import onnx_session
@@ -75,7 +77,7 @@ class FusedStereo:
         image0, image1 = read_pair(left, right, self.file.size)
         x0, x1 = (_float_chw(image) for image in (image0, image1))
         if self.file.working_size != self.file.size:
-            x0, x1 = (_resized(x, self.file.working_size) for x in (x0, x1))
+            x0, x1 = (antialiased_shrink(x, self.file.working_size) for x in (x0, x1))
         offset = self._row_offset(x0, x1)
         if offset:
             x1 = rows_shifted(x1, np.array([offset], np.float32))
@@ -110,14 +112,6 @@ def _float_chw(image: np.ndarray) -> np.ndarray:
 def _hwc(x: np.ndarray) -> np.ndarray:
     """``[1, 3, H, W]`` back to ``[H, W, 3]``."""
     return x[0].transpose(1, 2, 0)
-
-
-def _resized(x: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """``[1, 3, H, W]`` float32 shrunk to ``size = (h, w)`` by area resampling."""
-    opencv = require_cv2("resizing")
-    small = opencv.resize(np.ascontiguousarray(_hwc(x)), (size[1], size[0]),
-                          interpolation=opencv.INTER_AREA)
-    return _float_chw(small)
 
 
 def _enlarged(disparity: np.ndarray, size: tuple[int, int]) -> np.ndarray:
