@@ -12,9 +12,11 @@ eval`` scores it) and the time of each (seconds on this machine, each the second
 of the pair; the runtime's without loading its session, which is given apart).
 
 ``UPSCALE=1.5`` (default; 0: off) adds one pair beyond the fused run's 0.7 megapixels, the first
-scene enlarged by that factor (bicubic), which both run at a working size: the one step the
-runtime does not share with crossview (the shrinking, OpenCV's area resampling against torch's
-antialiased bilinear) is measured there (no ground truth at that size: no bad-2).
+scene enlarged by that factor (bicubic), which both run at a working size (the shrinking is
+torch's antialiased bilinear in crossview, the same weights in numpy in the runtime; until
+2026-11-29 OpenCV's area resampling there) (no ground truth at that size: no bad-2).
+``PRESET=fast`` (or ``balanced``, ``best``) exports and runs that speed preset instead of the
+model's own settings (``fast`` works at 120,000 px: every scene runs at a working size).
 
 Run: ``OMP_NUM_THREADS=2 python docs/results/onnx-runtime/measure.py OUT.json
 ../shared/real-dev`` (``SCENES=a,b`` keeps only those scenes).
@@ -44,6 +46,7 @@ from crossview.report import write_json
 from crossview.runtime import FusedStereo
 
 MODEL = "matchstereo-hybrid"
+PRESET = os.environ.get("PRESET") or None  # a speed preset; None: the model's own
 T = TypeVar("T")
 
 
@@ -63,13 +66,14 @@ def compare(model: object, name: str, left: np.ndarray, right: np.ndarray,
     size = left.shape[:2]
     path = folder / f"{name}.onnx"
     start = time.perf_counter()
-    export_onnx(model, path, size)
+    export_onnx(model, path, size, preset=PRESET)
     export_s = time.perf_counter() - start
     start = time.perf_counter()
     stereo = FusedStereo(path)
     load_s = time.perf_counter() - start
     deployed, runtime_s = timed_twice(lambda: stereo(left, right).left)
-    field, crossview_s = timed_twice(lambda: predict_fields(model, left, right, "stereo").field)
+    field, crossview_s = timed_twice(lambda: predict_fields(model, left, right, "stereo",
+                                                            preset=PRESET).field)
     reference = field_to_disparity(field[0]).numpy()
     difference = np.abs(deployed.astype(np.float64) - reference)
     row = {"scene": name, "size": f"{size[0]}x{size[1]}",
@@ -110,7 +114,8 @@ def main(out: Path, root: str) -> None:
                for key in ("mean_abs_px", "runtime_bad2", "crossview_bad2", "runtime_s",
                            "crossview_s")}
     summary["max_abs_px"] = max(row["max_abs_px"] for row in dev)
-    write_json(out, {"model": MODEL, "root": root, "threads": os.environ.get("OMP_NUM_THREADS"),
+    write_json(out, {"model": MODEL, "preset": PRESET, "root": root,
+                     "threads": os.environ.get("OMP_NUM_THREADS"),
                      "onnxruntime": onnxruntime.__version__,
                      "opencv": cv2.__version__, "rows": rows, "dev_mean": summary})
     print(f"dev mean: {summary}")
