@@ -672,7 +672,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
                           size=size, threshold=threshold, refine=refine, advice=advice,
                           fuse=fuse, init=init, preset=preset,
-                          row_offset=None if row_offset is None else torch.as_tensor(row_offset))
+                          row_offset=row_offset)
 
 
 # ----------------------------------------------------------------------------- training

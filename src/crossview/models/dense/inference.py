@@ -138,7 +138,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                    threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                    advice: MemoryAdvice = LIBRARY_ADVICE, fuse: bool | None = None,
                    init: torch.Tensor | None = None, preset: str | None = None,
-                   row_offset: torch.Tensor | None = None) -> Fields:
+                   row_offset: torch.Tensor | float | None = None) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -229,7 +229,7 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
              target: torch.device, dtype: torch.dtype, *, lri: bool, refine: bool,
              size: tuple[int, int] | None, threshold: float, advice: MemoryAdvice,
              fuse: bool, init: torch.Tensor | None = None, preset: str | None = None,
-             row_offset: torch.Tensor | None = None) -> Fields:
+             row_offset: torch.Tensor | float | None = None) -> Fields:
     """:func:`predict_fields` on image batches ``[B, 3, H, W]`` (0..255) with its settings
     resolved: checked, then the network (at ``size`` if given), the refinement and the fusion
     at the pair's own size (its work as ``preset`` sets it)."""
@@ -305,7 +305,7 @@ def fusion_work(task: str, settings: FusedNetwork
 
 def row_offsets(model: nn.Module, task: str, fuse: bool, x0: torch.Tensor,
                 x1: torch.Tensor, *, preset: str | None = None,
-                measured: torch.Tensor | None = None) -> torch.Tensor | None:
+                measured: torch.Tensor | float | None = None) -> torch.Tensor | None:
     """Per pair of ``x0, x1 [B, 3, H, W]`` (0..255) the vertical offset ``[B]`` px that a
     fusing stereo run of a model whose ``fused_network.align_px`` is set lines its right
     image up by (:func:`crossview.models.dense.vertical_alignment.measure_rows`, or
