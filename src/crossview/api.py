@@ -543,16 +543,21 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         :class:`StereoResult` (float32 tensors on ``device``).
     """
     check_min_confidence(min_confidence)
-    field, rpos, valid, peak, share, offset = _predict(
-        model, weights, left, right, "stereo", device=device, precision=precision, lri=lri,
-        size=size, threshold=threshold, refine=refine, advice=advice, adapt=adapt, fuse=fuse,
-        init=init, preset=preset, row_offset=row_offset)
+    fields = _predict(model, weights, left, right, "stereo", device=device, precision=precision,
+                      lri=lri, size=size, threshold=threshold, refine=refine, advice=advice,
+                      adapt=adapt, fuse=fuse, init=init, preset=preset, row_offset=row_offset)
+    field, rpos, share = fields.field, fields.self_rpos, fields.network_share
     b = field.shape[0] // 2
-    confidence = field_confidence(field, peak)
-    valid = valid & (confidence >= min_confidence)
+    confidence = _confidence(fields)
+    valid = fields.valid & (confidence >= min_confidence)
     return StereoResult(field_to_disparity(field[:b]), field_to_disparity(field[b:], "right"),
                         valid[:b], valid[b:], rpos[:b], rpos[b:], confidence[:b], confidence[b:],
-                        None if share is None else share[:b], offset)
+                        None if share is None else share[:b], fields.row_offset)
+
+
+def _confidence(fields: Fields) -> torch.Tensor:
+    """:func:`field_confidence` ``[2B, H, W]`` of ``fields``, from their consistency error."""
+    return field_confidence(fields.field, fields.attention_peak, error=fields.consistency_error)
 
 
 def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = DEFAULT_FLOW_MODEL,
@@ -572,13 +577,13 @@ def estimate_flow(img0: ImageLike, img1: ImageLike, *, model: str | nn.Module = 
         :class:`FlowResult` (float32 tensors on ``device``).
     """
     check_min_confidence(min_confidence)
-    field, rpos, valid, peak, _, _ = _predict(model, weights, img0, img1, "flow", device=device,
-                                           precision=precision, lri=lri, size=size,
-                                           threshold=threshold, refine=refine, advice=advice,
-                                           adapt=adapt, fuse=fuse, preset=preset)
+    fields = _predict(model, weights, img0, img1, "flow", device=device, precision=precision,
+                      lri=lri, size=size, threshold=threshold, refine=refine, advice=advice,
+                      adapt=adapt, fuse=fuse, preset=preset)
+    field, rpos = fields.field, fields.self_rpos
     b = field.shape[0] // 2
-    flow, confidence = field.permute(0, 3, 1, 2), field_confidence(field, peak)
-    valid = valid & (confidence >= min_confidence)
+    flow, confidence = field.permute(0, 3, 1, 2), _confidence(fields)
+    valid = fields.valid & (confidence >= min_confidence)
     return FlowResult(flow[:b], flow[b:], valid[:b], valid[b:], rpos[:b], rpos[b:],
                       confidence[:b], confidence[b:])
 

@@ -153,16 +153,17 @@ def test_the_shrink_is_torchs_antialiased_bilinear(size: tuple[int, int],
     assert np.allclose(shrink_matrix(size[1], out[1]).sum(axis=1), 1)
 
 
-def test_the_runtime_imports_no_torch_and_runs_without_it(
+def test_the_runtime_imports_no_torch_nor_scipy_and_runs_without_them(
         exported: tuple[torch.nn.Module, Path], pair_files: tuple[Path, Path],
         tmp_path: Path) -> None:
     _, path = exported
     check = subprocess.run(
         [sys.executable, "-c", "import sys, crossview.runtime.__main__; "
-         "print('torch' in sys.modules)"], capture_output=True, text=True, check=True)
-    assert check.stdout.strip() == "False"
+         "print('torch' in sys.modules, 'scipy' in sys.modules)"], capture_output=True,
+        text=True, check=True)
+    assert check.stdout.strip() == "False False"
     out = tmp_path / "d.npy"
-    blocked = ("import sys; sys.modules['torch'] = None; "  # `import torch` fails here
+    blocked = ("import sys; sys.modules['torch'] = sys.modules['scipy'] = None; "  # imports fail
                "from crossview.runtime.__main__ import main; main(sys.argv[1:])")
     run = subprocess.run([sys.executable, "-c", blocked, str(path), *map(str, pair_files),
                           "-o", str(out)], capture_output=True, text=True)

@@ -19,7 +19,9 @@ from PIL import Image
 from crossview.models.dense import sgbm_fusion
 from crossview.models.dense.rank_transform import rank_matching_image
 from crossview.models.dense.tone_matching import (
+    LEVEL_SAMPLES,
     MIN_SAMPLES,
+    _histogram_medians,
     _non_decreasing,
     apply_tone_curves,
     matched_samples,
@@ -76,6 +78,36 @@ def test_too_few_samples_give_the_identity() -> None:
     np.testing.assert_array_equal(curves, np.tile(np.arange(256, dtype=np.float32), (3, 1)))
     image = np.random.default_rng(1).integers(0, 256, (4, 5, 3)).astype(np.uint8)
     np.testing.assert_array_equal(apply_tone_curves(image, curves), image)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 255), min_size=1, max_size=40), min_size=1, max_size=6))
+def test_the_medians_from_histograms_are_numpys(samples: list[list[int]]) -> None:
+    histograms = np.stack([np.bincount(s, minlength=256) for s in samples])
+    counts = np.array([len(s) for s in samples])
+    expected = np.array([np.median(np.array(s, np.float32)) for s in samples], np.float32)
+    np.testing.assert_array_equal(_histogram_medians(histograms, counts), expected)
+
+
+def _loop_curves(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The curves' formula written out: per channel and value with enough samples the median
+    of their targets, made non-decreasing, linear in between."""
+    curves = np.tile(np.arange(256, dtype=np.float32), (source.shape[1], 1))
+    for c in range(source.shape[1]):
+        kept = [v for v in range(256) if np.sum(source[:, c] == v) >= LEVEL_SAMPLES]
+        medians = np.array([np.median(target[source[:, c] == v, c].astype(np.float32))
+                            for v in kept], np.float32)
+        weights = np.array([np.sum(source[:, c] == v) for v in kept], np.float64)
+        curves[c] = np.interp(np.arange(256, dtype=np.float32), np.array(kept, np.float32),
+                              _non_decreasing(medians, weights))
+    return curves
+
+
+def test_the_curves_follow_their_formula() -> None:
+    rng = np.random.default_rng(5)
+    source = rng.integers(0, 120, (20_000, 3)).astype(np.uint8)  # levels above 119: none
+    target = np.clip(source * 1.3 + rng.normal(0, 6, source.shape), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(tone_curves(source, target), _loop_curves(source, target))
 
 
 @settings(max_examples=40, deadline=None)

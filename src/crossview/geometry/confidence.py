@@ -57,10 +57,14 @@ def attention_peak(attn: torch.Tensor) -> torch.Tensor:
 
 
 def field_confidence(field: torch.Tensor, peak: torch.Tensor | None = None,
-                     scale: float = CONFIDENCE_SCALE) -> torch.Tensor:
+                     scale: float = CONFIDENCE_SCALE, *,
+                     error: torch.Tensor | None = None) -> torch.Tensor:
     """Confidence ``[2B, H, W]`` of both views' fields ``[2B, H, W, 2]`` (stacked as in
     :mod:`crossview.geometry.consistency`): the consistency cue times ``1 - peak``, the
     attention peak ``[2B, H, W]`` (:func:`attention_peak` at the fields' resolution), or the
-    consistency cue alone without ``peak``."""
-    confidence = consistency_confidence(consistency_error(field)[0], scale)
+    consistency cue alone without ``peak``. ``error``: the fields' consistency error
+    ``[2B, H, W]`` if computed already (:func:`consistency_error`)."""
+    if error is None:
+        error = consistency_error(field)[0]
+    confidence = consistency_confidence(error, scale)
     return confidence if peak is None else confidence * (1.0 - peak)

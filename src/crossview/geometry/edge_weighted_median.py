@@ -28,7 +28,6 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
-from scipy.ndimage import maximum_filter
 
 # colour differences |I_j - I_i|_1 of uint8 images: 0 .. 3 * 255
 COLOUR_DIFFERENCES = 3 * 255 + 1
@@ -51,7 +50,20 @@ def depth_edge_band(disparity: np.ndarray, jump: float, width: int) -> np.ndarra
     edge[:-1] |= down
     if width == 0:
         return edge
-    return maximum_filter(edge, size=2 * width + 1, mode="constant", cval=False)
+    return _dilated(_dilated(edge, width, axis=0), width, axis=1)
+
+
+def _dilated(mask: np.ndarray, width: int, axis: int) -> np.ndarray:
+    """``mask [H, W]`` bool, True within ``width`` px of a True pixel along ``axis``."""
+    out = mask.copy()
+    n = mask.shape[axis]
+    for k in range(1, min(width, n - 1) + 1):
+        ahead = [slice(None)] * 2
+        behind = [slice(None)] * 2
+        ahead[axis], behind[axis] = slice(k, None), slice(None, n - k)
+        out[tuple(ahead)] |= mask[tuple(behind)]
+        out[tuple(behind)] |= mask[tuple(ahead)]
+    return out
 
 
 def weighted_median_at(values: np.ndarray, image: np.ndarray, mask: np.ndarray,

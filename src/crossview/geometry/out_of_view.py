@@ -15,7 +15,6 @@ least 0 (a plane continued, as the out-of-view pixels of a planar scene are exac
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import median_filter
 
 
 def out_of_view_strip_end(disparity: np.ndarray) -> np.ndarray:
@@ -50,8 +49,20 @@ def extend_out_of_view(disparity: np.ndarray, span: int, rows: int) -> np.ndarra
     for k in (span // 2, span, 2 * span):
         end = np.minimum(start + k, width - 1)
         slopes.append((disparity[at, end] - value) / np.maximum(end - start, 1))
-    slope = median_filter(np.median(slopes, axis=0), size=2 * rows + 1, mode="nearest")
+    slope = _running_median(np.median(slopes, axis=0), rows)
     columns = np.arange(width)[None]
     line = value[:, None] + slope[:, None] * (columns - start[:, None])
     inside_strip = columns < start[:, None]
     return np.where(inside_strip, np.maximum(line, 0.0), disparity).astype(disparity.dtype)
+
+
+def _running_median(values: np.ndarray, radius: int) -> np.ndarray:
+    """The median of each window of ``2 radius + 1`` values of ``values [N]`` about each one,
+    the end values repeated beyond the ends: ``[N]``, ``values``' dtype.
+
+    >>> _running_median(np.array([1.0, 9.0, 2.0, 3.0]), 1).tolist()
+    [1.0, 2.0, 3.0, 3.0]
+    """
+    padded = np.pad(values, radius, mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * radius + 1)
+    return np.median(windows, axis=-1).astype(values.dtype)

@@ -11,8 +11,8 @@ docs/results/onnx-runtime).
 - ``python -m crossview.runtime FILE LEFT RIGHT -o DISPARITY.npy``: the command
   (:mod:`crossview.runtime.__main__`).
 
-Nothing here imports torch (tests/export/test_runtime.py checks it), so the runtime runs where
-only ``numpy``, ``scipy``, ``opencv-python-headless`` and ``onnxruntime`` are installed.
+Nothing here imports torch or scipy (tests/export/test_runtime.py checks it), so the runtime
+runs where only ``numpy``, ``opencv-python-headless`` and ``onnxruntime`` are installed.
 """
 
 from __future__ import annotations

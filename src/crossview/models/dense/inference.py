@@ -29,7 +29,7 @@ from crossview.data.image_batch import ImageLike, as_image_batch, sample_image, 
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.geometry.confidence import attention_peak
-from crossview.geometry.consistency import consistency_error, noc_mask
+from crossview.geometry.consistency import consistency_error
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.pair_order import warn_if_swapped
 from crossview.geometry.photometric_refinement import refine_field
@@ -130,6 +130,9 @@ class Fields(NamedTuple):
     # [B] px: the offset each pair's right rows were lined up by (row_offsets; 0: not lined
     # up); None: a run that does not line rows up
     row_offset: torch.Tensor | None = None
+    # [2B, H, W] px: the fields' consistency error, which ``valid`` thresholds
+    # (crossview.geometry.consistency.consistency_error)
+    consistency_error: torch.Tensor | None = None
 
 
 def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,
@@ -188,7 +191,9 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         cross-attention layer's peak sharpness ``[2B, H, W]``
         (:func:`crossview.geometry.confidence.attention_peak`, upsampled bilinearly; ``None``
         for a model without ``attn_to_proj``), on ``device``, and the rows' offsets the run
-        lined up by (``row_offset [B]`` px; ``None``: a run that does not line rows up).
+        lined up by (``row_offset [B]`` px; ``None``: a run that does not line rows up), and
+        the consistency error ``[2B, H, W]`` px that the mask thresholds at ``threshold``
+        (:func:`crossview.geometry.consistency.consistency_error`).
     """
     target = resolve_device(device)
     dtype = PRECISIONS.get(precision)
@@ -246,7 +251,7 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         _check_size(model, *x0.shape[-2:], task)
     check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=size,
                  device=target, refine=refine, advice=advice, fuse=fuse)
-    model.to(target)
+    _move(model, target)
     x0, x1 = x0.to(target), x1.to(target)
     offsets = row_offsets(model, task, fuse, x0, x1, preset=preset, measured=row_offset)
     lined_up = offsets is not None and bool(offsets.any())
@@ -267,8 +272,25 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
             field, share = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
         if lined_up:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
-    return Fields(field, rpos, noc_mask(field, threshold), peak, share,
-                  None if offsets is None else offsets.to(field.device))
+    return _fields(field, rpos, peak, threshold, share,
+                   None if offsets is None else offsets.to(field.device))
+
+
+def _fields(field: torch.Tensor, rpos: torch.Tensor, peak: torch.Tensor | None,
+            threshold: float, share: torch.Tensor | None,
+            offset: torch.Tensor | None) -> Fields:
+    """:class:`Fields` of ``field [2B, H, W, 2]`` with its consistency error and, thresholded
+    at ``threshold`` px, its mask."""
+    error = consistency_error(field)[0]
+    return Fields(field, rpos, error < threshold, peak, share, offset, error)
+
+
+def _move(model: nn.Module, target: torch.device) -> None:
+    """``model`` moved to ``target`` unless its first weight is there already (``Module.to``
+    visits every weight and buffer: about 10 ms a pair for the bundled stereo model)."""
+    first = next(model.parameters(), None)
+    if first is None or first.device != target:
+        model.to(target)
 
 
 def fuse_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, task: str,
@@ -542,8 +564,8 @@ def _fields_at(fields: Fields, shape: tuple[int, int], threshold: float) -> Fiel
         fields.attention_peak[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]
     field = vectors(fields.field)
     offset = None if fields.row_offset is None else fields.row_offset * (shape[0] / h)
-    return Fields(field, vectors(fields.self_rpos), noc_mask(field, threshold), peak,
-                  fields.network_share, offset)
+    return _fields(field, vectors(fields.self_rpos), peak, threshold, fields.network_share,
+                   offset)
 
 
 def initialises_low(model: nn.Module, lri: bool | None) -> bool:

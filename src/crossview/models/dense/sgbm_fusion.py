@@ -329,12 +329,9 @@ def view_inputs(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
     images = [*images0, *images1]  # row r's view
     searches = [sgbm_num_disparities(float(max(network[i].max(), network[b + i].max())))
                 for i in range(b)]
-    toned1 = [right_toned_to_left(images0[i], images1[i], network[i], consistent[i],
-                                  TONE_MATCH_MIN_GREY) for i in range(b)]
 
-    colour = list(zip(images0, toned1, strict=True))
-    pairs = [[tuple(rank_matching_image(image, **run) for image in pair) if run else pair
-              for pair in colour] for run in runs]  # each run's pairs
+    def matching_images(image: np.ndarray) -> list[np.ndarray]:  # what each run matches
+        return [rank_matching_image(image, **run) if run else image for run in runs]
 
     def sgbm_view(job: int) -> np.ndarray:
         run, row = divmod(job, 2 * b)
@@ -352,9 +349,16 @@ def view_inputs(images0: Sequence[np.ndarray], images1: Sequence[np.ndarray],
                                                   view))
         return ViewInputs(network[row], consistent[row], checked, images[row], view)
 
-    # OpenCV and numpy release the GIL: the views run side by side, OpenCV's threads shared
-    workers = min(2 * b * len(pairs), FUSION_THREADS)
+    # OpenCV and numpy release the GIL: the views run side by side, OpenCV's threads shared;
+    # the left images' rank transforms while the right ones are toned
+    workers = min(2 * b * len(runs), FUSION_THREADS)
     with ThreadPoolExecutor(max_workers=workers) as pool:
+        lefts = [pool.submit(matching_images, image) for image in images0]
+        toned1 = [right_toned_to_left(images0[i], images1[i], network[i], consistent[i],
+                                      TONE_MATCH_MIN_GREY) for i in range(b)]
+        rights = list(pool.map(matching_images, toned1))
+        pairs = [[(lefts[i].result()[run], rights[i][run]) for i in range(b)]
+                 for run in range(len(runs))]  # each run's pairs
         with shared_opencv_threads(workers):
             maps = list(pool.map(sgbm_view, range(2 * b * len(pairs))))
         classical = [maps[run * 2 * b:(run + 1) * 2 * b] for run in range(len(pairs))]
