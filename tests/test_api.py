@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -324,3 +325,41 @@ def test_predictor_variants_run_the_same_network_without_its_refinement() -> Non
     with pytest.raises(UserError, match="model 'transformatcher' has no predictor variant "
                                         "'refined'; variants: raw"):
         api.predictor(model, variant="refined")
+
+
+def test_a_model_named_is_loaded_once_for_calls_in_a_row(tmp_path: Path, monkeypatch) -> None:
+    loads: list[str] = []
+
+    def counted(spec, path, **kwargs):
+        loads.append(Path(path).name)
+        return load(spec, path, **kwargs)
+
+    load = api._load
+    monkeypatch.setattr(api, "_load", counted)
+    monkeypatch.setattr(api, "_kept_models", type(api._kept_models)())
+    state = api.build_model("matchstereo-t").state_dict()
+    files = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        files.append(tmp_path / f"w{seed}.safetensors")
+        save_file({k: torch.randn_like(v) * 0.02 for k, v in state.items()}, files[-1])
+    left, right = _pair(176, 192)
+
+    def run(path: Path) -> torch.Tensor:
+        return crossview.estimate_disparity(left, right, model="matchstereo-t",
+                                            weights=path).disparity
+
+    first = run(files[0])
+    assert torch.equal(run(files[0]), first) and loads == ["w0.safetensors"]
+    assert not torch.equal(run(files[1]), first)
+    assert loads == ["w0.safetensors", "w1.safetensors"]
+    run(files[2])  # three files: the oldest is dropped (KEPT_MODELS = 2)
+    run(files[0])
+    assert loads == ["w0.safetensors", "w1.safetensors", "w2.safetensors", "w0.safetensors"]
+    # the file written again (a new training run exported to the same path) is read again
+    torch.manual_seed(7)
+    save_file({k: torch.randn_like(v) * 0.02 for k, v in state.items()}, files[0])
+    stat = files[0].stat()
+    os.utime(files[0], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert not torch.equal(run(files[0]), first)
+    assert loads[-1] == "w0.safetensors" and len(loads) == 5

@@ -22,7 +22,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -497,8 +499,9 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
 
     Args:
         left, right: the pair (see the module docstring), same size.
-        model: a name (loaded with ``weights``) or a model from :func:`load_model`; the model
-            is moved to ``device``.
+        model: a name (loaded with ``weights``, and kept for the next call with the same
+            name, weights and device: :data:`KEPT_MODELS`) or a model from :func:`load_model`;
+            the model is moved to ``device``.
         precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast; fields stay float32).
         lri: low-resolution initialisation: a half-resolution pass gives the initial field;
             ``None``: the model's default (``model.lri_by_default``: on for the bundled
@@ -647,6 +650,39 @@ class StereoSequence:
         return result
 
 
+# the models estimate_disparity / estimate_flow loaded by name, newest last, kept for the next
+# call with the same name, weights file and device: a loop over pairs reads the weights once
+# (the bundled stereo model takes about 0.3 s to build and load, as long as a balanced pair)
+KEPT_MODELS = 2
+_kept_models: OrderedDict[tuple, nn.Module] = OrderedDict()
+_kept_models_lock = threading.Lock()
+
+
+def _named_model(name: str, weights: str | os.PathLike | None,
+                 target: torch.device) -> nn.Module:
+    """:func:`load_model` of ``name`` and ``weights`` on ``target``, or the model a call before
+    loaded from the same file (its size and modification time unchanged) onto the same device
+    (:data:`KEPT_MODELS`). Models without a weights file are built every time (and warned
+    about every time)."""
+    spec = registry.get_spec(name)
+    path = spec.weights_file(weights)
+    try:
+        stat = None if path is None else os.stat(path)
+    except OSError:  # load_model names what is wrong with the file
+        stat = None
+    if stat is None:
+        return load_model(name, weights, device=target)
+    key = (name, os.fspath(path), stat.st_mtime_ns, stat.st_size, str(target))
+    with _kept_models_lock:
+        model = _kept_models.pop(key, None)
+        if model is None:
+            model = _load(spec, path, device=target, download=False)
+        _kept_models[key] = model
+        while len(_kept_models) > KEPT_MODELS:
+            _kept_models.popitem(last=False)
+    return model
+
+
 def check_min_confidence(min_confidence: float, name: str = "min_confidence") -> None:
     """A :class:`UserError` naming ``name`` unless ``min_confidence`` lies in [0, 1]
     (confidences do)."""
@@ -665,7 +701,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
     adaptation (0: none)."""
     target = resolve_device(device)
     if isinstance(model, str):
-        model = load_model(model, weights, device=target)
+        model = _named_model(model, weights, target)
     if getattr(model, "task", None) is not None:
         check_task(getattr(model, "model_name", type(model).__name__), model.task, task,
                    ESTIMATORS[task])
