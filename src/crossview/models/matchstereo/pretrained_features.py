@@ -73,7 +73,7 @@ class PretrainedFeatures(nn.Module):
             raise ValueError(f"pretrained_features must be one of {BACKBONES}, got {backbone!r}")
         net = EfficientNetLite0.pretrained()
         fold_batch_norms(net)
-        stem = nn.Sequential(net._conv_stem, net._bn0, nn.ReLU6())
+        stem = nn.Sequential(net._conv_stem, net._bn0, nn.ReLU6(inplace=True))
         self.backbone = nn.ModuleList([stem, *net._blocks[: LITE0_TAPS[-1] + 1]])
         freeze_as_constants(self.backbone)
         self.backbone.eval()
