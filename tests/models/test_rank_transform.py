@@ -34,7 +34,7 @@ def _rank_by_loops(grey: np.ndarray, radius: int) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("radius", [1, 2, 4])
+@pytest.mark.parametrize("radius", [1, 2, 4, 7, 8])  # counts up to 224 in bytes, 288 not
 @pytest.mark.parametrize("seed", range(3))
 def test_rank_transform_against_loops(radius: int, seed: int) -> None:
     rng = np.random.default_rng(seed)

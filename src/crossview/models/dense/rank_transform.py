@@ -39,10 +39,13 @@ def rank_transform(grey: np.ndarray, radius: int) -> np.ndarray:
     h, w = grey.shape
     size = 2 * radius + 1
     padded = np.pad(grey, radius, mode="edge")
-    count = np.zeros((h, w), np.uint16)
+    count = np.zeros((h, w), np.uint8 if size * size <= 256 else np.uint16)
+    below = np.empty((h, w), bool)  # one buffer for every comparison, added as 0 / 1 bytes
     for dy in range(size):
+        rows = padded[dy:dy + h]
         for dx in range(size):
-            count += padded[dy:dy + h, dx:dx + w] < grey
+            np.less(rows[:, dx:dx + w], grey, out=below)
+            np.add(count, below.view(np.uint8), out=count)
     scale = 255.0 / (size * size - 1)
     return np.rint(count * scale).astype(np.uint8)
 
