@@ -494,7 +494,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
                        fuse: bool | None = None,
                        init: torch.Tensor | None = None,
                        preset: str | None = None,
-                       row_offset: torch.Tensor | float | None = None) -> StereoResult:
+                       row_offset: torch.Tensor | float | None = None,
+                       self_fuse: bool = False) -> StereoResult:
     """Disparity of both views of a rectified stereo pair.
 
     Args:
@@ -541,6 +542,11 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             ``StereoResult.row_offset`` of an earlier pair from the same rig gives it: the
             rows are lined up by it instead of measuring it again (a fused run of a model that
             lines rows up; :class:`StereoSequence` does this for a stream); ``None``: measured.
+        self_fuse: without SGBM, the network's two views fused with each other: its left-right
+            consistent pixels kept, the rest filled along the row, then the fusion's edge
+            medians and out-of-view strip (:mod:`crossview.models.dense.self_fusion`; every
+            value is the network's; better than the network alone on real scenes). Replaces
+            the SGBM fusion (``fuse`` must not be ``True``).
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).
@@ -548,7 +554,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
     check_min_confidence(min_confidence)
     fields = _predict(model, weights, left, right, "stereo", device=device, precision=precision,
                       lri=lri, size=size, threshold=threshold, refine=refine, advice=advice,
-                      adapt=adapt, fuse=fuse, init=init, preset=preset, row_offset=row_offset)
+                      adapt=adapt, fuse=fuse, init=init, preset=preset, row_offset=row_offset,
+                      self_fuse=self_fuse)
     field, rpos, share = fields.field, fields.self_rpos, fields.network_share
     b = field.shape[0] // 2
     confidence = _confidence(fields)
@@ -695,7 +702,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
              size: tuple[int, int] | None, threshold: float, refine: bool | None,
              advice: MemoryAdvice, adapt: int, fuse: bool | None = None,
              init: torch.Tensor | None = None, preset: str | None = None,
-             row_offset: torch.Tensor | float | None = None) -> Fields:
+             row_offset: torch.Tensor | float | None = None, self_fuse: bool = False) -> Fields:
     """Full-resolution fields, self relative positions, mask and attention peak
     (:class:`~crossview.models.dense.inference.Fields`), after ``adapt`` steps of test-time
     adaptation (0: none)."""
@@ -713,7 +720,7 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
                           size=size, threshold=threshold, refine=refine, advice=advice,
                           fuse=fuse, init=init, preset=preset,
-                          row_offset=row_offset)
+                          row_offset=row_offset, self_fuse=self_fuse)
 
 
 # ----------------------------------------------------------------------------- training

@@ -520,7 +520,7 @@ def test_eval_scores_the_fused_model_beside_its_network_alone(
     report = json.loads(out.read_text())
     assert report["fuse"] is None  # the model's default
     names = [b["name"] for b in report["baselines"]]
-    assert names[:3] == ["network alone", "SGBM", "SGBM filled"]
+    assert names[:4] == ["network alone", "network self-fused", "SGBM", "SGBM filled"]
     alone = report["baselines"][0]["mean"]["bad2_holes"]
     assert report["mean"]["bad2_holes"] != alone  # a random network: SGBM decides the fused
 

@@ -84,6 +84,7 @@ class DenseOptions:
     adapt: int = 0  # test-time adaptation steps per pair (0: off)
     fuse: bool | None = None  # the SGBM (stereo) or DIS (flow) fusion; None: the model's default
     preset: str | None = None  # the fused run's speed preset; None: the model's own settings
+    self_fuse: bool = False  # stereo: the network's views fused with each other, not with SGBM
 
     def __post_init__(self) -> None:
         if self.preset is not None and self.preset not in PRESET_NAMES:
@@ -92,6 +93,9 @@ class DenseOptions:
         if self.preset is not None and self.fuse is False:
             raise UserError("--preset sets how the fused default runs; --no-fuse runs the "
                             "network alone (set it with --lri / --refine / --size)")
+        if self.self_fuse and (self.fuse or self.preset is not None):
+            raise UserError("--self-fuse fuses the network's two views with each other "
+                            "instead of with SGBM: drop --fuse / --preset")
 
     def model_inputs(self) -> str:
         """The inputs besides the images that make a result what it is, as the user gave them:
@@ -398,7 +402,8 @@ def run_dense(task: str, first: str, second: str | None, options: DenseOptions, 
                                       min_confidence=options.min_confidence,
                                       **({} if options.fuse is None else {"fuse": options.fuse}),
                                       **({} if options.preset is None
-                                         else {"preset": options.preset}))
+                                         else {"preset": options.preset}),
+                                      **({"self_fuse": True} if options.self_fuse else {}))
                 except api.NonFiniteError:  # the fields diverged inside the network
                     raise UserError(f"{options.model_inputs()} gave non-finite fields (NaN or "
                                     "infinity)") from None

@@ -87,6 +87,7 @@ def stereo_command(
     lri: options.Lri = None,
     refine: options.Refine = None,
     fuse: options.Fuse = None,
+    self_fuse: options.SelfFuse = False,
     preset: options.Preset = None,
     adapt: options.Adapt = 0,
     size: options.FixedSize = None,
@@ -150,7 +151,7 @@ def stereo_command(
     dense = DenseOptions(out_dir, model, weights, device, precision, lri, size, save_right,
                          save_rpos, fmt, download=download, skip_existing=skip_existing,
                          refine=refine, min_confidence=min_confidence, adapt=adapt,
-                         fuse=fuse, preset=preset)
+                         fuse=fuse, preset=preset, self_fuse=self_fuse)
     confidence = ConfidenceOutput(("disp", "disp_right")[: 2 if save_right else 1],
                                   lambda r: [r.confidence, r.confidence_right],
                                   dense.model_inputs())

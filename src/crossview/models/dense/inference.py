@@ -36,6 +36,7 @@ from crossview.geometry.photometric_refinement import refine_field
 from crossview.models.dense import dis_fusion, sgbm_fusion
 from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.presets import fused_settings
+from crossview.models.dense.self_fusion import fuse_with_itself
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.dense.vertical_alignment import NOTED_OFFSET_PX, measure_rows, rows_shifted
 from crossview.models.registry import FusedNetwork, Predictor
@@ -43,6 +44,10 @@ from crossview.models.registry import FusedNetwork, Predictor
 log = logging.getLogger(__name__)
 
 NETWORK_ALONE = "network"  # the predictor variant of a fusing model without the fusion
+# the predictor variant of a fusing stereo model with its views fused with each other instead
+SELF_FUSED = "self-fused"
+SELF_FUSED_CAPTION = ("network self-fused: the network alone, its views fused with each other "
+                      "(--self-fuse)")
 RECTIFY_HINT_PX = 2.0  # a row offset at which the note points to crossview rectify
 # the caption of the network-alone row, per task: what the fusion adds
 NETWORK_ALONE_CAPTIONS = {"stereo": "network alone: the same model without the SGBM fusion",
@@ -141,7 +146,8 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                    threshold: float = CONSISTENCY_THRESHOLD, refine: bool | None = None,
                    advice: MemoryAdvice = LIBRARY_ADVICE, fuse: bool | None = None,
                    init: torch.Tensor | None = None, preset: str | None = None,
-                   row_offset: torch.Tensor | float | None = None) -> Fields:
+                   row_offset: torch.Tensor | float | None = None,
+                   self_fuse: bool = False) -> Fields:
     """Both views' fields of a pair (or batch of pairs) at full resolution.
 
     Args:
@@ -183,6 +189,11 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             measures them once in a while, :class:`crossview.api.StereoSequence`): lined up
             by these instead of measuring them again (:func:`row_offsets`); ``None``:
             measured. A :class:`UserError` for a run that does not line rows up.
+        self_fuse: stereo without the classical matcher: both views' fields fused with each
+            other after the refinement (:mod:`crossview.models.dense.self_fusion`: the
+            network's left-right consistent pixels kept, the rest filled along the row, the
+            edge medians and the out-of-view strip); it runs instead of the SGBM fusion
+            (``fuse=None`` then means off; ``fuse=True`` with it is a :class:`UserError`).
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -204,7 +215,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         _check_size(model, *size, task, f"size={size} is")
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     _check_init(init, x0.shape[0])
-    fuse = fuses(model, fuse)
+    fuse = _fuse_or_self_fuse(model, task, fuse, self_fuse)
     fused_settings(model, task, preset)  # an unknown preset, or one the model cannot take
     if preset is not None and not fuse:
         raise UserError(f"the preset {preset!r} sets how the network runs with the fusion; "
@@ -227,17 +238,33 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                                          preset=preset)
     return _predict(model, x0, x1, task, target, dtype, lri=lri, refine=refine, size=size,
                     threshold=threshold, advice=advice, fuse=fuse, init=init, preset=preset,
-                    row_offset=row_offset)
+                    row_offset=row_offset, self_fuse=self_fuse)
+
+
+def _fuse_or_self_fuse(model: nn.Module, task: str, fuse: bool | None,
+                       self_fuse: bool) -> bool:
+    """Whether a run fuses with the classical matcher (:func:`fuses`), ``self_fuse`` checked
+    against it: a stereo run's alternative to that fusion, so off where it is on."""
+    if not self_fuse:
+        return fuses(model, fuse)
+    if task != "stereo":
+        raise UserError("self_fuse fuses a stereo network's two views; flow has no such option")
+    if fuse:
+        raise UserError("self_fuse fuses the network's two views with each other instead of "
+                        "with SGBM: leave fuse off")
+    return False
 
 
 def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
              target: torch.device, dtype: torch.dtype, *, lri: bool, refine: bool,
              size: tuple[int, int] | None, threshold: float, advice: MemoryAdvice,
              fuse: bool, init: torch.Tensor | None = None, preset: str | None = None,
-             row_offset: torch.Tensor | float | None = None) -> Fields:
+             row_offset: torch.Tensor | float | None = None,
+             self_fuse: bool = False) -> Fields:
     """:func:`predict_fields` on image batches ``[B, 3, H, W]`` (0..255) with its settings
     resolved: checked, then the network (at ``size`` if given), the refinement and the fusion
-    at the pair's own size (its work as ``preset`` sets it)."""
+    (or, ``self_fuse``, the views fused with each other) at the pair's own size (its work as
+    ``preset`` sets it)."""
     if (lri or init is not None) and not getattr(model, "accepts_init_field", False):
         raise UserError(f"model {getattr(model, 'model_name', type(model).__name__)!r} has no "
                         "low-resolution initialisation (lri) and no warm start (init)")
@@ -270,6 +297,8 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         share = None
         if fuse:
             field, share = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
+        elif self_fuse:
+            field = fuse_with_itself(x0, x1, field)
         if lined_up:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
     return _fields(field, rpos, peak, threshold, share,
@@ -443,10 +472,11 @@ def dense_predictor(model: nn.Module, device: str, precision: str,
     first view's disparity ``[H, W]`` (stereo) or forward flow ``[H, W, 2]`` (flow) of a
     sample's ``image0``, ``image1``; ``refine``, ``lri``, ``fuse``, ``preset`` as in
     :func:`predict_fields`. ``variant`` :data:`NETWORK_ALONE`: without the fusion (SGBM or
-    DIS)."""
-    if variant not in (None, NETWORK_ALONE):
-        raise ValueError(f"dense models have one variant, {NETWORK_ALONE!r}, got {variant!r}")
-    if variant == NETWORK_ALONE:
+    DIS); :data:`SELF_FUSED` (stereo): the views fused with each other instead."""
+    if variant not in (None, NETWORK_ALONE, SELF_FUSED):
+        raise ValueError(f"dense models' variants are {NETWORK_ALONE!r} and {SELF_FUSED!r}, "
+                         f"got {variant!r}")
+    if variant is not None:
         fuse = False
     task = model.task
 
@@ -454,7 +484,7 @@ def dense_predictor(model: nn.Module, device: str, precision: str,
         field = predict_fields(model, sample_image(sample["image0"]),
                                sample_image(sample["image1"]), task, device=device,
                                precision=precision, refine=refine, lri=lri, fuse=fuse,
-                               preset=preset).field
+                               preset=preset, self_fuse=variant == SELF_FUSED).field
         return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
 
     return predict

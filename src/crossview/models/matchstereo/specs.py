@@ -18,7 +18,13 @@ from functools import partial
 from pathlib import Path
 
 from crossview.errors import UserError
-from crossview.models.dense.inference import NETWORK_ALONE, NETWORK_ALONE_CAPTIONS, dense_predictor
+from crossview.models.dense.inference import (
+    NETWORK_ALONE,
+    NETWORK_ALONE_CAPTIONS,
+    SELF_FUSED,
+    SELF_FUSED_CAPTION,
+    dense_predictor,
+)
 from crossview.models.matchstereo.config import VARIANTS, MatchStereoConfig
 from crossview.models.matchstereo.model import MatchStereo
 from crossview.models.published import PublishedWeights
@@ -47,7 +53,8 @@ def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
     initialisation by default (:attr:`~crossview.models.registry.ModelSpec.lri`); ``fuse``:
     fused with SGBM (stereo) or DIS (flow) by default
     (:attr:`~crossview.models.registry.ModelSpec.fuse`), and then scored beside its network
-    alone (the variant ``network``); ``fused_network``: how the network runs then
+    alone (the variant ``network``) and, for stereo, its network self-fused (``self-fused``);
+    ``fused_network``: how the network runs then
     (:attr:`~crossview.models.registry.ModelSpec.fused_network`)."""
     return ModelSpec(name, configured(config, partial(MatchStereo, task=task)), task,
                      weights=weights, description=description,
@@ -55,7 +62,14 @@ def matchstereo_spec(name: str, config: MatchStereoConfig, task: str, *,
                      published=None if published is None
                      else PublishedWeights(published, PUBLISHED_AT + published),
                      refine=refine, lri=lri, fuse=fuse, fused_network=fused_network,
-                     variants={NETWORK_ALONE: NETWORK_ALONE_CAPTIONS[task]} if fuse else {})
+                     variants=_variants(task) if fuse else {})
+
+
+def _variants(task: str) -> dict[str, str]:
+    """The predictor variants of a fusing model of ``task``: its network alone, and for
+    stereo its network's views fused with each other."""
+    alone = {NETWORK_ALONE: NETWORK_ALONE_CAPTIONS[task]}
+    return {**alone, SELF_FUSED: SELF_FUSED_CAPTION} if task == "stereo" else alone
 
 
 def bundle_spec(description: Path, name: str | None = None) -> ModelSpec:

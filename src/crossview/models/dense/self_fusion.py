@@ -1,0 +1,79 @@
+"""A stereo network's two views fused with each other, no classical matcher.
+
+The fused default (:mod:`crossview.models.dense.sgbm_fusion`) keeps SGBM's left-right checked
+disparity, fills what is left along the row, puts the depth edges on the colour edges with the
+colour-weighted median and continues the out-of-view strip. Steps 3-5 take their values only
+from the map they are given. Here they are given the network's own disparity where its two
+views agree within :data:`SELF_FUSION_CHECK_PX` (SGBM's place in step 1), so that every pixel's
+value is the network's: a consistent pixel keeps its own, an inconsistent one (occlusions,
+mostly) takes the farther of the nearest consistent values along its row, the edge medians
+choose among the network's values, and the strip continues them. Nothing here runs OpenCV's
+matchers, so a run without them (a GPU, an ONNX ``--bare`` file followed by these numpy steps)
+gets the same answer.
+
+Chosen by leave-one-group-out over real-train's 17 groups among the network alone, its edge
+medians, its strip, both, and the fill at 0.5, 1, 2 or 4 px before both (every fold chose the
+fill at 1 px): left-out bad-2 18.76 % against 20.76 % for the network alone; development scenes
+22.97 % against 23.76 % (docs/results/network-alone/README.md, item 10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from crossview.geometry.disparity import field_to_disparity
+from crossview.lazy import lazy_import
+from crossview.models.dense.sgbm_fusion import FUSION_THREADS, fusion_steps
+
+if TYPE_CHECKING:
+    import torch
+else:  # the numpy function runs without torch (as the fusion's); the tensor wrapper loads it
+    torch = lazy_import("torch")
+image_batch = lazy_import("crossview.data.image_batch")
+tensor_consistency = lazy_import("crossview.geometry.consistency")
+
+# a pixel whose two views disagree by more than this (L1 px) is filled along the row; chosen by
+# leave-one-group-out over {0.5, 1, 2, 4} (docs/results/network-alone/alone_postprocess.py)
+SELF_FUSION_CHECK_PX = 1.0
+
+
+def self_fused_disparities(images: Sequence[np.ndarray], disparity: np.ndarray,
+                           error: np.ndarray) -> np.ndarray:
+    """Both views' disparities ``[2B, H, W]`` float32 px (positive; left views first), each
+    view's ``disparity [2B, H, W]`` kept where its left-right consistency ``error [2B, H, W]``
+    (px) is at most :data:`SELF_FUSION_CHECK_PX` and the rest filled, medianed and continued
+    as the fused default's steps 3-5 do (``images``: each row's view, RGB uint8
+    ``[H, W, 3]``). Numpy only."""
+    b = disparity.shape[0] // 2
+    checked = np.where(error <= SELF_FUSION_CHECK_PX, disparity, np.nan).astype(np.float32)
+    never = np.zeros(disparity.shape[1:], bool)  # no pixel goes to step 2's network rule
+
+    def fuse_one(row: int) -> np.ndarray:
+        return fusion_steps(disparity[row], never, checked[row], images[row],
+                            "left" if row < b else "right").fused
+
+    # numpy and the compiled median release the GIL: the views run side by side
+    with ThreadPoolExecutor(max_workers=min(2 * b, FUSION_THREADS)) as pool:
+        return np.stack(list(pool.map(fuse_one, range(2 * b))))
+
+
+def fuse_with_itself(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+    """Both views' stereo fields ``[2B, H, W, 2]`` (left views first, x = -disparity) of the
+    pair ``x0, x1 [B, 3, H, W]`` (0..255) fused with each other
+    (:func:`self_fused_disparities`): the fused fields on ``field``'s device and dtype, y as
+    given."""
+    b = x0.shape[0]
+    error = tensor_consistency.consistency_error(field.detach().float())[0].cpu().numpy()
+    values = field.detach().float().cpu().numpy()
+    disparity = np.concatenate([field_to_disparity(values[:b]),
+                                field_to_disparity(values[b:], "right")])
+    images = [*image_batch.uint8_images(x0), *image_batch.uint8_images(x1)]
+    fused = self_fused_disparities(images, disparity, error)
+    out = field.clone()
+    out[..., 0] = torch.from_numpy(fused).to(field)
+    out[:b, ..., 0] *= -1.0  # left views: x = -disparity
+    return out

@@ -1,0 +1,163 @@
+"""A stereo network's views fused with each other (crossview.models.dense.self_fusion): the
+steps written out (consistent pixels kept, the row fill, the edge medians, the strip, the right
+view mirrored), every value the network's, the run that takes it (predict_fields, the api, the
+command line, eval's row) and what it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import crossview
+from crossview.cli.app import main
+from crossview.data import io
+from crossview.errors import UserError
+from crossview.geometry.consistency import consistency_error
+from crossview.geometry.disparity import field_to_disparity
+from crossview.geometry.edge_weighted_median import edge_weighted_median
+from crossview.geometry.out_of_view import extend_out_of_view
+from crossview.models.dense import sgbm_fusion
+from crossview.models.dense.classical import fill_holes
+from crossview.models.dense.inference import predict_fields
+from crossview.models.dense.self_fusion import (
+    SELF_FUSION_CHECK_PX,
+    fuse_with_itself,
+    self_fused_disparities,
+)
+from crossview.models.matchstereo import MatchStereoConfig
+from crossview.models.matchstereo.specs import matchstereo_spec
+from crossview.models.registry import register_model
+
+SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
+                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+register_model(matchstereo_spec("self-fusion-test", SMALL, "stereo", fuse=True), replace=True)
+pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
+SHIFT = 6  # px: the right image is the left one moved left by this much
+
+
+def _pair(h: int = 192, w: int = 208) -> tuple[np.ndarray, np.ndarray]:
+    """A textured left image and its right view at constant disparity SHIFT ``[H, W, 3]``."""
+    rng = np.random.default_rng(0)
+    coarse = rng.integers(0, 256, (h // 4, (w + SHIFT) // 4 + 1, 3), dtype=np.uint8)
+    wide = np.asarray(Image.fromarray(coarse).resize((coarse.shape[1] * 4, h), Image.BICUBIC))
+    return np.ascontiguousarray(wide[:, :w]), np.ascontiguousarray(wide[:, SHIFT:SHIFT + w])
+
+
+def _written_out(disparity: np.ndarray, error: np.ndarray, image: np.ndarray,
+                 view: str) -> np.ndarray:
+    """One view's self-fusion step by step: the consistent pixels, the farther of the nearest
+    ones along the row elsewhere, the fusion's edge medians, the strip (the right view's along
+    its right border: the left view's rule on the mirrored maps)."""
+    checked = np.where(error <= SELF_FUSION_CHECK_PX, disparity, np.nan)
+    if view == "right":
+        return _written_out(disparity[:, ::-1], error[:, ::-1], image[:, ::-1], "left")[:, ::-1]
+    filled = fill_holes(checked)
+    for settings in sgbm_fusion.EDGE_MEDIANS:
+        filled = edge_weighted_median(filled, image, **settings)
+    return extend_out_of_view(filled, **sgbm_fusion.OUT_OF_VIEW)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_each_view_is_the_steps_written_out(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    h, w = 40, 64
+    smooth = np.cumsum(rng.uniform(-0.3, 0.3, (2, h, w)), axis=2) + 12
+    step = np.where(np.arange(w) < w // 2, 0.0, 6.0)  # a depth edge for the medians
+    disparity = (smooth + step).astype(np.float32)
+    error = rng.uniform(0, 2.5, (2, h, w)).astype(np.float32)
+    images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(2)]
+    fused = self_fused_disparities(images, disparity, error)
+    assert fused.shape == (2, h, w) and fused.dtype == np.float32
+    for row, view in enumerate(("left", "right")):
+        want = _written_out(disparity[row], error[row], images[row], view)
+        np.testing.assert_array_equal(fused[row], want.astype(np.float32))
+
+
+def test_consistent_pixels_away_from_edges_and_borders_keep_the_networks_value() -> None:
+    rng = np.random.default_rng(3)
+    disparity = (8.0 + rng.uniform(0, 0.5, (2, 30, 60))).astype(np.float32)
+    error = np.where(rng.random((2, 30, 60)) < 0.3, 5.0, 0.1).astype(np.float32)
+    images = [rng.integers(0, 256, (30, 60, 3), dtype=np.uint8) for _ in range(2)]
+    fused = self_fused_disparities(images, disparity, error)
+    inside = (error <= SELF_FUSION_CHECK_PX)[:, :, 20:40]  # no strip, no depth edge here
+    assert np.array_equal(fused[:, :, 20:40][inside], disparity[:, :, 20:40][inside])
+    # every value the fill gives is one of the network's own values of that row
+    for row in range(2):
+        for y in range(30):
+            assert set(fused[row, y, 20:40].tolist()) <= set(disparity[row, y].tolist())
+
+
+def test_predict_fields_fuses_the_networks_views_instead_of_sgbm() -> None:
+    left, right = _pair()
+    torch.manual_seed(0)
+    model = crossview.load_model("self-fusion-test")
+    assert model.fuse_by_default
+    plain = predict_fields(model, left, right, "stereo", fuse=False)
+    selfed = predict_fields(model, left, right, "stereo", self_fuse=True)  # fuse: off then
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    want = fuse_with_itself(x0, x1, plain.field)
+    assert torch.equal(selfed.field, want)
+    assert selfed.network_share is None
+    # the fields as self_fused_disparities takes them
+    error = consistency_error(plain.field)[0].numpy()
+    values = plain.field.numpy()
+    disparity = np.concatenate([field_to_disparity(values[:1]),
+                                field_to_disparity(values[1:], "right")])
+    np.testing.assert_array_equal(
+        field_to_disparity(want[:1].numpy())[0],
+        self_fused_disparities([left, right], disparity, error)[0])
+    result = crossview.estimate_disparity(left, right, model=model, self_fuse=True)
+    assert torch.equal(result.disparity[0], torch.from_numpy(field_to_disparity(
+        want[:1].numpy())[0]))
+
+
+def test_self_fusion_refuses_flow_and_the_sgbm_fusion() -> None:
+    left, right = _pair()
+    model = crossview.load_model("self-fusion-test")
+    with pytest.raises(UserError, match="leave fuse off"):
+        predict_fields(model, left, right, "stereo", fuse=True, self_fuse=True)
+    with pytest.raises(UserError, match="flow has no such option"):
+        predict_fields(model, left, right, "flow", self_fuse=True)
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    return done.value.code, capsys.readouterr().err
+
+
+def test_the_command_line_self_fuses_and_eval_scores_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    left, right = _pair()
+    scene = tmp_path / "scenes" / "shifted"
+    scene.mkdir(parents=True)
+    for name, image in (("left.png", left), ("right.png", right)):
+        Image.fromarray(image).save(scene / name)
+    np.save(scene / "gt.npy", np.full(left.shape[:2], SHIFT, np.float32))
+    torch.manual_seed(0)
+    code, err = _run(["stereo", str(scene / "left.png"), str(scene / "right.png"), "-o",
+                      str(tmp_path / "out"), "--model", "self-fusion-test", "--format", "npy",
+                      "--self-fuse"], capsys)
+    assert code == 0, err
+    torch.manual_seed(0)
+    model = crossview.load_model("self-fusion-test")
+    expected = crossview.estimate_disparity(left, right, model=model, self_fuse=True)
+    np.testing.assert_array_equal(io.read_npy(tmp_path / "out" / "left_disp.npy"),
+                                  expected.disparity[0].numpy())
+    for bad in (["--fuse"], ["--preset", "fast"]):
+        code, err = _run(["stereo", str(scene / "left.png"), str(scene / "right.png"), "-o",
+                          str(tmp_path / "bad"), "--model", "self-fusion-test", "--self-fuse",
+                          *bad], capsys)
+        assert code == 2 and "drop --fuse / --preset" in err and "Traceback" not in err
+        assert not (tmp_path / "bad").exists()
+    out = tmp_path / "eval.json"
+    code, err = _run(["eval", "--model", "self-fusion-test", "--dataset",
+                      f"scenes:{tmp_path / 'scenes'}", "--json", str(out)], capsys)
+    assert code == 0, err
+    names = [b["name"] for b in json.loads(out.read_text())["baselines"]]
+    assert names[:2] == ["network alone", "network self-fused"]
