@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 
 import crossview
-from crossview.cli.app import main
+from cli_runner import run_cli
 from crossview.data import io
 from crossview.errors import UserError
 from crossview.geometry.consistency import consistency_error
@@ -32,20 +32,18 @@ from crossview.models.dense.self_fusion import (
 from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import register_model
+from offset_pairs import offset_pair
 
 SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
                           decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(matchstereo_spec("self-fusion-test", SMALL, "stereo", fuse=True), replace=True)
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
-SHIFT = 6  # px: the right image is the left one moved left by this much
+SHIFT = 6  # px: the pair's disparity
 
 
-def _pair(h: int = 192, w: int = 208) -> tuple[np.ndarray, np.ndarray]:
+def _pair() -> tuple[np.ndarray, np.ndarray]:
     """A textured left image and its right view at constant disparity SHIFT ``[H, W, 3]``."""
-    rng = np.random.default_rng(0)
-    coarse = rng.integers(0, 256, (h // 4, (w + SHIFT) // 4 + 1, 3), dtype=np.uint8)
-    wide = np.asarray(Image.fromarray(coarse).resize((coarse.shape[1] * 4, h), Image.BICUBIC))
-    return np.ascontiguousarray(wide[:, :w]), np.ascontiguousarray(wide[:, SHIFT:SHIFT + w])
+    return offset_pair(0, 192, 208, SHIFT, seed=0)
 
 
 def _written_out(disparity: np.ndarray, error: np.ndarray, image: np.ndarray,
@@ -126,9 +124,8 @@ def test_self_fusion_refuses_flow_and_the_sgbm_fusion() -> None:
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    return done.value.code, capsys.readouterr().err
+    code, _, err = run_cli(args, capsys)
+    return code, err
 
 
 def test_the_command_line_self_fuses_and_eval_scores_it(
