@@ -277,13 +277,15 @@ def _registered(model: nn.Module, spec: registry.ModelSpec, path: str | os.PathL
 def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
               refine: bool | None = None, lri: bool | None = None,
               adapt: int = 0, variant: str | None = None,
-              fuse: bool | None = None, preset: str | None = None) -> Predictor:
+              fuse: bool | None = None, preset: str | None = None,
+              self_fuse: bool = False) -> Predictor:
     """The ``sample -> prediction`` callable that :func:`crossview.eval.evaluate` runs for a
     model from :func:`load_model` (its family's, see
     :attr:`crossview.models.registry.ModelSpec.predictor`). ``refine`` / ``lri`` / ``fuse``:
     dense models' photometric refinement, low-resolution initialisation and (stereo) SGBM
     fusion on or off (``None``: the model's defaults), ``preset`` the fused run's speed preset
-    (:mod:`crossview.models.dense.presets`); a :class:`UserError` for a model
+    (:mod:`crossview.models.dense.presets`), ``self_fuse`` (stereo) the network's views fused
+    with each other instead (:func:`estimate_disparity`); a :class:`UserError` for a model
     without them. ``adapt``: each
     sample runs a copy of the model adapted to its pair with that many steps
     (:func:`adapt_to_pair`; dense models only; 0: off). ``variant``: one of
@@ -297,8 +299,13 @@ def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
             raise UserError(f"model {spec.name!r} has no predictor variant {variant!r}; "
                             f"variants: {', '.join(spec.variants) or 'none'}")
         return spec.predictor(model, device, precision, variant)
+    if self_fuse and fuse:
+        raise UserError("--self-fuse fuses the network's two views with each other instead of "
+                        "with SGBM: drop --fuse")
     options = {key: value for key, value in (("refine", refine), ("lri", lri), ("fuse", fuse),
-                                             ("preset", preset)) if value is not None}
+                                             ("preset", preset),
+                                             ("self_fuse", self_fuse or None))
+               if value is not None}
     if options and spec.task not in ESTIMATORS:
         raise UserError(f"model {spec.name!r} ({spec.task}) has no "
                         f"{' or '.join(options)} option: dense (stereo, flow) models only")
@@ -322,8 +329,8 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
                         device: str = "cpu", precision: str = "fp32", quiet: bool = False,
                         download: bool = False, sample_size: tuple[int, int] | None = None,
                         refine: bool | None = None, lri: bool | None = None,
-                        adapt: int = 0, fuse: bool | None = None, preset: str | None = None
-                        ) -> tuple[Predictor, dict[str, Predictor]]:
+                        adapt: int = 0, fuse: bool | None = None, preset: str | None = None,
+                        self_fuse: bool = False) -> tuple[Predictor, dict[str, Predictor]]:
     """The predictor of the registered model ``name`` on a ``task`` benchmark, and
     ``{caption: predictor}`` of its variants (:func:`predictor_variants`) on the same loaded
     network: loaded by :func:`load_task_model` (``quiet``: no random-weights warning, as on all
@@ -334,7 +341,7 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
     model = load_task_model(name, task, weights, purpose=f"a {task} benchmark (its models: "
                             f"{models})", device=device, download=download, quiet=quiet)
     predict = predictor(model, device=device, precision=precision, refine=refine, lri=lri,
-                        adapt=adapt, fuse=fuse, preset=preset)
+                        adapt=adapt, fuse=fuse, preset=preset, self_fuse=self_fuse)
     if sample_size is not None:
         check_memory(model, *sample_size, task=task, device=device, lri=lri, refine=refine,
                      advice=MemoryAdvice("evaluate at a smaller size (the dataset's size=HxW "
@@ -365,7 +372,7 @@ def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike |
                        device: str = "cpu", precision: str = "fp32", download: bool = False,
                        refine: bool | None = None, lri: bool | None = None, adapt: int = 0,
                        fuse: bool | None = None, preset: str | None = None,
-                       distributed: bool | None = None,
+                       self_fuse: bool = False, distributed: bool | None = None,
                        progress: ProgressTracker | None = None,
                        report: Callable[[BenchmarkRun], None] | None = None) -> BenchmarkRun:
     """Score ``model`` (a registered name or an exported file) on the benchmark ``dataset``
@@ -398,7 +405,7 @@ def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike |
     predict, variants = benchmark_predictor(
         model, kind.task, weights, device=device, precision=precision, quiet=not info.is_main,
         download=download, sample_size=None if size is None else (int(size[0]), int(size[1])),
-        refine=refine, lri=lri, adapt=adapt, fuse=fuse, preset=preset)
+        refine=refine, lri=lri, adapt=adapt, fuse=fuse, preset=preset, self_fuse=self_fuse)
     total = len(data) if limit is None else min(limit, len(data))
     info = process_group.init_distributed(device) if info.enabled else info
     try:

@@ -100,6 +100,7 @@ def test_predict_fields_fuses_the_networks_views_instead_of_sgbm() -> None:
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
     want = fuse_with_itself(x0, x1, plain.field)
     assert torch.equal(selfed.field, want)
+    assert not torch.equal(selfed.field, plain.field)  # a random network: many inconsistent
     assert selfed.network_share is None
     # the fields as self_fused_disparities takes them
     error = consistency_error(plain.field)[0].numpy()
@@ -153,8 +154,22 @@ def test_the_command_line_self_fuses_and_eval_scores_it(
         assert code == 2 and "drop --fuse / --preset" in err and "Traceback" not in err
         assert not (tmp_path / "bad").exists()
     out = tmp_path / "eval.json"
+    torch.manual_seed(0)  # the same random network in both evaluations
     code, err = _run(["eval", "--model", "self-fusion-test", "--dataset",
                       f"scenes:{tmp_path / 'scenes'}", "--json", str(out)], capsys)
     assert code == 0, err
-    names = [b["name"] for b in json.loads(out.read_text())["baselines"]]
+    report = json.loads(out.read_text())
+    names = [b["name"] for b in report["baselines"]]
     assert names[:2] == ["network alone", "network self-fused"]
+    # scored as the model itself: the same numbers as its row beside the fused default
+    torch.manual_seed(0)
+    code, err = _run(["eval", "--model", "self-fusion-test", "--dataset",
+                      f"scenes:{tmp_path / 'scenes'}", "--json", str(out), "--self-fuse"],
+                     capsys)
+    assert code == 0, err
+    selfed = json.loads(out.read_text())
+    assert selfed["self_fuse"] is True
+    assert selfed["mean"] == report["baselines"][1]["mean"]
+    code, err = _run(["eval", "--model", "self-fusion-test", "--dataset",
+                      f"scenes:{tmp_path / 'scenes'}", "--self-fuse", "--fuse"], capsys)
+    assert code == 2 and "drop --fuse" in err and "Traceback" not in err

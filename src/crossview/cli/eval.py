@@ -127,6 +127,7 @@ def eval_command(
     refine: options.Refine = None,
     lri: options.Lri = None,
     fuse: options.Fuse = None,
+    self_fuse: options.SelfFuse = False,
     preset: options.Preset = None,
     adapt: options.Adapt = 0,
     metrics: Annotated[str | None, typer.Option(
@@ -158,7 +159,8 @@ def eval_command(
                bars.TimeRemainingColumn())
     settings = {"model": model, "weights": None if weights is None else str(weights),
                 "dataset_spec": dataset, "limit": limit}
-    options = {"refine": refine, "lri": lri, "fuse": fuse, "preset": preset, "adapt": adapt}
+    options = {"refine": refine, "lri": lri, "fuse": fuse, "preset": preset, "adapt": adapt,
+               "self_fuse": self_fuse}
     with shown.Progress(*columns, transient=True, show=info.is_main) as progress:
 
         def track(label: str, total: int) -> Callable[[str], None]:

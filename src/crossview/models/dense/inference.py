@@ -467,11 +467,11 @@ def refine_fields(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
 def dense_predictor(model: nn.Module, device: str, precision: str,
                     variant: str | None = None, *, refine: bool | None = None,
                     lri: bool | None = None, fuse: bool | None = None,
-                    preset: str | None = None) -> Predictor:
+                    preset: str | None = None, self_fuse: bool = False) -> Predictor:
     """A :func:`crossview.eval.evaluate` predictor for a loaded dense model (its ``task``): the
     first view's disparity ``[H, W]`` (stereo) or forward flow ``[H, W, 2]`` (flow) of a
-    sample's ``image0``, ``image1``; ``refine``, ``lri``, ``fuse``, ``preset`` as in
-    :func:`predict_fields`. ``variant`` :data:`NETWORK_ALONE`: without the fusion (SGBM or
+    sample's ``image0``, ``image1``; ``refine``, ``lri``, ``fuse``, ``preset``, ``self_fuse``
+    as in :func:`predict_fields`. ``variant`` :data:`NETWORK_ALONE`: without the fusion (SGBM or
     DIS); :data:`SELF_FUSED` (stereo): the views fused with each other instead."""
     if variant not in (None, NETWORK_ALONE, SELF_FUSED):
         raise ValueError(f"dense models' variants are {NETWORK_ALONE!r} and {SELF_FUSED!r}, "
@@ -484,7 +484,8 @@ def dense_predictor(model: nn.Module, device: str, precision: str,
         field = predict_fields(model, sample_image(sample["image0"]),
                                sample_image(sample["image1"]), task, device=device,
                                precision=precision, refine=refine, lri=lri, fuse=fuse,
-                               preset=preset, self_fuse=variant == SELF_FUSED).field
+                               preset=preset, self_fuse=self_fuse or variant == SELF_FUSED
+                               ).field
         return field_to_disparity(field[:1])[0] if task == "stereo" else field[0]
 
     return predict
