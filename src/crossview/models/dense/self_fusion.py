@@ -8,8 +8,10 @@ views agree within :data:`SELF_FUSION_CHECK_PX` (SGBM's place in step 1), so tha
 value is the network's: a consistent pixel keeps its own, an inconsistent one (occlusions,
 mostly) takes the farther of the nearest consistent values along its row, the edge medians
 choose among the network's values, and the strip continues them. Nothing here runs OpenCV's
-matchers, so a run without them (a GPU, an ONNX ``--bare`` file followed by these numpy steps)
-gets the same answer.
+matchers: on a GPU the network runs there and these numpy steps after it on the CPU. (No
+exported file gives this answer yet: the run uses the network alone's own settings, the
+half-resolution pass and the photometric refinement, which ``crossview export onnx --bare``
+leaves out.)
 
 Chosen by leave-one-group-out over real-train's 17 groups among the network alone, its edge
 medians, its strip, both, and the fill at 0.5, 1, 2 or 4 px before both (every fold chose the
