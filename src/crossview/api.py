@@ -78,6 +78,7 @@ from crossview.models.dense.inference import (
     LIBRARY_ADVICE,
     Fields,
     MemoryAdvice,
+    fuses_with_classical,
     predict_fields,
 )
 from crossview.models.dense.inference import check_memory as check_memory
@@ -314,7 +315,7 @@ def predictor(model: nn.Module, *, device: str = "cpu", precision: str = "fp32",
     if spec.task not in ESTIMATORS:
         raise UserError(f"test-time adaptation needs a stereo or flow model; {spec.name!r} "
                         f"estimates {spec.task}")
-    settings = AdaptationSettings(steps=adapt)
+    settings = adaptation_settings(model, spec.task, adapt, fuse, self_fuse)
 
     def predict(sample: dict[str, Any]) -> Any:
         adapted = adapt_to_pair(model, sample_image(sample["image0"]),
@@ -526,8 +527,8 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         advice: what a pair refused for its memory tells to change (before anything runs:
             :func:`check_memory`; the command line names its options).
         adapt: test-time adaptation: fit a copy of the model to this pair with ``adapt``
-            steps of the self-supervised loss first (:func:`adapt_to_pair`, the default
-            learning rate; several times the cost of inference); 0: off.
+            steps of the self-supervised loss first (:func:`adapt_to_pair`, the learning rate
+            of :func:`adaptation_settings`; several times the cost of inference); 0: off.
         fuse: fuse both views' disparities with OpenCV SGBM's
             (:mod:`crossview.models.dense.sgbm_fusion`: left-right checked SGBM where it
             answers, the network's consistent pixels in its long holes, the rest filled along
@@ -704,6 +705,15 @@ def check_min_confidence(min_confidence: float, name: str = "min_confidence") ->
         raise UserError(f"{name} must be in [0, 1] (a confidence), got {min_confidence:g}")
 
 
+def adaptation_settings(model: nn.Module, task: str, steps: int, fuse: bool | None,
+                        self_fuse: bool = False) -> AdaptationSettings:
+    """The budget of ``steps`` adaptation steps for a run of ``model`` with ``fuse`` and
+    ``self_fuse`` (:meth:`AdaptationSettings.for_run`: a stereo run whose answer is the
+    network's adapts at a larger rate than one fused with SGBM)."""
+    return AdaptationSettings.for_run(steps, task,
+                                      fuses_with_classical(model, task, fuse, self_fuse))
+
+
 def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: ImageLike,
              img1: ImageLike, task: str, *, device: str, precision: str, lri: bool | None,
              size: tuple[int, int] | None, threshold: float, refine: bool | None,
@@ -722,7 +732,8 @@ def _predict(model: str | nn.Module, weights: str | os.PathLike | None, img0: Im
     if isinstance(adapt, bool) or not isinstance(adapt, int) or adapt < 0:
         raise UserError(f"adapt must be a number of steps, 0 or more, got {adapt!r}")
     if adapt:
-        model = adapt_to_pair(model, img0, img1, task, settings=AdaptationSettings(steps=adapt),
+        model = adapt_to_pair(model, img0, img1, task,
+                              settings=adaptation_settings(model, task, adapt, fuse, self_fuse),
                               lri=lri, device=target)
     return predict_fields(model, img0, img1, task, device=target, precision=precision, lri=lri,
                           size=size, threshold=threshold, refine=refine, advice=advice,

@@ -15,7 +15,7 @@ import crossview
 from crossview.errors import UserError
 from crossview.models.dense.inference import run_padded
 from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
-from crossview.train.pair_adaptation import AdaptationSettings, adapt_to_pair
+from crossview.train.pair_adaptation import NETWORK_ANSWER_LR, AdaptationSettings, adapt_to_pair
 from crossview.train.photometric import photometric_loss
 
 ADAM_EPS = 1e-8  # torch.optim.Adam's default
@@ -80,10 +80,32 @@ def test_estimate_with_adapt_zero_is_the_plain_estimate_and_adapt_runs_the_adapt
     torch.manual_seed(0)
     adapted = crossview.estimate_disparity(left, right, model=model, adapt=2).disparity
     torch.manual_seed(0)
-    by_hand = adapt_to_pair(model, left, right, "stereo", settings=AdaptationSettings(steps=2))
+    # a bare network does not fuse: its answer is its own, adapted at NETWORK_ANSWER_LR
+    settings = AdaptationSettings(steps=2, lr=NETWORK_ANSWER_LR)
+    by_hand = adapt_to_pair(model, left, right, "stereo", settings=settings)
     expected = crossview.estimate_disparity(left, right, model=by_hand).disparity
     assert torch.equal(plain, zero)
     assert torch.equal(adapted, expected) and not torch.equal(adapted, plain)
+
+
+def test_the_learning_rate_follows_who_answers() -> None:
+    """Stereo whose answer is the network's (no fusion, or self-fused) adapts at
+    NETWORK_ANSWER_LR; a run fused with the classical matcher, and flow, at the default."""
+    default = AdaptationSettings().lr
+    assert default != NETWORK_ANSWER_LR
+    assert AdaptationSettings.for_run(4, "stereo", fused=False) == AdaptationSettings(
+        steps=4, lr=NETWORK_ANSWER_LR)
+    assert AdaptationSettings.for_run(4, "stereo", fused=True) == AdaptationSettings(steps=4)
+    assert AdaptationSettings.for_run(4, "flow", fused=False) == AdaptationSettings(steps=4)
+    model = _network()
+    model.fuse_by_default = True
+    rate = {(fuse, self_fuse): crossview.api.adaptation_settings(model, "stereo", 3, fuse,
+                                                                 self_fuse).lr
+            for fuse, self_fuse in [(None, False), (True, False), (False, False), (None, True)]}
+    assert rate == {(None, False): default, (True, False): default,
+                    (False, False): NETWORK_ANSWER_LR, (None, True): NETWORK_ANSWER_LR}
+    with pytest.raises(UserError, match="self_fuse"):
+        crossview.api.adaptation_settings(model, "stereo", 3, True, True)
 
 
 @pytest.mark.parametrize("adapt", [-1, True, 1.5])

@@ -254,7 +254,9 @@ def adapted_model(task: str, model: Any, pair: Pair, options: DenseOptions, labe
                        transient=True, disable=not stderr.is_terminal) as bar:
         steps = bar.add_task("adapt", total=options.adapt)
         return api.adapt_to_pair(model, *pair, task,
-                                 settings=api.AdaptationSettings(steps=options.adapt),
+                                 settings=api.adaptation_settings(
+                                     model, task, options.adapt, options.fuse,
+                                     options.self_fuse),
                                  lri=options.lri, device=options.device,
                                  on_step=lambda step, _: bar.update(steps, completed=step))
 

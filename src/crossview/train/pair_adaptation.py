@@ -39,6 +39,14 @@ ADAPTATION_BYTES_PER_PIXEL = 7500
 ADAPTATION_FIXED = 400 * 2**20
 
 
+# --adapt's learning rate where the stereo network's answer is the run's (no SGBM fusion: fuse
+# off, or self-fused): chosen over {2e-5, 1e-4, 3e-4, 1e-3} by the mean bad-2 after 5, 10 and
+# 20 steps on the five real-train scenes held out of the bundled weights' training; 3e-4 and
+# more diverge within five steps (docs/results/network-alone/adapt_rate.py). A fused run keeps
+# AdaptationSettings.lr, chosen for the fused default.
+NETWORK_ANSWER_LR = 1e-4
+
+
 @dataclass(frozen=True)
 class AdaptationSettings:
     """Budget of :func:`adapt_to_pair`: ``steps`` Adam steps at learning rate ``lr`` on all
@@ -54,6 +62,15 @@ class AdaptationSettings:
         if not self.lr > 0 or not self.smooth_weight >= 0:
             raise UserError(f"adaptation needs lr > 0 and smooth_weight >= 0, got {self.lr}, "
                             f"{self.smooth_weight}")
+
+    @classmethod
+    def for_run(cls, steps: int, task: str, fused: bool) -> AdaptationSettings:
+        """``steps`` steps at the learning rate for a run of ``task`` that does (``fused``) or
+        does not fuse with the classical matcher: :data:`NETWORK_ANSWER_LR` for stereo whose
+        answer is the network's, the default rate otherwise."""
+        if task == "stereo" and not fused:
+            return cls(steps=steps, lr=NETWORK_ANSWER_LR)
+        return cls(steps=steps)
 
 
 def adapt_to_pair(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str, *,

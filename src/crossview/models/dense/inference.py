@@ -215,7 +215,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
         _check_size(model, *size, task, f"size={size} is")
     x0, x1 = as_image_batch(img0, "first image"), as_image_batch(img1, "second image")
     _check_init(init, x0.shape[0])
-    fuse = _fuse_or_self_fuse(model, task, fuse, self_fuse)
+    fuse = fuses_with_classical(model, task, fuse, self_fuse)
     fused_settings(model, task, preset)  # an unknown preset, or one the model cannot take
     if preset is not None and not fuse:
         raise UserError(f"the preset {preset!r} sets how the network runs with the fusion; "
@@ -241,7 +241,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
                     row_offset=row_offset, self_fuse=self_fuse)
 
 
-def _fuse_or_self_fuse(model: nn.Module, task: str, fuse: bool | None,
+def fuses_with_classical(model: nn.Module, task: str, fuse: bool | None,
                        self_fuse: bool) -> bool:
     """Whether a run fuses with the classical matcher (:func:`fuses`), ``self_fuse`` checked
     against it: a stereo run's alternative to that fusion, so off where it is on."""
