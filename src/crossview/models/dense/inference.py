@@ -242,7 +242,7 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
 
 
 def fuses_with_classical(model: nn.Module, task: str, fuse: bool | None,
-                       self_fuse: bool) -> bool:
+                         self_fuse: bool) -> bool:
     """Whether a run fuses with the classical matcher (:func:`fuses`), ``self_fuse`` checked
     against it: a stereo run's alternative to that fusion, so off where it is on."""
     if not self_fuse:
