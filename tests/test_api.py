@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import warnings
@@ -18,11 +19,9 @@ from crossview import api
 from crossview.errors import UserError
 from crossview.geometry.consistency import consistency_error, noc_mask
 from crossview.models.dense import inference
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.transformatcher.inference import transfer_keypoints
-
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
+from small_networks import SMALL
 
 
 @pytest.fixture(scope="module")
@@ -295,9 +294,7 @@ def test_models_without_an_estimate_are_not_checked(monkeypatch) -> None:
 
 def test_without_attention_weights_the_confidence_is_the_consistency_alone() -> None:
     torch.manual_seed(0)
-    plain = MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0,
-                                          attn_to_proj=False)).eval()
+    plain = MatchStereo(dataclasses.replace(SMALL, attn_to_proj=False)).eval()
     left, right = _pair(192, 224)
     fields = inference.predict_fields(plain, left, right, "stereo")
     assert fields.attention_peak is None

@@ -15,10 +15,9 @@ from PIL import Image
 import crossview
 from crossview import streams
 from crossview.models.dense.inference import init_tokens
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 H, W = 192, 224
 
 

@@ -17,10 +17,11 @@ import pytest
 import torch
 
 from crossview.models import registry
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.published import PublishedWeights
 from crossview.models.registry import ModelSpec
+from small_networks import SMALL
 
 
 @dataclass
@@ -87,8 +88,6 @@ def weights_server() -> Iterator[WeightsServer]:
 # A small MatchStereo registered with published weights on the local server, for fast tests.
 TEST_MODEL = "test-published"
 TEST_FILE = "test_published.pth"
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 
 
 def publish_test_model(server: WeightsServer, monkeypatch: pytest.MonkeyPatch,

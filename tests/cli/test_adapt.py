@@ -17,11 +17,10 @@ from crossview.cli.app import main
 from crossview.data import io
 from crossview.errors import UserError
 from crossview.models.dense.inference import dense_predictor
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.registry import ModelSpec, register_model
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(ModelSpec("adapt-test-stereo", lambda: MatchStereo(SMALL), "stereo",
                          predictor=dense_predictor), replace=True)
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")

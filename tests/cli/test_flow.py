@@ -18,13 +18,12 @@ from PIL import Image
 from crossview import api
 from crossview.cli.app import main
 from crossview.data import flow_video, io, video
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.registry import ModelSpec, register_model
+from small_networks import SMALL
 from video_files import declare_frames, write_lossless_video
 
 # A small registered flow model keeps the runs short; the command is the same for matchflow-b.
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(ModelSpec("cli-test-flow", lambda: MatchStereo(SMALL, task="flow"), "flow"),
                replace=True)
 FAST = ["--model", "cli-test-flow"]

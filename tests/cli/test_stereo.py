@@ -21,14 +21,13 @@ from crossview.attention.match import NonFiniteError
 from crossview.cli.app import main
 from crossview.data import io
 from crossview.defaults import DEFAULT_STEREO_MODEL
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
 from hang_guard import HANG_GUARD_SECONDS
+from small_networks import SMALL
 
 # A small registered model keeps the runs short; one test uses the real default model.
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(ModelSpec("cli-test-stereo", lambda: MatchStereo(SMALL), "stereo"), replace=True)
 FAST = ["--model", "cli-test-stereo"]
 

@@ -15,12 +15,11 @@ from PIL import Image
 from cli_runner import run_cli
 from crossview import api
 from crossview.data import io
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(ModelSpec("cli-depth-stereo", lambda: MatchStereo(SMALL), "stereo"), replace=True)
 register_model(ModelSpec("cli-depth-flow", lambda: MatchStereo(SMALL, task="flow"), "flow"),
                replace=True)

@@ -17,13 +17,12 @@ from crossview import api
 from crossview.cli.app import main
 from crossview.data import disparity_video, io, video
 from crossview.models.dense import inference
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, ModelSpec, register_model
+from small_networks import SMALL
 from video_files import write_lossless_video
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(ModelSpec("cli-test-stereo-video", lambda: MatchStereo(SMALL), "stereo"),
                replace=True)
 register_model(matchstereo_spec("cli-test-stereo-video-aligned", SMALL, "stereo", fuse=True,

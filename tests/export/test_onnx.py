@@ -30,10 +30,11 @@ from crossview.export.onnx import (
     onnx_session,
     run_onnx,
 )
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.matchstereo.bundle import write_bundle
 from crossview.models.registry import ModelSpec, register_model
 from crossview.models.transformatcher import TransforMatcher
+from small_networks import SMALL
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -41,8 +42,6 @@ pytest.importorskip("onnxscript")
 
 pytestmark = pytest.mark.slow
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 for _task in ("stereo", "flow"):
     register_model(ModelSpec(f"onnx-test-{_task}", lambda t=_task: MatchStereo(SMALL, task=t),
                              _task), replace=True)

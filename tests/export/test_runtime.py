@@ -23,7 +23,6 @@ from crossview.errors import UserError
 from crossview.export.onnx import export_onnx, fused_module
 from crossview.geometry.disparity import field_to_disparity
 from crossview.models.dense.inference import _images_at, predict_fields
-from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
 from crossview.runtime import FusedStereo
@@ -31,6 +30,7 @@ from crossview.runtime.__main__ import main
 from crossview.runtime.antialiased_shrink import antialiased_shrink, shrink_matrix
 from crossview.runtime.fused_file import FusedFile
 from offset_pairs import offset_pair
+from small_networks import SMALL
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -39,8 +39,6 @@ pytest.importorskip("onnxscript")
 pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")]
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 # the default's fused run (matchstereo-hybrid.json's fused_network), on a small network
 FUSED = FusedNetwork(scale=0.75, lri=False, refine=False, max_pixels=700_000, align_px=0.0,
                      classical_runs=2, median_passes=(0, 1))

@@ -11,8 +11,9 @@ import torch.nn.functional as F
 from crossview import api
 from crossview.geometry.photometric_refinement import RefinementSettings, _window_sums, refine_field
 from crossview.models.dense.inference import predict_fields
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.registry import get_spec
+from small_networks import SMALL
 
 INTERIOR = (slice(None), slice(10, -10), slice(10, -10))
 
@@ -92,8 +93,7 @@ def test_bad_arguments_are_refused() -> None:
 
 def _tiny_network(task: str) -> MatchStereo:
     """A small random MatchStereo (no weights, so no registry defaults) in eval mode."""
-    return MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                                         decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0),
+    return MatchStereo(SMALL,
                        task=task).eval()
 
 

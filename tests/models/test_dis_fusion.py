@@ -27,12 +27,10 @@ from crossview.models.dense.dis_fusion import (
 )
 from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.rank_transform import rank_transform
-from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(matchstereo_spec("fusion-test-flow", SMALL, "flow", fuse=True), replace=True)
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
 SHIFT = (5, -3)  # px: frame 1 is frame 0 moved by this flow (u, v)

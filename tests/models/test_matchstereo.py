@@ -9,11 +9,10 @@ import pytest
 import torch
 
 from crossview.models.matchstereo import VARIANTS, MatchStereo, MatchStereoConfig
+from small_networks import SMALL
 
 SHAPES = Path(__file__).resolve().parents[3] / "shared" / "golden" / \
     "official_state_dict_shapes.json"
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 
 
 @pytest.mark.skipif(not SHAPES.exists(), reason="golden shapes not available")

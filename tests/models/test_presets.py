@@ -21,12 +21,10 @@ from crossview.models.dense import inference
 from crossview.models.dense.dis_fusion import FLOW_DIS_RUNS
 from crossview.models.dense.presets import DEFAULT_PRESETS, PRESETS, apply_preset
 from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_SGBM_RUNS, FusedFields
-from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import WEIGHTS_DIR, FusedNetwork, register_model
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 OWN = FusedNetwork(0.75, max_pixels=1_234_567, align_px=0.0)
 for task in ("stereo", "flow"):
     register_model(matchstereo_spec(f"preset-test-{task}", SMALL, task, fuse=True,

@@ -29,13 +29,11 @@ from crossview.models.dense.self_fusion import (
     fuse_with_itself,
     self_fused_disparities,
 )
-from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import register_model
 from offset_pairs import offset_pair
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(matchstereo_spec("self-fusion-test", SMALL, "stereo", fuse=True), replace=True)
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")
 SHIFT = 6  # px: the pair's disparity

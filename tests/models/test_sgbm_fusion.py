@@ -53,12 +53,10 @@ from crossview.models.dense.sgbm_fusion import (
     scaled_median,
     view_inputs,
 )
-from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(matchstereo_spec("fusion-test-stereo", SMALL, "stereo", fuse=True), replace=True)
 register_model(matchstereo_spec("fusion-test-scaled", SMALL, "stereo", fuse=True, lri=True,
                                 refine=True, fused_network=FusedNetwork(0.75)), replace=True)

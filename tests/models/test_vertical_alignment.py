@@ -19,13 +19,11 @@ from crossview.geometry.disparity import field_to_disparity
 from crossview.models.dense import inference
 from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.vertical_alignment import measure_rows, rows_shifted
-from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
 from offset_pairs import offset_pair
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 register_model(matchstereo_spec("alignment-test", SMALL, "stereo", fuse=True,
                                 fused_network=FusedNetwork(align_px=0.5)), replace=True)
 pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarning")

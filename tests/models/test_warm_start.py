@@ -14,12 +14,11 @@ import crossview
 from crossview import api
 from crossview.errors import UserError
 from crossview.models.dense.inference import init_tokens, predict_fields
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 CAP = 120_000
 register_model(matchstereo_spec("warm-start-fused-test", SMALL, "stereo", fuse=True,
                                 fused_network=FusedNetwork(0.75, max_pixels=CAP)), replace=True)

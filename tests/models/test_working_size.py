@@ -16,12 +16,10 @@ import crossview
 from crossview.errors import UserError
 from crossview.geometry.disparity import field_to_disparity
 from crossview.models.dense.inference import _fields_at, _images_at, predict_fields, working_size
-from crossview.models.matchstereo import MatchStereoConfig
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import FusedNetwork, register_model
+from small_networks import SMALL
 
-SMALL = MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                          decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0)
 CAP = 60_000
 register_model(matchstereo_spec("working-size-test", SMALL, "stereo", fuse=True,
                                 fused_network=FusedNetwork(0.75, max_pixels=CAP)), replace=True)

@@ -17,17 +17,17 @@ import crossview
 from crossview.data.datasets.scenes import SceneFolders
 from crossview.errors import UserError
 from crossview.models.dense.inference import run_padded
-from crossview.models.matchstereo import MatchStereo, MatchStereoConfig
+from crossview.models.matchstereo import MatchStereo
 from crossview.train.pair_adaptation import NETWORK_ANSWER_LR, AdaptationSettings, adapt_to_pair
 from crossview.train.photometric import photometric_loss
+from small_networks import SMALL
 
 ADAM_EPS = 1e-8  # torch.optim.Adam's default
 
 
 def _network() -> MatchStereo:
     torch.manual_seed(0)
-    return MatchStereo(MatchStereoConfig(dims=(8, 16, 16, 24), encoder_depths=(1, 1, 1, 1),
-                                         decoder_layers=(1, 1, 1, 1), heads=2, encoder_head=0),
+    return MatchStereo(SMALL,
                        task="stereo").eval()
 
 
