@@ -1,6 +1,7 @@
 """A stereo network's views fused with each other (crossview.models.dense.self_fusion): the
-steps written out (consistent pixels kept, the row fill, the edge medians, the strip, the right
-view mirrored), every value the network's, the run that takes it (predict_fields, the api, the
+mirrored pair and its fields written out, the more consistent of two runs per pixel, the steps
+written out (consistent pixels kept, the row fill, the edge medians, the strip, the right view
+mirrored), every value the network's, the run that takes it (predict_fields, the api, the
 command line, eval's row) and what it refuses."""
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.self_fusion import (
     SELF_FUSION_CHECK_PX,
     fuse_with_itself,
+    mirrored,
+    mirrored_fields,
+    more_consistent,
     self_fused_disparities,
 )
 from crossview.models.matchstereo.specs import matchstereo_spec
@@ -56,6 +60,45 @@ def _written_out(disparity: np.ndarray, error: np.ndarray, image: np.ndarray,
     for settings in sgbm_fusion.EDGE_MEDIANS:
         filled = edge_weighted_median(filled, image, **settings)
     return extend_out_of_view(filled, **sgbm_fusion.OUT_OF_VIEW)
+
+
+def test_the_mirrored_swapped_pair_is_a_rectified_pair_of_the_same_disparity() -> None:
+    left, right = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in _pair())
+    first, second = mirrored(right), mirrored(left)
+    # the new left image's (x, y) is the new right image's (x - SHIFT, y)
+    assert torch.equal(first[..., SHIFT:], second[..., :-SHIFT])
+
+
+def test_mirrored_fields_written_out_and_its_own_inverse() -> None:
+    torch.manual_seed(0)
+    b, h, w = 2, 3, 5
+    field = torch.randn(2 * b, h, w, 2)
+    got = mirrored_fields(field)
+    for row in range(2 * b):
+        source = (row + b) % (2 * b)  # the views swap
+        for y in range(h):
+            for x in range(w):
+                fx, fy = field[source, y, w - 1 - x].tolist()
+                assert got[row, y, x].tolist() == [-fx, fy]
+    assert torch.equal(mirrored_fields(got), field)
+    # a constant disparity d in both views (left x = -d, right x = +d) maps to itself
+    constant = torch.zeros(2, h, w, 2)
+    constant[0, ..., 0], constant[1, ..., 0] = -3.0, 3.0
+    assert torch.equal(mirrored_fields(constant), constant)
+
+
+def test_more_consistent_takes_per_pixel_the_field_whose_views_agree_better() -> None:
+    torch.manual_seed(1)
+    first, second = torch.randn(2, 24, 32, 2) * 3, torch.randn(2, 24, 32, 2) * 3
+    got = more_consistent(first, second)
+    error_first = consistency_error(first)[0]
+    error_second = consistency_error(second)[0]
+    for row in range(2):
+        for y in range(24):
+            for x in range(32):
+                want = first if error_first[row, y, x] <= error_second[row, y, x] else second
+                assert torch.equal(got[row, y, x], want[row, y, x])
+    assert torch.equal(more_consistent(first, first.clone()), first)  # ties: the first
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -94,15 +137,20 @@ def test_predict_fields_fuses_the_networks_views_instead_of_sgbm() -> None:
     model = crossview.load_model("self-fusion-test")
     assert model.fuse_by_default
     plain = predict_fields(model, left, right, "stereo", fuse=False)
+    # the second opinion: the network alone on the mirrored, swapped pair
+    mirror = predict_fields(model, right[:, ::-1].copy(), left[:, ::-1].copy(), "stereo",
+                            fuse=False)
     selfed = predict_fields(model, left, right, "stereo", self_fuse=True)  # fuse: off then
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    want = fuse_with_itself(x0, x1, plain.field)
+    chosen = more_consistent(plain.field, mirrored_fields(mirror.field))
+    assert not torch.equal(chosen, plain.field)  # the mirrored run answers some pixels
+    want = fuse_with_itself(x0, x1, chosen)
     assert torch.equal(selfed.field, want)
     assert not torch.equal(selfed.field, plain.field)  # a random network: many inconsistent
     assert selfed.network_share is None
     # the fields as self_fused_disparities takes them
-    error = consistency_error(plain.field)[0].numpy()
-    values = plain.field.numpy()
+    error = consistency_error(chosen)[0].numpy()
+    values = chosen.numpy()
     disparity = np.concatenate([field_to_disparity(values[:1]),
                                 field_to_disparity(values[1:], "right")])
     np.testing.assert_array_equal(
@@ -111,6 +159,22 @@ def test_predict_fields_fuses_the_networks_views_instead_of_sgbm() -> None:
     result = crossview.estimate_disparity(left, right, model=model, self_fuse=True)
     assert torch.equal(result.disparity[0], torch.from_numpy(field_to_disparity(
         want[:1].numpy())[0]))
+
+
+def test_a_warm_start_starts_both_runs_the_mirrored_one_mirrored() -> None:
+    left, right = _pair()
+    torch.manual_seed(0)
+    model = crossview.load_model("self-fusion-test")
+    start = torch.zeros(2, 24, 26, 2)  # both views' fields at any size, as a stream gives
+    start[0, ..., 0], start[1, ..., 0] = -SHIFT, SHIFT
+    start[0, :, :8, 0] = -2.0  # not mirror symmetric
+    plain = predict_fields(model, left, right, "stereo", fuse=False, init=start)
+    mirror = predict_fields(model, right[:, ::-1].copy(), left[:, ::-1].copy(), "stereo",
+                            fuse=False, init=mirrored_fields(start))
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    want = fuse_with_itself(x0, x1, more_consistent(plain.field, mirrored_fields(mirror.field)))
+    got = predict_fields(model, left, right, "stereo", self_fuse=True, init=start)
+    assert torch.equal(got.field, want)
 
 
 def test_self_fusion_refuses_flow_and_the_sgbm_fusion() -> None:

@@ -7,10 +7,10 @@ when the README has no such column. For each group, the setting with the lowest 
 the *other* groups' scenes is chosen and scored on the group's own scenes; the mean of these
 left-out scores (per scene) is what the choice is worth on scenes it did not see. The setting
 chosen on all groups is the one to ship. ``--scenes`` limits the pool (e.g. the scenes held out
-of training).
+of training), ``--settings`` the candidates (e.g. those within a time budget).
 
-Run: ``python docs/results/real-stereo/real_choice.py SETTINGS.json ROOT [--scenes a,b,...] [--json
-OUT]``
+Run: ``python docs/results/real-stereo/real_choice.py SETTINGS.json ROOT [--scenes a,b,...]
+[--settings "a,b,..."] [--json OUT]``
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def main() -> None:
     parser.add_argument("settings", type=Path)
     parser.add_argument("root", type=Path)
     parser.add_argument("--scenes", default="")
+    parser.add_argument("--settings", default="", help="comma-separated candidates (default: all)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     records = json.loads(args.settings.read_text())["records"]
@@ -59,6 +60,8 @@ def main() -> None:
         if Path(record["root"]).resolve() != args.root.resolve():
             continue
         name = f"{record['setting']}{'' if record['refine'] else ' no-refine'}"
+        if args.settings and name not in args.settings.split(","):
+            continue
         table[name][record["scene"]] = record["bad2"]
     scenes = sorted(next(iter(table.values())))
     if args.scenes:

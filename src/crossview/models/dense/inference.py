@@ -36,7 +36,12 @@ from crossview.geometry.photometric_refinement import refine_field
 from crossview.models.dense import dis_fusion, sgbm_fusion
 from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.presets import fused_settings
-from crossview.models.dense.self_fusion import fuse_with_itself
+from crossview.models.dense.self_fusion import (
+    fuse_with_itself,
+    mirrored,
+    mirrored_fields,
+    more_consistent,
+)
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.dense.vertical_alignment import NOTED_OFFSET_PX, measure_rows, rows_shifted
 from crossview.models.registry import FusedNetwork, Predictor
@@ -189,11 +194,15 @@ def predict_fields(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str
             measures them once in a while, :class:`crossview.api.StereoSequence`): lined up
             by these instead of measuring them again (:func:`row_offsets`); ``None``:
             measured. A :class:`UserError` for a run that does not line rows up.
-        self_fuse: stereo without the classical matcher: both views' fields fused with each
-            other after the refinement (:mod:`crossview.models.dense.self_fusion`: the
-            network's left-right consistent pixels kept, the rest filled along the row, the
-            edge medians and the out-of-view strip); it runs instead of the SGBM fusion
-            (``fuse=None`` then means off; ``fuse=True`` with it is a :class:`UserError`).
+        self_fuse: stereo without the classical matcher: the network (and the refinement)
+            run a second time on the pair mirrored left to right with its images swapped
+            (``init`` mirrored likewise), each pixel of each view taken from the run whose two
+            views agree better there, then both views' fields fused with each other
+            (:mod:`crossview.models.dense.self_fusion`: the network's left-right consistent
+            pixels kept, the rest filled along the row, the edge medians and the out-of-view
+            strip; ``self_rpos`` and the attention peak stay the pair's own run's); it runs
+            instead of the SGBM fusion (``fuse=None`` then means off; ``fuse=True`` with it
+            is a :class:`UserError`).
 
     Returns:
         :class:`Fields`: ``field [2B, H, W, 2]`` (the first images' fields, then the second
@@ -286,19 +295,27 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         x1 = _rows_shifted(x1, offsets)
     autocast = (torch.autocast(target.type, dtype=dtype) if dtype != torch.float32
                 else contextlib.nullcontext())
-    with torch.inference_mode():
+    init = None if init is None else init.to(target)
+
+    def answer(first: torch.Tensor, second: torch.Tensor, start: torch.Tensor | None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         with autocast:
-            field, rpos, peak = network_fields(model, x0, x1, task, lri=lri, size=size,
-                                               init=None if init is None else init.to(target))
-        field, rpos = field.float(), rpos.float()
-        peak = None if peak is None else peak.float()
+            field, rpos, peak = network_fields(model, first, second, task, lri=lri, size=size,
+                                               init=start)
+        field = field.float()
         if refine:
-            field = refine_fields(x0, x1, field, task)
+            field = refine_fields(first, second, field, task)
+        return field, rpos.float(), None if peak is None else peak.float()
+
+    with torch.inference_mode():
+        field, rpos, peak = answer(x0, x1, init)
         share = None
         if fuse:
             field, share = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
         elif self_fuse:
-            field = fuse_with_itself(x0, x1, field)
+            mirror = answer(mirrored(x1), mirrored(x0),
+                            None if init is None else mirrored_fields(init))[0]
+            field = fuse_with_itself(x0, x1, more_consistent(field, mirrored_fields(mirror)))
         if lined_up:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
     return _fields(field, rpos, peak, threshold, share,
