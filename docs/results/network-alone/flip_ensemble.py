@@ -25,7 +25,8 @@ that ``docs/results/real-stereo/real_choice.py`` chooses among by leave-one-grou
 Run: ``OMP_NUM_THREADS=2 python docs/results/network-alone/flip_ensemble.py OUT.json
 ../shared/real-train ../shared/real-dev`` then ``python docs/results/real-stereo/real_choice.py
 OUT.json ../shared/real-train``; ``--adapt N`` adapts the network to each pair first (N steps
-of ``--self-fuse --adapt N``, at :data:`crossview.train.pair_adaptation.NETWORK_ANSWER_LR`).
+of ``--self-fuse --adapt N``, at :data:`crossview.train.pair_adaptation.NETWORK_ANSWER_LR`),
+with ``--adapt-mirrored-too`` to the pair and its mirrored, swapped copy together.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import crossview
 from crossview.data.io import read_image
@@ -109,13 +111,18 @@ def combinations(runs: dict[str, Views]) -> dict[str, Views]:
             "consistent 4": most_consistent(list(runs))}
 
 
-def scene_records(model: object, root: Path, scene: Path, adapt: int) -> list[dict]:
+def scene_records(model: object, root: Path, scene: Path, adapt: int,
+                  both: bool = False) -> list[dict]:
     """Every combination's scores on ``scene``, alone and self-fused, by ``model`` adapted
-    first to the pair for ``adapt`` steps (0: none) as ``--self-fuse --adapt`` adapts it."""
+    first to the pair for ``adapt`` steps (0: none) as ``--self-fuse --adapt`` adapts it
+    (``both``: to the pair and its mirrored, swapped copy together, a batch of two)."""
     left, right = read_image(scene / "left.png"), read_image(scene / "right.png")
     truth = np.load(scene / "gt.npy").astype(np.float32)
     if adapt:
-        model = adapt_to_pair(model, left, right, "stereo",
+        first, second = ([left, mirrored(right, True, False)], [right, mirrored(left, True, False)]
+                         ) if both else ([left], [right])
+        model = adapt_to_pair(model, *(torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2)
+                                       .float() for images in (first, second)), "stereo",
                               settings=AdaptationSettings.for_run(adapt, "stereo", fused=False))
     runs = {name: network_views(model, left, right, h, v)
             for name, h, v in (("id", False, False), ("h", True, False), ("v", False, True),
@@ -130,16 +137,16 @@ def scene_records(model: object, root: Path, scene: Path, adapt: int) -> list[di
     return records
 
 
-def main(out: Path, roots: list[Path], adapt: int) -> None:
+def main(out: Path, roots: list[Path], adapt: int, both: bool) -> None:
     model = crossview.load_model("matchstereo-hybrid")
     records: list[dict] = []
     for root in roots:
         for scene in sorted(p.parent for p in root.glob("*/gt.npy")):
-            records += scene_records(model, root, scene, adapt)
+            records += scene_records(model, root, scene, adapt, both)
             print(scene.name, " ".join(f"{r['setting']}={r['bad2']:.2f}"
                                        for r in records if r["scene"] == scene.name),
                   flush=True)
-            write_json(out, {"adapt": adapt, "records": records})
+            write_json(out, {"adapt": adapt, "adapt_mirrored_too": both, "records": records})
     settings = list(dict.fromkeys(r["setting"] for r in records))
 
     def mean_bad2(setting: str, root: Path) -> str:
@@ -155,5 +162,7 @@ if __name__ == "__main__":
     parser.add_argument("out", type=Path)
     parser.add_argument("roots", type=Path, nargs="+", help="folders of scenes with gt.npy")
     parser.add_argument("--adapt", type=int, default=0, help="test-time adaptation steps")
+    parser.add_argument("--adapt-mirrored-too", action="store_true",
+                        help="adapt to the pair and its mirrored, swapped copy together")
     args = parser.parse_args()
-    main(args.out, args.roots, args.adapt)
+    main(args.out, args.roots, args.adapt, args.adapt_mirrored_too)

@@ -7,7 +7,7 @@ second run is a second opinion; each pixel of each view takes the run whose two 
 best there (:func:`more_consistent`). Chosen by leave-one-group-out over real-train's 17 groups
 among the pair's run, the mirrored run, their mean and this choice, each with and without the
 steps below (every fold chose this choice with them): left-out bad-2 17.70 % against 18.76 %
-for the pair's run alone; development scenes 20.77 % against 22.97 %. With top-bottom mirrored
+for the pair's run alone; development scenes 20.65 % against 22.97 %. With top-bottom mirrored
 runs among the candidates too, the same rule over four runs was chosen, left-out 17.74 %: no
 better, at twice the cost (docs/results/network-alone/README.md, item 15).
 
