@@ -57,13 +57,14 @@ def mirrored(image: np.ndarray, h: bool, v: bool) -> np.ndarray:
     return np.ascontiguousarray(image[::-1 if v else 1, ::-1 if h else 1])
 
 
-def network_views(model: object, left: np.ndarray, right: np.ndarray, h: bool, v: bool
-                  ) -> Views:
+def network_views(model: object, left: np.ndarray, right: np.ndarray, h: bool, v: bool,
+                  **options: object) -> Views:
     """Both views' disparities of the network alone run on the pair mirrored (``h``: left to
-    right, the images swapped; ``v``: top to bottom), mapped back to the pair's views."""
+    right, the images swapped; ``v``: top to bottom), mapped back to the pair's views
+    (``options``: more arguments of ``crossview.estimate_disparity``)."""
     first, second = (right, left) if h else (left, right)
     result = crossview.estimate_disparity(mirrored(first, h, v), mirrored(second, h, v),
-                                          model=model, fuse=False)
+                                          model=model, fuse=False, **options)
     views = [mirrored(d[..., None], h, v)[..., 0] for d in
              (result.disparity[0].numpy(), result.disparity_right[0].numpy())]
     return (views[1], views[0]) if h else (views[0], views[1])
@@ -89,26 +90,29 @@ def self_fused(views: Views, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return self_fused_disparities([left, right], disparity, left_right_error(views))[0]
 
 
+def most_consistent(runs: dict[str, Views], names: list[str]) -> Views:
+    """Per pixel and view, the value of the run of ``names`` whose own two views agree best
+    there (the least left-right error; the first named on a tie)."""
+    errors = np.stack([left_right_error(runs[n]) for n in names])  # [N, 2, H, W]
+    stacked = np.stack([np.stack(runs[n]) for n in names])  # [N, 2, H, W]
+    chosen = np.take_along_axis(stacked, errors.argmin(0)[None], 0)[0]
+    return chosen[0], chosen[1]
+
+
 def combinations(runs: dict[str, Views]) -> dict[str, Views]:
     """Every combination of the module docstring from the four runs."""
     def per_view(reduce: Callable[[np.ndarray], np.ndarray], names: list[str]) -> Views:
         return tuple(reduce(np.stack([runs[n][k] for n in names])).astype(np.float32)
                      for k in (0, 1))
 
-    def most_consistent(names: list[str]) -> Views:
-        errors = np.stack([left_right_error(runs[n]) for n in names])  # [N, 2, H, W]
-        stacked = np.stack([np.stack(runs[n]) for n in names])  # [N, 2, H, W]
-        chosen = np.take_along_axis(stacked, errors.argmin(0)[None], 0)[0]
-        return chosen[0], chosen[1]
-
     return {"id": runs["id"], "h": runs["h"], "v": runs["v"],
             "mean id+h": per_view(lambda s: s.mean(0), ["id", "h"]),
             "mean id+v": per_view(lambda s: s.mean(0), ["id", "v"]),
             "mean 4": per_view(lambda s: s.mean(0), list(runs)),
             "median 4": per_view(lambda s: np.median(s, 0), list(runs)),
-            "consistent id+h": most_consistent(["id", "h"]),
-            "consistent id+v": most_consistent(["id", "v"]),
-            "consistent 4": most_consistent(list(runs))}
+            "consistent id+h": most_consistent(runs, ["id", "h"]),
+            "consistent id+v": most_consistent(runs, ["id", "v"]),
+            "consistent 4": most_consistent(runs, list(runs))}
 
 
 def scene_records(model: object, root: Path, scene: Path, adapt: int,
@@ -127,8 +131,15 @@ def scene_records(model: object, root: Path, scene: Path, adapt: int,
     runs = {name: network_views(model, left, right, h, v)
             for name, h, v in (("id", False, False), ("h", True, False), ("v", False, True),
                                ("hv", True, True))}
+    return setting_records(combinations(runs), root, scene, left, right, truth)
+
+
+def setting_records(settings: dict[str, Views], root: Path, scene: Path, left: np.ndarray,
+                    right: np.ndarray, truth: np.ndarray) -> list[dict]:
+    """The records of each of ``settings``' views on ``scene`` of ``root`` (the pair ``left``,
+    ``right``; ground truth ``truth``), its left view as it is and self-fused."""
     records = []
-    for name, views in combinations(runs).items():
+    for name, views in settings.items():
         for setting, disparity in ((name, views[0]),
                                    (f"{name} self-fused", self_fused(views, left, right))):
             bad, epe = scores(disparity, truth)

@@ -50,7 +50,8 @@ def main() -> None:
     parser.add_argument("settings", type=Path)
     parser.add_argument("root", type=Path)
     parser.add_argument("--scenes", default="")
-    parser.add_argument("--settings", default="", help="comma-separated candidates (default: all)")
+    parser.add_argument("--settings", dest="candidates", default="",
+                        help="comma-separated candidates (default: all)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     records = json.loads(args.settings.read_text())["records"]
@@ -60,7 +61,7 @@ def main() -> None:
         if Path(record["root"]).resolve() != args.root.resolve():
             continue
         name = f"{record['setting']}{'' if record['refine'] else ' no-refine'}"
-        if args.settings and name not in args.settings.split(","):
+        if args.candidates and name not in args.candidates.split(","):
             continue
         table[name][record["scene"]] = record["bad2"]
     scenes = sorted(next(iter(table.values())))
