@@ -32,6 +32,7 @@ from crossview.models.dense.self_fusion import (
     mirrored_fields,
     more_consistent,
     self_fused_disparities,
+    self_fused_pair,
 )
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import register_model
@@ -69,36 +70,56 @@ def test_the_mirrored_swapped_pair_is_a_rectified_pair_of_the_same_disparity() -
     assert torch.equal(first[..., SHIFT:], second[..., :-SHIFT])
 
 
-def test_mirrored_fields_written_out_and_its_own_inverse() -> None:
-    torch.manual_seed(0)
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_mirrored_fields_written_out_and_its_own_inverse(as_tensor: bool) -> None:
     b, h, w = 2, 3, 5
-    field = torch.randn(2 * b, h, w, 2)
-    got = mirrored_fields(field)
+    field = np.random.default_rng(0).normal(size=(2 * b, h, w, 2)).astype(np.float32)
+    given = torch.from_numpy(field) if as_tensor else field
+    got = mirrored_fields(given)
+    assert type(got) is type(given)
     for row in range(2 * b):
         source = (row + b) % (2 * b)  # the views swap
         for y in range(h):
             for x in range(w):
                 fx, fy = field[source, y, w - 1 - x].tolist()
                 assert got[row, y, x].tolist() == [-fx, fy]
-    assert torch.equal(mirrored_fields(got), field)
+    back = mirrored_fields(got)
+    assert (back == given).all() and (given == field).all()  # the input is left as it was
     # a constant disparity d in both views (left x = -d, right x = +d) maps to itself
-    constant = torch.zeros(2, h, w, 2)
+    constant = np.zeros((2, h, w, 2), np.float32)
     constant[0, ..., 0], constant[1, ..., 0] = -3.0, 3.0
-    assert torch.equal(mirrored_fields(constant), constant)
+    np.testing.assert_array_equal(mirrored_fields(constant), constant)
 
 
 def test_more_consistent_takes_per_pixel_the_field_whose_views_agree_better() -> None:
-    torch.manual_seed(1)
-    first, second = torch.randn(2, 24, 32, 2) * 3, torch.randn(2, 24, 32, 2) * 3
+    rng = np.random.default_rng(1)
+    first, second = (rng.normal(0, 3, (2, 24, 32, 2)).astype(np.float32) for _ in range(2))
     got = more_consistent(first, second)
-    error_first = consistency_error(first)[0]
-    error_second = consistency_error(second)[0]
+    error_first = consistency_error(torch.from_numpy(first))[0]
+    error_second = consistency_error(torch.from_numpy(second))[0]
     for row in range(2):
         for y in range(24):
             for x in range(32):
                 want = first if error_first[row, y, x] <= error_second[row, y, x] else second
-                assert torch.equal(got[row, y, x], want[row, y, x])
-    assert torch.equal(more_consistent(first, first.clone()), first)  # ties: the first
+                np.testing.assert_array_equal(got[row, y, x], want[row, y, x])
+    np.testing.assert_array_equal(more_consistent(first, first.copy()), first)  # ties: first
+
+
+def test_the_pair_is_fused_from_the_more_consistent_run() -> None:
+    rng = np.random.default_rng(2)
+    h, w = 30, 48
+    images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(2)]
+    field = np.zeros((2, h, w, 2), np.float32)
+    field[0, ..., 0], field[1, ..., 0] = -5.0, 5.0  # consistent at 5 px
+    field[0, :, 20:30, 0] = -9.0  # a patch the other view does not confirm
+    mirror = mirrored_fields(field)  # the mirrored run agrees ...
+    mirror[1, :, w - 30:w - 20, 0] = 5.0  # ... and has the patch right
+    got = self_fused_pair(images, field, mirror)
+    chosen = more_consistent(field, mirrored_fields(mirror))
+    assert (chosen[0, :, 20:30, 0] == -5.0).all()
+    disparity = np.stack([-chosen[0, ..., 0], chosen[1, ..., 0]])
+    np.testing.assert_array_equal(got, self_fused_disparities(
+        images, disparity, consistency_error(torch.from_numpy(chosen))[0].numpy()))
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -142,20 +163,15 @@ def test_predict_fields_fuses_the_networks_views_instead_of_sgbm() -> None:
                             fuse=False)
     selfed = predict_fields(model, left, right, "stereo", self_fuse=True)  # fuse: off then
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    chosen = more_consistent(plain.field, mirrored_fields(mirror.field))
-    assert not torch.equal(chosen, plain.field)  # the mirrored run answers some pixels
-    want = fuse_with_itself(x0, x1, chosen)
+    chosen = more_consistent(plain.field.numpy(), mirrored_fields(mirror.field.numpy()))
+    assert not np.array_equal(chosen, plain.field.numpy())  # the mirrored run answers some
+    want = fuse_with_itself(x0, x1, plain.field, mirror.field)
     assert torch.equal(selfed.field, want)
     assert not torch.equal(selfed.field, plain.field)  # a random network: many inconsistent
     assert selfed.network_share is None
-    # the fields as self_fused_disparities takes them
-    error = consistency_error(chosen)[0].numpy()
-    values = chosen.numpy()
-    disparity = np.concatenate([field_to_disparity(values[:1]),
-                                field_to_disparity(values[1:], "right")])
-    np.testing.assert_array_equal(
-        field_to_disparity(want[:1].numpy())[0],
-        self_fused_disparities([left, right], disparity, error)[0])
+    np.testing.assert_array_equal(field_to_disparity(want[:1].numpy())[0],
+                                  self_fused_pair([left, right], plain.field.numpy(),
+                                                  mirror.field.numpy())[0])
     result = crossview.estimate_disparity(left, right, model=model, self_fuse=True)
     assert torch.equal(result.disparity[0], torch.from_numpy(field_to_disparity(
         want[:1].numpy())[0]))
@@ -172,7 +188,7 @@ def test_a_warm_start_starts_both_runs_the_mirrored_one_mirrored() -> None:
     mirror = predict_fields(model, right[:, ::-1].copy(), left[:, ::-1].copy(), "stereo",
                             fuse=False, init=mirrored_fields(start))
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    want = fuse_with_itself(x0, x1, more_consistent(plain.field, mirrored_fields(mirror.field)))
+    want = fuse_with_itself(x0, x1, plain.field, mirror.field)
     got = predict_fields(model, left, right, "stereo", self_fuse=True, init=start)
     assert torch.equal(got.field, want)
 

@@ -17,6 +17,9 @@ torch's antialiased bilinear in crossview, the same weights in numpy in the runt
 2026-11-29 OpenCV's area resampling there) (no ground truth at that size: no bad-2).
 ``PRESET=fast`` (or ``balanced``, ``best``) exports and runs that speed preset instead of the
 model's own settings (``fast`` works at 120,000 px: every scene runs at a working size).
+``SELF_FUSE=1`` exports the network alone (``--no-fuse``) and compares
+:class:`crossview.runtime.SelfFusedStereo` with ``crossview stereo --self-fuse`` (use with
+``UPSCALE=0``: the self-fused run has no working size).
 
 Run: ``OMP_NUM_THREADS=2 python docs/results/onnx-runtime/measure.py OUT.json
 ../shared/real-dev`` (``SCENES=a,b`` keeps only those scenes).
@@ -43,10 +46,11 @@ from crossview.geometry.disparity import field_to_disparity
 from crossview.metrics.stereo import bad_pixels
 from crossview.models.dense.inference import predict_fields
 from crossview.report import write_json
-from crossview.runtime import FusedStereo
+from crossview.runtime import FusedStereo, SelfFusedStereo
 
 MODEL = "matchstereo-hybrid"
 PRESET = os.environ.get("PRESET") or None  # a speed preset; None: the model's own
+SELF_FUSE = os.environ.get("SELF_FUSE") == "1"  # the network-alone file, run self-fused
 T = TypeVar("T")
 
 
@@ -66,18 +70,19 @@ def compare(model: object, name: str, left: np.ndarray, right: np.ndarray,
     size = left.shape[:2]
     path = folder / f"{name}.onnx"
     start = time.perf_counter()
-    export_onnx(model, path, size, preset=PRESET)
+    export_onnx(model, path, size, preset=PRESET, fuse=False if SELF_FUSE else None)
     export_s = time.perf_counter() - start
     start = time.perf_counter()
-    stereo = FusedStereo(path)
+    stereo = SelfFusedStereo(path) if SELF_FUSE else FusedStereo(path)
     load_s = time.perf_counter() - start
     deployed, runtime_s = timed_twice(lambda: stereo(left, right).left)
-    field, crossview_s = timed_twice(lambda: predict_fields(model, left, right, "stereo",
-                                                            preset=PRESET).field)
+    field, crossview_s = timed_twice(lambda: predict_fields(
+        model, left, right, "stereo", preset=PRESET, self_fuse=SELF_FUSE).field)
     reference = field_to_disparity(field[0]).numpy()
     difference = np.abs(deployed.astype(np.float64) - reference)
+    work = size if SELF_FUSE else stereo.file.working_size
     row = {"scene": name, "size": f"{size[0]}x{size[1]}",
-           "working_size": f"{stereo.file.working_size[0]}x{stereo.file.working_size[1]}",
+           "working_size": f"{work[0]}x{work[1]}",
            "mean_abs_px": float(difference.mean()), "max_abs_px": float(difference.max()),
            "share_over_0.5px": float((difference > 0.5).mean()),
            "runtime_s": runtime_s, "crossview_s": crossview_s, "session_load_s": load_s,
@@ -114,7 +119,7 @@ def main(out: Path, root: str) -> None:
                for key in ("mean_abs_px", "runtime_bad2", "crossview_bad2", "runtime_s",
                            "crossview_s")}
     summary["max_abs_px"] = max(row["max_abs_px"] for row in dev)
-    write_json(out, {"model": MODEL, "preset": PRESET, "root": root,
+    write_json(out, {"model": MODEL, "preset": PRESET, "self_fuse": SELF_FUSE, "root": root,
                      "threads": os.environ.get("OMP_NUM_THREADS"),
                      "onnxruntime": onnxruntime.__version__,
                      "opencv": cv2.__version__, "rows": rows, "dev_mean": summary})

@@ -94,6 +94,11 @@ def onnx_command(
                          "(recorded in its metadata, crossview.lacks)", markup=False)
         stdout.print(f"the file computes what `{meta['crossview.same_as']}` gives "
                      f"at {meta['crossview.size']}", markup=False, soft_wrap=True)
+        self_fused = onnx.self_fused_same_as(meta)
+        if self_fused is not None:
+            stdout.print(f"`python -m crossview.runtime {out} LEFT RIGHT -o DISPARITY.npy "
+                         f"--self-fuse` gives what `{self_fused}` gives (two runs, the views "
+                         "fused with numpy, no torch)", markup=False, soft_wrap=True)
     if check:
         with steps.long_step(f"checking {out.name} with onnxruntime against crossview"):
             differences = onnx.compare_with_crossview(module, out, shape)

@@ -60,6 +60,7 @@ from crossview.models.dense.presets import fused_settings
 from crossview.models.keypoints.contract import is_keypoint_matcher
 from crossview.output import atomic_output
 from crossview.runtime.fused_file import FusedFile, fusion_constants
+from crossview.runtime.self_fused import network_file_size, self_fused_command
 from crossview.runtime.session import onnx_session
 from crossview.runtime.stereo import FusedStereo
 
@@ -203,6 +204,17 @@ def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
         + "".join(f" {option}" for option, _ in dropped),
         "crossview.lacks": ", ".join(what for _, what in dropped)})
     return meta
+
+
+def self_fused_same_as(metadata: dict[str, str]) -> str | None:
+    """The command whose answer :class:`crossview.runtime.SelfFusedStereo` gives on a file of
+    these ``metadata`` (:func:`file_metadata`): a stereo network file of one size, unfused;
+    ``None`` for any other file."""
+    try:
+        network_file_size(metadata, "")
+    except UserError:
+        return None
+    return self_fused_command(metadata["crossview.same_as"])
 
 
 def dropped_defaults(module: DenseOutputs) -> list[tuple[str, str]]:

@@ -1,10 +1,13 @@
 """The fused default stereo model without torch: an ONNX file of its network
 (``crossview export onnx --model matchstereo-hybrid --size HxW -o FILE``) completed with numpy,
 OpenCV and onnxruntime to what ``crossview stereo`` gives (docs/export.md,
-docs/results/onnx-runtime).
+docs/results/onnx-runtime); and the network's self-fused answer (``crossview stereo
+--self-fuse``) from a file of the network alone (``--no-fuse``).
 
 - :mod:`~crossview.runtime.stereo`: :class:`FusedStereo`, the run (row alignment, network,
   SGBM fusion);
+- :mod:`~crossview.runtime.self_fused`: :class:`SelfFusedStereo`, the network on the pair and
+  its mirror image, the views fused with each other;
 - :mod:`~crossview.runtime.fused_file`: what the file records for it;
 - :mod:`~crossview.runtime.images`: the pair, read and checked;
 - :mod:`~crossview.runtime.session`: the onnxruntime session;
@@ -17,6 +20,7 @@ runs where only ``numpy``, ``opencv-python-headless`` and ``onnxruntime`` are in
 
 from __future__ import annotations
 
+from crossview.runtime.self_fused import SelfFusedStereo
 from crossview.runtime.stereo import FusedStereo, StereoResult
 
-__all__ = ["FusedStereo", "StereoResult"]
+__all__ = ["FusedStereo", "SelfFusedStereo", "StereoResult"]

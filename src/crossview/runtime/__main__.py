@@ -1,5 +1,7 @@
 """``python -m crossview.runtime FILE LEFT RIGHT -o DISPARITY.npy``: the fused default stereo
-model's answer from an exported file, without torch (:class:`crossview.runtime.FusedStereo`).
+model's answer from an exported file, without torch (:class:`crossview.runtime.FusedStereo`);
+with ``--self-fuse``, the network's self-fused answer from a file of the network alone
+(``crossview export onnx --no-fuse``; :class:`crossview.runtime.SelfFusedStereo`).
 
 Writes the left view's disparity ``[H, W]`` float32 px as ``.npy`` (``--right`` also the right
 view's), atomically. Bad input (a missing or damaged file, images that are not images or not
@@ -20,6 +22,7 @@ import numpy as np
 from crossview.errors import UserError
 from crossview.library_log import library_log_to
 from crossview.output import atomic_output
+from crossview.runtime.self_fused import SelfFusedStereo
 from crossview.runtime.stereo import FusedStereo
 
 
@@ -35,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m crossview.runtime",
                      description="The fused default stereo model's disparity from an ONNX file "
                                  "of `crossview export onnx` (numpy, OpenCV, onnxruntime; no "
-                                 "torch).")
+                                 "torch); with --self-fuse, the network's self-fused answer "
+                                 "from a --no-fuse file.")
     parser.add_argument("file", type=Path, help="the .onnx file (exported at the pair's size)")
     parser.add_argument("left", type=Path, help="the left image")
     parser.add_argument("right", type=Path, help="the right image")
@@ -45,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="also the right view's disparity, .npy")
     parser.add_argument("--threads", type=int, default=0,
                         help="onnxruntime's threads (0: its default)")
+    parser.add_argument("--self-fuse", action="store_true",
+                        help="FILE holds the network alone (crossview export onnx --no-fuse): "
+                             "run it on the pair and its mirror image and fuse the views with "
+                             "each other, as crossview stereo --self-fuse (no OpenCV matcher)")
     return parser
 
 
@@ -66,7 +74,7 @@ def _run(args: argparse.Namespace) -> None:
             if path is not None and path.suffix != ".npy":
                 raise UserError(f"{option} {path}: give a .npy file")
         start = time.perf_counter()
-        stereo = FusedStereo(args.file, args.threads)
+        stereo = (SelfFusedStereo if args.self_fuse else FusedStereo)(args.file, args.threads)
         result = stereo(args.left, args.right)
         seconds = time.perf_counter() - start
         for path, disparity in ((args.out, result.left), (args.right_out, result.right)):

@@ -88,7 +88,8 @@ class FusedFile:
         if metadata.get("crossview.fusion") != FUSION:
             raise UserError(f"{path}: not a fused stereo file (export the default stereo model "
                             "with `crossview export onnx --model matchstereo-hybrid --size HxW "
-                            "-o FILE`)")
+                            "-o FILE`; a file of the network alone, --no-fuse, runs with "
+                            "--self-fuse)")
         try:
             record = cls(size=_size(metadata["crossview.size"]),
                          working_size=_size(metadata["crossview.working_size"]),

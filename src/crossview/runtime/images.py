@@ -1,5 +1,6 @@
 """A stereo pair for :mod:`crossview.runtime`, without torch: paths (read as ``crossview
-stereo`` reads them) or RGB uint8 ``[H, W, 3]`` arrays, checked against the size a file takes."""
+stereo`` reads them) or RGB uint8 ``[H, W, 3]`` arrays, checked against the size a file takes,
+and as a network file's input."""
 
 from __future__ import annotations
 
@@ -40,3 +41,9 @@ def read_pair(left: ImageInput, right: ImageInput,
                             f"file takes {size[0]}x{size[1]}: export one at this size "
                             "(crossview export onnx --size HxW)")
     return pair
+
+
+def network_input(image: np.ndarray) -> np.ndarray:
+    """RGB uint8 ``[H, W, 3]`` as an exported network's input ``[1, 3, H, W]`` float32
+    0..255."""
+    return np.ascontiguousarray(image.transpose(2, 0, 1)[None], dtype=np.float32)

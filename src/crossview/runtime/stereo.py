@@ -43,7 +43,7 @@ from crossview.models.dense.vertical_alignment import (
 )
 from crossview.runtime.antialiased_shrink import antialiased_shrink
 from crossview.runtime.fused_file import FusedFile
-from crossview.runtime.images import ImageInput, read_pair
+from crossview.runtime.images import ImageInput, network_input, read_pair
 from crossview.runtime.session import onnx_session
 
 
@@ -75,7 +75,7 @@ class FusedStereo:
 
     def __call__(self, left: ImageInput, right: ImageInput) -> StereoResult:
         image0, image1 = read_pair(left, right, self.file.size)
-        x0, x1 = (_float_chw(image) for image in (image0, image1))
+        x0, x1 = network_input(image0), network_input(image1)
         if self.file.working_size != self.file.size:
             x0, x1 = (antialiased_shrink(x, self.file.working_size) for x in (x0, x1))
         offset = self._row_offset(x0, x1)
@@ -102,11 +102,6 @@ class FusedStereo:
         warn_if_swapped(measure.disparities, tolerance=NOTED_OFFSET_PX)  # as crossview stereo
         offset = np.float32(measure.offset)
         return offset if abs(offset) >= self.file.align_px else np.float32(0)
-
-
-def _float_chw(image: np.ndarray) -> np.ndarray:
-    """RGB uint8 ``[H, W, 3]`` as the network's input ``[1, 3, H, W]`` float32 0..255."""
-    return np.ascontiguousarray(image.transpose(2, 0, 1)[None], dtype=np.float32)
 
 
 def _hwc(x: np.ndarray) -> np.ndarray:

@@ -36,12 +36,7 @@ from crossview.geometry.photometric_refinement import refine_field
 from crossview.models.dense import dis_fusion, sgbm_fusion
 from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.presets import fused_settings
-from crossview.models.dense.self_fusion import (
-    fuse_with_itself,
-    mirrored,
-    mirrored_fields,
-    more_consistent,
-)
+from crossview.models.dense.self_fusion import fuse_with_itself, mirrored, mirrored_fields
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.dense.vertical_alignment import NOTED_OFFSET_PX, measure_rows, rows_shifted
 from crossview.models.registry import FusedNetwork, Predictor
@@ -315,7 +310,7 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         elif self_fuse:
             mirror = answer(mirrored(x1), mirrored(x0),
                             None if init is None else mirrored_fields(init))[0]
-            field = fuse_with_itself(x0, x1, more_consistent(field, mirrored_fields(mirror)))
+            field = fuse_with_itself(x0, x1, field, mirror)
         if lined_up:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
     return _fields(field, rpos, peak, threshold, share,

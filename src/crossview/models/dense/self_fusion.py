@@ -19,10 +19,9 @@ views agree within :data:`SELF_FUSION_CHECK_PX` (SGBM's place in step 1), so tha
 value is the network's: a consistent pixel keeps its own, an inconsistent one (occlusions,
 mostly) takes the farther of the nearest consistent values along its row, the edge medians
 choose among the network's values, and the strip continues them. Nothing here runs OpenCV's
-matchers: on a GPU the network runs there and these numpy steps after it on the CPU. (No
-exported file gives this answer yet: the run uses the network alone's own settings, the
-half-resolution pass and the photometric refinement, which ``crossview export onnx --bare``
-leaves out.)
+matchers: on a GPU the network runs there and these numpy steps after it on the CPU, and
+:class:`crossview.runtime.SelfFusedStereo` runs them on a ``crossview export onnx --no-fuse``
+file (which holds the network alone with its own half-resolution pass and refinement).
 
 Chosen by leave-one-group-out over real-train's 17 groups among the network alone, its edge
 medians, its strip, both, and the fill at 0.5, 1, 2 or 4 px before both (every fold chose the
@@ -34,10 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from crossview.geometry.consistency_arrays import consistency_error
 from crossview.geometry.disparity import field_to_disparity
 from crossview.lazy import lazy_import
 from crossview.models.dense.sgbm_fusion import FUSION_THREADS, fusion_steps
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 else:  # the numpy function runs without torch (as the fusion's); the tensor wrapper loads it
     torch = lazy_import("torch")
 image_batch = lazy_import("crossview.data.image_batch")
-tensor_consistency = lazy_import("crossview.geometry.consistency")
 
 # a pixel whose two views disagree by more than this (L1 px) is filled along the row; chosen by
 # leave-one-group-out over {0.5, 1, 2, 4} (docs/results/network-alone/alone_postprocess.py)
@@ -80,38 +79,54 @@ def mirrored(images: torch.Tensor) -> torch.Tensor:
     return images.flip(-1)
 
 
-def mirrored_fields(field: torch.Tensor) -> torch.Tensor:
-    """Both views' stereo fields ``[2B, H, W, 2]`` (first images' rows first) of a pair, as
-    those of the mirrored, swapped pair ``(mirrored(second), mirrored(first))``, and back (the
-    map is its own inverse): the views swapped, each mirrored left to right, x negated."""
-    b = field.shape[0] // 2
-    out = torch.cat([field[b:], field[:b]]).flip(2)
-    out[..., 0] = -out[..., 0]
+Fields = TypeVar("Fields", np.ndarray, "torch.Tensor")
+
+
+def mirrored_fields(field: Fields) -> Fields:
+    """Both views' stereo fields ``[2B, H, W, 2]`` (first images' rows first; a numpy array or
+    a tensor) of a pair, as those of the mirrored, swapped pair ``(mirrored(second),
+    mirrored(first))``, and back (the map is its own inverse): the views swapped, each
+    mirrored left to right, x negated."""
+    b, w = field.shape[0] // 2, field.shape[2]
+    out = field[[*range(b, 2 * b), *range(b)]][:, :, list(range(w - 1, -1, -1))]
+    out[..., 0] *= -1
     return out
 
 
-def more_consistent(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
-    """Per pixel and view, the field of ``first`` or ``second`` (both ``[2B, H, W, 2]``, both
-    views of the same pair) whose left-right consistency error
-    (:func:`crossview.geometry.consistency.consistency_error`, each against its own other
-    view) is the smaller there; ``first``'s where they tie."""
-    keep = (tensor_consistency.consistency_error(first)[0]
-            <= tensor_consistency.consistency_error(second)[0])
-    return torch.where(keep[..., None], first, second)
+def more_consistent(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Per pixel and view, the field of ``first`` or ``second`` (both ``[2B, H, W, 2]``
+    float32, both views of the same pair) whose left-right consistency error
+    (:func:`crossview.geometry.consistency_arrays.consistency_error`, each against its own
+    other view) is the smaller there; ``first``'s where they tie."""
+    keep = consistency_error(first)[0] <= consistency_error(second)[0]
+    return np.where(keep[..., None], first, second)
 
 
-def fuse_with_itself(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor) -> torch.Tensor:
+def self_fused_pair(images: Sequence[np.ndarray], field: np.ndarray,
+                    mirror: np.ndarray) -> np.ndarray:
+    """Both views' self-fused disparities ``[2B, H, W]`` float32 px (positive; left views
+    first) from the network's fields ``field [2B, H, W, 2]`` on the pair and ``mirror`` on the
+    mirrored, swapped pair (as that run gives them: :func:`mirrored_fields` maps them back),
+    float32 px; ``images``: each row's view, RGB uint8 ``[H, W, 3]``. The more consistent of
+    the two per pixel (:func:`more_consistent`), then :func:`self_fused_disparities` with its
+    consistency error. Numpy only: ``crossview stereo --self-fuse`` and
+    :class:`crossview.runtime.SelfFusedStereo` both run it."""
+    b = field.shape[0] // 2
+    chosen = more_consistent(field, mirrored_fields(mirror))
+    disparity = np.concatenate([field_to_disparity(chosen[:b]),
+                                field_to_disparity(chosen[b:], "right")])
+    return self_fused_disparities(images, disparity, consistency_error(chosen)[0])
+
+
+def fuse_with_itself(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
+                     mirror: torch.Tensor) -> torch.Tensor:
     """Both views' stereo fields ``[2B, H, W, 2]`` (left views first, x = -disparity) of the
-    pair ``x0, x1 [B, 3, H, W]`` (0..255) fused with each other
-    (:func:`self_fused_disparities`): the fused fields on ``field``'s device and dtype, y as
-    given."""
+    pair ``x0, x1 [B, 3, H, W]`` (0..255) fused with each other (:func:`self_fused_pair`,
+    with the mirrored run's fields ``mirror``): the fused fields on ``field``'s device and
+    dtype, y as ``field`` gives it."""
     b = x0.shape[0]
-    error = tensor_consistency.consistency_error(field.detach().float())[0].cpu().numpy()
-    values = field.detach().float().cpu().numpy()
-    disparity = np.concatenate([field_to_disparity(values[:b]),
-                                field_to_disparity(values[b:], "right")])
     images = [*image_batch.uint8_images(x0), *image_batch.uint8_images(x1)]
-    fused = self_fused_disparities(images, disparity, error)
+    fused = self_fused_pair(images, *(f.detach().float().cpu().numpy() for f in (field, mirror)))
     out = field.clone()
     out[..., 0] = torch.from_numpy(fused).to(field)
     out[:b, ..., 0] *= -1.0  # left views: x = -disparity
