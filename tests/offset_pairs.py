@@ -1,8 +1,11 @@
 """A textured stereo pair whose right image is moved along the rows and the columns, for the
-tests of the row alignment (tests/models/test_vertical_alignment.py) and of the runtime that
-repeats it (tests/export/test_runtime.py)."""
+tests of the row alignment (tests/models/test_vertical_alignment.py) and of the runtimes
+(tests/export/test_runtime.py, tests/export/test_runtime_self_fused.py), and the pair saved as
+image files."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -21,3 +24,11 @@ def offset_pair(offset: int, h: int, w: int, disparity: int, seed: int
     left = wide[pad:pad + h, :w]
     right = wide[pad - offset:pad - offset + h, disparity:disparity + w]
     return np.ascontiguousarray(left), np.ascontiguousarray(right)
+
+
+def saved_pair(folder: Path, pair: tuple[np.ndarray, np.ndarray]) -> tuple[Path, Path]:
+    """``pair`` written as ``folder/left.png`` and ``folder/right.png``; their paths."""
+    paths = folder / "left.png", folder / "right.png"
+    for path, image in zip(paths, pair, strict=True):
+        Image.fromarray(image).save(path)
+    return paths

@@ -29,7 +29,7 @@ from crossview.runtime import FusedStereo
 from crossview.runtime.__main__ import main
 from crossview.runtime.antialiased_shrink import antialiased_shrink, shrink_matrix
 from crossview.runtime.fused_file import FusedFile
-from offset_pairs import offset_pair
+from offset_pairs import offset_pair, saved_pair
 from small_networks import SMALL
 
 onnx = pytest.importorskip("onnx")
@@ -65,11 +65,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module,
 
 @pytest.fixture(scope="module")
 def pair_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("pair")
-    paths = folder / "left.png", folder / "right.png"
-    for path, image in zip(paths, _pair(), strict=True):
-        Image.fromarray(image).save(path)
-    return paths
+    return saved_pair(tmp_path_factory.mktemp("pair"), _pair())
 
 
 def test_the_runtime_gives_what_predict_fields_gives(

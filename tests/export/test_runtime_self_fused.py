@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 import crossview
 from crossview.errors import UserError
@@ -29,7 +28,7 @@ from crossview.models.registry import register_model
 from crossview.runtime import SelfFusedStereo
 from crossview.runtime.__main__ import main
 from crossview.runtime.self_fused import network_file_size, self_fused_command
-from offset_pairs import offset_pair
+from offset_pairs import offset_pair, saved_pair
 from small_networks import SMALL
 
 pytest.importorskip("onnx")
@@ -62,11 +61,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module,
 
 @pytest.fixture(scope="module")
 def pair_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("pair")
-    paths = folder / "left.png", folder / "right.png"
-    for path, image in zip(paths, _pair(), strict=True):
-        Image.fromarray(image).save(path)
-    return paths
+    return saved_pair(tmp_path_factory.mktemp("pair"), _pair())
 
 
 def test_the_runtime_gives_what_the_command_line_gives(
