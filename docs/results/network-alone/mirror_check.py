@@ -1,0 +1,72 @@
+"""The self-fusion's consistency check with the mirrored second run (item 17): the 1 px check
+(:data:`crossview.models.dense.self_fusion.SELF_FUSION_CHECK_PX`) was chosen for one run (item
+10); with item 15's more consistent of two runs more pixels agree, so is another check better?
+
+For every scene the two runs of item 15 (``id``, ``h``: :func:`flip_ensemble.network_views`),
+the more consistent per pixel (:func:`flip_ensemble.most_consistent`), then self-fused with the
+check at each of :data:`CHECKS` px (the module constant set for the call). Records as
+:mod:`flip_ensemble` writes them (setting ``check T``), for ``real_choice.py``.
+
+Run: ``OMP_NUM_THREADS=2 python docs/results/network-alone/mirror_check.py OUT.json
+../shared/real-train ../shared/real-dev`` then ``python docs/results/real-stereo/real_choice.py
+OUT.json ../shared/real-train``
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import crossview
+from crossview.data.io import read_image
+from crossview.models.dense import self_fusion
+from crossview.report import write_json
+
+sys.path.insert(0, str(Path(__file__).parent))
+from adapt_rate import scores
+from flip_ensemble import left_right_error, most_consistent, network_views
+
+CHECKS = (0.5, 0.75, 1.0, 1.5, 2.0)  # px
+
+
+def scene_records(model: object, root: Path, scene: Path) -> list[dict]:
+    """The left view's scores on ``scene`` at every check."""
+    left, right = read_image(scene / "left.png"), read_image(scene / "right.png")
+    truth = np.load(scene / "gt.npy").astype(np.float32)
+    runs = {"id": network_views(model, left, right, False, False),
+            "h": network_views(model, left, right, True, False)}
+    views = most_consistent(runs, ["id", "h"])
+    disparity, error = np.stack(views).astype(np.float32), left_right_error(views)
+    records = []
+    for check in CHECKS:
+        self_fusion.SELF_FUSION_CHECK_PX = check
+        fused = self_fusion.self_fused_disparities([left, right], disparity, error)[0]
+        bad, epe = scores(fused, truth)
+        records.append({"root": str(root), "scene": scene.name, "setting": f"check {check:g}",
+                        "refine": True, "bad2": bad, "epe": epe})
+    return records
+
+
+def main(out: Path, roots: list[Path]) -> None:
+    model = crossview.load_model("matchstereo-hybrid")
+    records: list[dict] = []
+    for root in roots:
+        for scene in sorted(p.parent for p in root.glob("*/gt.npy")):
+            records += scene_records(model, root, scene)
+            print(scene.name, " ".join(f"{r['setting']}={r['bad2']:.2f}"
+                                       for r in records if r["scene"] == scene.name), flush=True)
+            write_json(out, {"checks": CHECKS, "records": records})
+    for root in roots:
+        for check in CHECKS:
+            inside = [r for r in records
+                      if r["root"] == str(root) and r["setting"] == f"check {check:g}"]
+            print(f"{root} check {check:g}: bad-2 {np.mean([r['bad2'] for r in inside]):.2f} "
+                  f"EPE {np.mean([r['epe'] for r in inside]):.3f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    main(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
