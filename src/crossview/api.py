@@ -331,13 +331,16 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
                         download: bool = False, sample_size: tuple[int, int] | None = None,
                         refine: bool | None = None, lri: bool | None = None,
                         adapt: int = 0, fuse: bool | None = None, preset: str | None = None,
-                        self_fuse: bool = False) -> tuple[Predictor, dict[str, Predictor]]:
-    """The predictor of the registered model ``name`` on a ``task`` benchmark, and
+                        self_fuse: bool = False
+                        ) -> tuple[Predictor, dict[str, Predictor], AdaptationSettings | None]:
+    """The predictor of the registered model ``name`` on a ``task`` benchmark,
     ``{caption: predictor}`` of its variants (:func:`predictor_variants`) on the same loaded
-    network: loaded by :func:`load_task_model` (``quiet``: no random-weights warning, as on all
-    ranks but the first), then :func:`predictor`. With ``sample_size`` (``(H, W)`` every
-    sample has), a model that would need more memory than this machine has is refused now
-    (:func:`check_memory`), before any sample is read or generated."""
+    network, and the budget of its test-time adaptation (:func:`adaptation_settings`;
+    ``None`` without ``adapt``): loaded by :func:`load_task_model` (``quiet``: no
+    random-weights warning, as on all ranks but the first), then :func:`predictor`. With
+    ``sample_size`` (``(H, W)`` every sample has), a model that would need more memory than
+    this machine has is refused now (:func:`check_memory`), before any sample is read or
+    generated."""
     models = ", ".join(list_models(task)) or "none"
     model = load_task_model(name, task, weights, purpose=f"a {task} benchmark (its models: "
                             f"{models})", device=device, download=download, quiet=quiet)
@@ -349,7 +352,8 @@ def benchmark_predictor(name: str, task: str, weights: str | os.PathLike | None 
                                          "option)", "--no-refine"))
     variants = {caption: predictor(model, device=device, precision=precision, variant=variant)
                 for variant, caption in predictor_variants(name).items()}
-    return predict, variants
+    adaptation = adaptation_settings(model, task, adapt, fuse, self_fuse) if adapt else None
+    return predict, variants, adaptation
 
 
 # progress(label, total) starts a task of ``total`` samples and returns its step(sample name)
@@ -360,12 +364,14 @@ ProgressTracker = Callable[[str, int], Callable[[str], None]]
 class BenchmarkRun:
     """What :func:`evaluate_benchmark` gives: the model's ``result``, the ``baselines`` scored
     beside it (``None`` on kinds without any), the dataset ``kind`` (its name, task, note and
-    reduction) and this process's place in the run (``dist``: ``dist.is_main`` reports)."""
+    reduction), this process's place in the run (``dist``: ``dist.is_main`` reports) and the
+    budget each sample's test-time adaptation had (``adaptation``; ``None``: none)."""
 
     result: EvalResult
     baselines: list[Any] | None  # crossview.baselines.BaselineRun
     kind: Any  # crossview.data.datasets.registry.DatasetKind
     dist: Any  # crossview.distributed.DistInfo
+    adaptation: AdaptationSettings | None = None
 
 
 def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike | None = None,
@@ -403,7 +409,7 @@ def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike |
     if info.enabled and device.startswith("cuda"):
         device = f"cuda:{info.local_rank}"
     size = getattr(getattr(data, "config", None), "size", None)  # a generated set's (H, W)
-    predict, variants = benchmark_predictor(
+    predict, variants, adaptation = benchmark_predictor(
         model, kind.task, weights, device=device, precision=precision, quiet=not info.is_main,
         download=download, sample_size=None if size is None else (int(size[0]), int(size[1])),
         refine=refine, lri=lri, adapt=adapt, fuse=fuse, preset=preset, self_fuse=self_fuse)
@@ -430,7 +436,7 @@ def evaluate_benchmark(model: str, dataset: str, *, weights: str | os.PathLike |
                                                 on_sample=on_sample(f"{method.name} baseline"),
                                                 dist_info=info)
                     for method in [*methods, *baselines.BASELINES[kind.task]]]
-        run = BenchmarkRun(result, runs, kind, info)
+        run = BenchmarkRun(result, runs, kind, info, adaptation)
         try:
             if report is not None and info.is_main:
                 report(run)

@@ -89,6 +89,9 @@ def test_eval_adapt_scores_each_scene_with_its_adapted_copy(
     assert code == 0, err
     payload = json.loads(out.read_text())
     assert payload["adapt"] == 2
+    # the rate the run adapted at, as the api chooses it for the model and its options
+    assert payload["adapt_lr"] == api.adaptation_settings(_seeded_model(), "stereo", 2,
+                                                          None).lr
     disparity = crossview.estimate_disparity(left_image, right_image, model=_seeded_model(),
                                              adapt=2).disparity[0].numpy()
     expected = float(np.abs(disparity - truth).mean())

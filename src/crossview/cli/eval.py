@@ -169,7 +169,10 @@ def eval_command(
 
         def report(run: BenchmarkRun) -> None:
             progress.stop()  # the tables go below the finished bar
-            _report(run, per_sample, json_path, {**settings, "note": run.kind.note, **options})
+            adaptation = run.adaptation
+            _report(run, per_sample, json_path, {
+                **settings, "note": run.kind.note, **options,
+                "adapt_lr": None if adaptation is None else adaptation.lr})
 
         api.evaluate_benchmark(
             model, dataset, weights=weights, limit=limit, device=device, precision=precision,
