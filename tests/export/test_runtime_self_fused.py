@@ -94,6 +94,8 @@ def test_it_runs_only_a_stereo_network_file_of_one_size() -> None:
     bare = file_metadata(export_module(model, bare=True), SIZE, True)
     for metadata, message in ((fused, "a fused default's file"), (bare, "a bare network file"),
                               ({**alone, "crossview.task": "flow"}, "not a stereo network"),
+                              ({k: v for k, v in alone.items() if k != "crossview.same_as"},
+                               "metadata is incomplete"),
                               ({}, "not a stereo network")):
         with pytest.raises(UserError, match=message):
             network_file_size(metadata, "f.onnx")

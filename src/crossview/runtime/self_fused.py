@@ -66,6 +66,9 @@ def network_file_size(metadata: Mapping[str, str], path: str) -> tuple[int, int]
     if not metadata.get("crossview.padding", "").startswith("inside") or "x" not in size:
         raise UserError(f"{path}: a bare network file (no padding, any size); --self-fuse "
                         f"needs the network as `crossview stereo --no-fuse` runs it: `{export}`")
+    if "crossview.same_as" not in metadata:
+        raise UserError(f"{path}: its crossview metadata is incomplete (no crossview.same_as); "
+                        f"export it again: `{export}`")
     h, w = size.split("x")
     return int(h), int(w)
 
