@@ -61,6 +61,36 @@ def test_a_fusing_model_runs_each_preset_and_the_classical_matchers_run_first() 
         ("matchstereo-hybrid", "best", None), ("T", None, None)]  # T does not fuse
 
 
+def test_with_alone_a_fusing_model_also_runs_unfused_and_self_fused() -> None:
+    cases = bench.default_cases(["matchstereo-hybrid", "T"], [(384, 1248)], ["fp32"], big=False,
+                                reference_sizes=[], repeats=1, threads=2, alone=True)
+    assert [(c["model"], c.get("answer")) for c in cases] == [
+        ("matchstereo-hybrid", None), ("matchstereo-hybrid", "no-fuse"),
+        ("matchstereo-hybrid", "self-fuse"), ("T", None)]  # T does not fuse
+    # each answer's rows pair only with themselves (ratios, vs fp32)
+    assert len({bench._key(c) for c in cases}) == len(cases)
+
+
+@pytest.mark.parametrize("answer", ["no-fuse", "self-fuse"])
+def test_measure_runs_a_fusing_model_without_its_fusion(answer: str) -> None:
+    from crossview.attention import set_backend
+
+    register_model(matchstereo_spec("bench-alone-stereo", VARIANTS["tiny"], "stereo", fuse=True,
+                                    lri=True, refine=True, fused_network=FusedNetwork(0.75)),
+                   replace=True)
+    threads = torch.get_num_threads()
+    try:
+        row = bench.measure({"model": "bench-alone-stereo", "size": [192, 224],
+                             "precision": "fp32", "backend": "cpu", "threads": 1, "repeats": 1,
+                             "warmup": 0, "answer": answer})
+    finally:
+        torch.set_num_threads(threads)
+        set_backend(None)
+    assert row["status"] == "ok" and row["median_s"] > 0 and row["answer"] == answer
+    # the network alone's own settings, at the pair's size
+    assert not row["fuse"] and row["refine"] and row["network_size"] == [192, 224]
+
+
 def test_ratios_to_the_classical_matchers_pair_rows_of_one_size(
         monkeypatch: pytest.MonkeyPatch) -> None:
     latency = {"SGBM filled": 0.1, "DIS": 0.05, "matchstereo-hybrid": 0.4}

@@ -62,13 +62,15 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
                   reference_sizes: Sequence[tuple[int, int]], repeats: int, threads: int,
                   reference_models: Sequence[str] = ("T",),
                   device: str = "cpu", presets: Sequence[str] = (),
-                  classical: bool = False,
+                  classical: bool = False, alone: bool = False,
                   pair: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The configurations to run on ``device``: the fused operator (:data:`FUSED`) everywhere,
     the reference operator for ``reference_models`` at ``reference_sizes``. A model whose
     inference refines photometrically by default (:func:`refines_by_default`) also runs without
     the refinement (``"refine": False``), so that one run shows what the polish costs; a model
-    that fuses also runs with each of ``presets``. With ``classical``, each size's pair is also
+    that fuses also runs with each of ``presets`` and, with ``alone``, without the fusion
+    (``"answer"``: ``"no-fuse"``, the network alone; ``"self-fuse"``, the network's views fused
+    with each other, :data:`ANSWERS`). With ``classical``, each size's pair is also
     matched by each of :data:`CLASSICAL` (first, on the CPU). Every case runs on ``pair`` (two
     image files) if given, else on the random pair (:func:`bench_pair`). Cases above 1 Mpx run
     once, without warm-up."""
@@ -86,9 +88,10 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
             reference = model in reference_models and tuple(size) in map(tuple, reference_sizes)
             spec = get_spec(MODELS.get(model, model))
             refine_modes = [None, False] if refines_by_default(spec) else [None]
+            fusing = spec.fuse and spec.fused_network is not None
             runs = [{"refine": refine} for refine in refine_modes] + [
-                {"refine": None, "preset": preset} for preset in presets
-                if spec.fuse and spec.fused_network is not None]
+                {"refine": None, "preset": preset} for preset in presets if fusing] + [
+                {"refine": None, "answer": answer} for answer in ANSWERS if alone and fusing]
             for backend in [FUSED[device]] + (["reference"] if reference else []):
                 for run in runs:
                     cases.append({"model": model, "size": list(size), "precision": precision,
@@ -98,6 +101,10 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
     if pair is not None:
         cases = [{**case, "pair": [str(path) for path in pair]} for case in cases]
     return cases
+
+
+# a fusing model's runs without its fusion: estimate_disparity's options for each
+ANSWERS = {"no-fuse": {"fuse": False}, "self-fuse": {"self_fuse": True}}
 
 
 def refines_by_default(spec: ModelSpec) -> bool:
@@ -120,7 +127,8 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     model = (load_model(name) if shipped is not None and shipped.is_file()
              else build_model(name)).eval().to(device)
     h, w = case["size"]
-    fuse = fuses(model, None)
+    answer = ANSWERS.get(case.get("answer"), {})
+    fuse = fuses(model, None) and not answer
     preset = case.get("preset")
     # a fused pair above the model's max_pixels runs whole at its working size
     shape = working_size(model, "stereo", fuse, None, (h, w), preset=preset) or (h, w)
@@ -132,7 +140,7 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     def run() -> None:
         started = time.process_time()
         estimate_disparity(left, right, model=model, precision=case["precision"], device=device,
-                           refine=refine, preset=preset)
+                           refine=refine, preset=preset, **answer)
         cpu.append(time.process_time() - started)
 
     stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
@@ -243,7 +251,7 @@ def _add_ratios(rows: list[dict[str, Any]]) -> None:
 
 def _key(row: dict[str, Any], backend: str | None = None, precision: str | None = None) -> tuple:
     return (row["model"], tuple(row["size"]), precision or row["precision"],
-            backend or row["backend"], row.get("refine"), row.get("preset"))
+            backend or row["backend"], row.get("refine"), row.get("preset"), row.get("answer"))
 
 
 if __name__ == "__main__":

@@ -281,6 +281,9 @@ def model(
     classical: Annotated[bool, typer.Option(
         "--classical/--no-classical", help="Also time OpenCV SGBM (filled) and DIS on each "
         "size's pair, for the ratios x SGBM and x DIS (same run).")] = True,
+    alone: Annotated[bool, typer.Option(
+        "--alone", help="Also run a fusing model without its fusion: the network alone "
+        "(--no-fuse) and self-fused (--self-fuse, two network runs).")] = False,
     pair: Annotated[tuple[str, str] | None, typer.Option(
         "--pair", metavar="LEFT RIGHT", help="A real rectified pair (two image files), resized "
         "to each --size, instead of the random pair at disparity W/8.")] = None,
@@ -310,7 +313,7 @@ def model(
         big=big, reference_sizes=[parse_size(s) for s in reference_sizes or ["384x1248"]],
         repeats=repeats, threads=threads,
         reference_models=[m.upper() for m in reference_models or ["T"]], device=device,
-        presets=presets or (), classical=classical, pair=pair)
+        presets=presets or (), classical=classical, alone=alone, pair=pair)
     with bars.Progress(transient=True) as progress:
         task = progress.add_task("model", total=len(cases))
 
@@ -340,6 +343,7 @@ def model(
           "-" if r.get("lri") is None else ("on" if r["lri"] else "off"),
           r["precision"], r["backend"],
           "-" if r.get("refine") is None else ("on" if r["refine"] else "off"),
+          "self" if r.get("answer") == "self-fuse" else
           "-" if r.get("fuse") is None else ("on" if r["fuse"] else "off"),
           fmt(r.get("median_s")), fmt(r.get("cpu_s")), fmt(r.get("peak_rss_mib"), ".0f"),
           fmt(r.get("peak_gpu_mib"), ".0f"),
