@@ -148,24 +148,40 @@ def setting_records(settings: dict[str, Views], root: Path, scene: Path, left: n
     return records
 
 
-def main(out: Path, roots: list[Path], adapt: int, both: bool) -> None:
-    model = crossview.load_model("matchstereo-hybrid")
+def every_scene(roots: list[Path], records_of: Callable[[Path, Path], list[dict]], out: Path,
+                header: dict) -> list[dict]:
+    """``records_of(root, scene)`` for every scene with ground truth under ``roots``: each
+    scene's bad-2 printed, and ``header`` with all the records so far written to ``out`` after
+    every scene."""
     records: list[dict] = []
     for root in roots:
         for scene in sorted(p.parent for p in root.glob("*/gt.npy")):
-            records += scene_records(model, root, scene, adapt, both)
+            records += records_of(root, scene)
             print(scene.name, " ".join(f"{r['setting']}={r['bad2']:.2f}"
-                                       for r in records if r["scene"] == scene.name),
-                  flush=True)
-            write_json(out, {"adapt": adapt, "adapt_mirrored_too": both, "records": records})
-    settings = list(dict.fromkeys(r["setting"] for r in records))
+                                       for r in records if r["scene"] == scene.name), flush=True)
+            write_json(out, {**header, "records": records})
+    return records
 
-    def mean_bad2(setting: str, root: Path) -> str:
-        inside = [r["bad2"] for r in records if r["setting"] == setting and r["root"] == str(root)]
-        return f"{np.mean(inside):.2f}"
 
-    rows = [[s, *(mean_bad2(s, root) for root in roots)] for s in settings]
-    print_table("mean bad-2 % of the left view", ["setting", *map(str, roots)], rows)
+def print_means(records: list[dict], roots: list[Path]) -> None:
+    """Mean bad-2 % (EPE px) of the left view per setting and root."""
+    rows = []
+    for setting in dict.fromkeys(r["setting"] for r in records):
+        row = [setting]
+        for root in roots:
+            inside = [r for r in records if r["setting"] == setting and r["root"] == str(root)]
+            row.append(f"{np.mean([r['bad2'] for r in inside]):.2f} "
+                       f"({np.mean([r['epe'] for r in inside]):.3f})")
+        rows.append(row)
+    print_table("mean bad-2 % (EPE px) of the left view", ["setting", *map(str, roots)], rows)
+
+
+def main(out: Path, roots: list[Path], adapt: int, both: bool) -> None:
+    model = crossview.load_model("matchstereo-hybrid")
+    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene, adapt,
+                                                                   both),
+                          out, {"adapt": adapt, "adapt_mirrored_too": both})
+    print_means(records, roots)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,16 @@ import numpy as np
 import crossview
 from crossview.data.io import read_image
 from crossview.models.dense import self_fusion
-from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 from adapt_rate import scores
-from flip_ensemble import left_right_error, most_consistent, network_views
+from flip_ensemble import (
+    every_scene,
+    left_right_error,
+    most_consistent,
+    network_views,
+    print_means,
+)
 
 CHECKS = (0.5, 0.75, 1.0, 1.5, 2.0)  # px
 
@@ -51,19 +56,9 @@ def scene_records(model: object, root: Path, scene: Path) -> list[dict]:
 
 def main(out: Path, roots: list[Path]) -> None:
     model = crossview.load_model("matchstereo-hybrid")
-    records: list[dict] = []
-    for root in roots:
-        for scene in sorted(p.parent for p in root.glob("*/gt.npy")):
-            records += scene_records(model, root, scene)
-            print(scene.name, " ".join(f"{r['setting']}={r['bad2']:.2f}"
-                                       for r in records if r["scene"] == scene.name), flush=True)
-            write_json(out, {"checks": CHECKS, "records": records})
-    for root in roots:
-        for check in CHECKS:
-            inside = [r for r in records
-                      if r["root"] == str(root) and r["setting"] == f"check {check:g}"]
-            print(f"{root} check {check:g}: bad-2 {np.mean([r['bad2'] for r in inside]):.2f} "
-                  f"EPE {np.mean([r['epe'] for r in inside]):.3f}")
+    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene), out,
+                          {"checks": CHECKS})
+    print_means(records, roots)
 
 
 if __name__ == "__main__":

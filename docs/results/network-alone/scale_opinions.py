@@ -24,10 +24,16 @@ import numpy as np
 
 import crossview
 from crossview.data.io import read_image
-from crossview.report import print_table, write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flip_ensemble import Views, most_consistent, network_views, setting_records
+from flip_ensemble import (
+    Views,
+    every_scene,
+    most_consistent,
+    network_views,
+    print_means,
+    setting_records,
+)
 
 SCALE = 0.75
 COMBINATIONS = {"consistent id+h": ["id", "h"], "consistent id+s75": ["id", "s75"],
@@ -52,23 +58,9 @@ def scene_records(model: object, root: Path, scene: Path) -> list[dict]:
 
 def main(out: Path, roots: list[Path]) -> None:
     model = crossview.load_model("matchstereo-hybrid")
-    records: list[dict] = []
-    for root in roots:
-        for scene in sorted(p.parent for p in root.glob("*/gt.npy")):
-            records += scene_records(model, root, scene)
-            print(scene.name, " ".join(f"{r['setting']}={r['bad2']:.2f}"
-                                       for r in records if r["scene"] == scene.name),
-                  flush=True)
-            write_json(out, {"scale": SCALE, "records": records})
-    rows = []
-    for setting in dict.fromkeys(r["setting"] for r in records):
-        row = [setting]
-        for root in roots:
-            inside = [r for r in records if r["setting"] == setting and r["root"] == str(root)]
-            row.append(f"{np.mean([r['bad2'] for r in inside]):.2f} "
-                       f"({np.mean([r['epe'] for r in inside]):.3f})")
-        rows.append(row)
-    print_table("mean bad-2 % (EPE px) of the left view", ["setting", *map(str, roots)], rows)
+    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene), out,
+                          {"scale": SCALE})
+    print_means(records, roots)
 
 
 if __name__ == "__main__":
