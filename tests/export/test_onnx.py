@@ -187,8 +187,7 @@ def test_the_default_file_gives_what_estimate_disparity_gives(
         assert any(line.startswith(f"note: {step} ") for line in err.splitlines()), err
     assert "the file computes what `crossview stereo --model onnx-test-default` gives at " \
         "330x340" in out
-    assert (f"`python -m crossview.runtime {path} LEFT RIGHT -o DISPARITY.npy --self-fuse` gives "
-            "what `crossview stereo --model onnx-test-default --self-fuse` gives") in out
+    assert "crossview.runtime" not in out  # the network alone: --self-fuse needs its runs
     meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
     assert (meta["crossview.lri"], meta["crossview.refine"], meta["crossview.lacks"]) == (
         "on", "on", "")

@@ -1,7 +1,7 @@
-"""crossview.runtime.SelfFusedStereo: a file of the network alone (``crossview export onnx
---no-fuse``) run on the pair and its mirror image and fused with numpy gives what ``crossview
-stereo --self-fuse`` gives; it refuses the files it cannot run; its command runs without torch;
-bad input is one ``error:`` line with exit code 2.
+"""crossview.runtime.SelfFusedStereo: a file of the network's runs on the pair and its mirror
+image at each scale (``crossview export onnx --self-fuse``) fused with numpy gives what
+``crossview stereo --self-fuse`` gives; it refuses the files it cannot run; its command runs
+without torch; bad input is one ``error:`` line with exit code 2.
 
 One small random-weight model is exported once per module (about half a minute on 2 cores)."""
 
@@ -16,13 +16,16 @@ import pytest
 import torch
 
 import crossview
+from cli_runner import run_cli
 from crossview.errors import UserError
 from crossview.export.onnx import (
+    compare_with_crossview,
     export_module,
     export_onnx,
     file_metadata,
     self_fused_same_as,
 )
+from crossview.models.dense.self_fusion import SELF_FUSION_SCALES
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import register_model
 from crossview.runtime import SelfFusedStereo
@@ -51,11 +54,12 @@ def _pair() -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, Path]:
-    """The test model and its network-alone file at :data:`SIZE`."""
+    """The test model and its self-fusion file at :data:`SIZE`."""
     torch.manual_seed(0)
     model = crossview.load_model("self-fused-runtime-test")
     path = tmp_path_factory.mktemp("self-fused") / "network.onnx"
-    export_onnx(model, path, SIZE, fuse=False)
+    names = export_onnx(model, path, SIZE, self_fuse=True)
+    assert names == ("field", "disparity", "valid", "fields", "mirrors")
     return model, path
 
 
@@ -86,26 +90,65 @@ def test_the_runtime_gives_what_the_command_line_gives(
     assert got.row_offset == 0.0
 
 
-def test_it_runs_only_a_stereo_network_file_of_one_size() -> None:
+def test_the_export_checks_the_runtime_against_the_command_line(
+        exported: tuple[torch.nn.Module, Path]) -> None:
+    model, path = exported
+    module = export_module(model, self_fuse=True, size=SIZE)
+    differences = compare_with_crossview(module, path, SIZE)
+    assert set(differences) == {"disparity", "valid", "self-fused disparity"}
+    mean, _ = differences["self-fused disparity"]
+    assert mean < 0.01
+
+
+def test_it_runs_only_a_stereo_file_of_the_self_fusions_runs() -> None:
     model = crossview.load_model("self-fused-runtime-test")
+    runs = file_metadata(export_module(model, self_fuse=True, size=SIZE), SIZE, False)
+    assert runs["crossview.self_fusion_scales"] == " ".join(
+        f"{scale:g}" for scale in SELF_FUSION_SCALES)
+    assert network_file_size(runs, "f.onnx") == SIZE
     alone = file_metadata(export_module(model, fuse=False, size=SIZE), SIZE, False)
-    assert network_file_size(alone, "f.onnx") == SIZE
     fused = file_metadata(export_module(model, size=SIZE), SIZE, False)
     bare = file_metadata(export_module(model, bare=True), SIZE, True)
     for metadata, message in ((fused, "a fused default's file"), (bare, "a bare network file"),
-                              ({**alone, "crossview.task": "flow"}, "not a stereo network"),
-                              ({k: v for k, v in alone.items() if k != "crossview.same_as"},
+                              (alone, "the network alone, one run"),
+                              ({**runs, "crossview.self_fusion_scales": "1 3"},
+                               "runs at the scales 1 3 of the pair"),
+                              ({**runs, "crossview.task": "flow"}, "not a stereo network"),
+                              ({k: v for k, v in runs.items() if k != "crossview.same_as"},
                                "metadata is incomplete"),
                               ({}, "not a stereo network")):
         with pytest.raises(UserError, match=message):
             network_file_size(metadata, "f.onnx")
-    assert self_fused_same_as(alone) == (
+    assert self_fused_same_as(runs) == (
         "crossview stereo --model self-fused-runtime-test --self-fuse")
-    assert self_fused_same_as(fused) is None and self_fused_same_as(bare) is None
+    for other in (fused, bare, alone):
+        assert self_fused_same_as(other) is None
+    for options in ({"bare": True}, {"fuse": True}, {"preset": "fast"}):
+        with pytest.raises(UserError, match="--self-fuse"):
+            export_module(model, self_fuse=True, size=SIZE, **options)
     assert self_fused_command("crossview stereo --model m --no-fuse --no-lri") == (
         "crossview stereo --model m --self-fuse --no-lri")
     assert self_fused_command("crossview stereo --model m") == (
         "crossview stereo --model m --self-fuse")
+
+
+def test_the_export_command_writes_the_runs_and_names_the_runtime_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "runs.onnx"
+    torch.manual_seed(0)
+    code, out, err = run_cli(["export", "onnx", "--model", "self-fused-runtime-test", "--size",
+                              f"{SIZE[0]}x{SIZE[1]}", "--self-fuse", "--no-check", "-o",
+                              str(path)], capsys)
+    assert code in (0, None), err
+    assert "outputs field, disparity, valid, fields, mirrors" in out
+    assert (f"`python -m crossview.runtime {path} LEFT RIGHT -o DISPARITY.npy --self-fuse` gives "
+            "what `crossview stereo --model self-fused-runtime-test --self-fuse` gives") in out
+    assert SelfFusedStereo(path).size == SIZE
+    code, _, err = run_cli(["export", "onnx", "--model", "self-fused-runtime-test", "--size",
+                            f"{SIZE[0]}x{SIZE[1]}", "--self-fuse", "--bare", "-o",
+                            str(tmp_path / "bad.onnx")], capsys)
+    assert code == 2 and "--self-fuse" in err and "Traceback" not in err
+    assert not (tmp_path / "bad.onnx").exists()
 
 
 def test_the_command_runs_it_without_torch_nor_scipy(
@@ -127,7 +170,7 @@ def test_a_fused_file_or_a_network_file_in_the_wrong_mode_is_one_error_line(
         capsys: pytest.CaptureFixture[str]) -> None:
     _, path = exported
     out = tmp_path / "d.npy"
-    with pytest.raises(SystemExit) as done:  # the network alone, run as the fused default
+    with pytest.raises(SystemExit) as done:  # the network's runs, run as the fused default
         main([str(path), *map(str, pair_files), "-o", str(out)])
     err = capsys.readouterr().err.splitlines()
     assert done.value.code == 2 and len(err) == 1

@@ -1,5 +1,6 @@
 """A stereo network's views fused with each other (crossview.models.dense.self_fusion): the
-mirrored pair and its fields written out, the more consistent of two runs per pixel, the steps
+mirrored pair and its fields written out, the sizes of the runs at each scale, the most
+consistent of the runs per pixel, the steps
 written out (consistent pixels kept, the row fill, the edge medians, the strip, the right view
 mirrored), every value the network's, the run that takes it (predict_fields, the api, the
 command line, eval's row) and what it refuses."""
@@ -27,12 +28,14 @@ from crossview.models.dense.classical import fill_holes
 from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.self_fusion import (
     SELF_FUSION_CHECK_PX,
+    SELF_FUSION_SCALES,
     fuse_with_itself,
     mirrored,
     mirrored_fields,
-    more_consistent,
+    most_consistent,
     self_fused_disparities,
     self_fused_pair,
+    self_fusion_sizes,
 )
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import register_model
@@ -91,21 +94,32 @@ def test_mirrored_fields_written_out_and_its_own_inverse(as_tensor: bool) -> Non
     np.testing.assert_array_equal(mirrored_fields(constant), constant)
 
 
-def test_more_consistent_takes_per_pixel_the_field_whose_views_agree_better() -> None:
+def test_the_runs_sizes_are_the_scales_of_the_pair_or_of_the_size_asked() -> None:
+    assert SELF_FUSION_SCALES[0] == 1  # the pair's own run first
+    for shape, size in (((375, 450), None), ((375, 450), (200, 240)), ((31, 47), None)):
+        base = size or shape
+        want = [size if s == 1 else (round(base[0] * s), round(base[1] * s))
+                for s in SELF_FUSION_SCALES]
+        assert self_fusion_sizes(shape, size) == want
+
+
+@pytest.mark.parametrize("runs", [2, 4])
+def test_most_consistent_takes_per_pixel_the_field_whose_views_agree_best(runs: int) -> None:
     rng = np.random.default_rng(1)
-    first, second = (rng.normal(0, 3, (2, 24, 32, 2)).astype(np.float32) for _ in range(2))
-    got = more_consistent(first, second)
-    error_first = consistency_error(torch.from_numpy(first))[0]
-    error_second = consistency_error(torch.from_numpy(second))[0]
+    fields = [rng.normal(0, 3, (2, 24, 32, 2)).astype(np.float32) for _ in range(runs)]
+    got = most_consistent(fields)
+    errors = [consistency_error(torch.from_numpy(f))[0] for f in fields]
     for row in range(2):
         for y in range(24):
             for x in range(32):
-                want = first if error_first[row, y, x] <= error_second[row, y, x] else second
+                values = [float(e[row, y, x]) for e in errors]
+                want = fields[values.index(min(values))]  # the first of equals
                 np.testing.assert_array_equal(got[row, y, x], want[row, y, x])
-    np.testing.assert_array_equal(more_consistent(first, first.copy()), first)  # ties: first
+    first = fields[0]
+    np.testing.assert_array_equal(most_consistent([first, first.copy()]), first)  # ties: first
 
 
-def test_the_pair_is_fused_from_the_more_consistent_run() -> None:
+def test_the_pair_is_fused_from_the_most_consistent_run() -> None:
     rng = np.random.default_rng(2)
     h, w = 30, 48
     images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(2)]
@@ -114,9 +128,11 @@ def test_the_pair_is_fused_from_the_more_consistent_run() -> None:
     field[0, :, 20:30, 0] = -9.0  # a patch the other view does not confirm
     mirror = mirrored_fields(field)  # the mirrored run agrees ...
     mirror[1, :, w - 30:w - 20, 0] = 5.0  # ... and has the patch right
-    got = self_fused_pair(images, field, mirror)
-    chosen = more_consistent(field, mirrored_fields(mirror))
-    assert (chosen[0, :, 20:30, 0] == -5.0).all()
+    larger = field.copy()  # a run at another scale: wrong on another patch
+    larger[0, :, 36:40, 0] = -1.0
+    got = self_fused_pair(images, [field, larger], [mirror, mirrored_fields(larger)])
+    chosen = most_consistent([field, mirrored_fields(mirror), larger, larger])
+    assert (chosen[0, :, 20:30, 0] == -5.0).all() and (chosen[0, :, 36:40, 0] == -5.0).all()
     disparity = np.stack([-chosen[0, ..., 0], chosen[1, ..., 0]])
     np.testing.assert_array_equal(got, self_fused_disparities(
         images, disparity, consistency_error(torch.from_numpy(chosen))[0].numpy()))
@@ -152,43 +168,55 @@ def test_consistent_pixels_away_from_edges_and_borders_keep_the_networks_value()
             assert set(fused[row, y, 20:40].tolist()) <= set(disparity[row, y].tolist())
 
 
+def _runs(model: torch.nn.Module, left: np.ndarray, right: np.ndarray,
+          start: torch.Tensor | None = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The network alone's fields on the pair and on the mirrored, swapped pair (``start``
+    mirrored too) at each size of :func:`self_fusion_sizes`, each run by itself."""
+    sizes = self_fusion_sizes(left.shape[:2])
+    back = None if start is None else mirrored_fields(start)
+    fields = [predict_fields(model, left, right, "stereo", fuse=False, size=size,
+                             init=start).field for size in sizes]
+    mirrors = [predict_fields(model, right[:, ::-1].copy(), left[:, ::-1].copy(), "stereo",
+                              fuse=False, size=size, init=back).field for size in sizes]
+    return fields, mirrors
+
+
 def test_predict_fields_fuses_the_networks_views_instead_of_sgbm() -> None:
     left, right = _pair()
     torch.manual_seed(0)
     model = crossview.load_model("self-fusion-test")
     assert model.fuse_by_default
-    plain = predict_fields(model, left, right, "stereo", fuse=False)
-    # the second opinion: the network alone on the mirrored, swapped pair
-    mirror = predict_fields(model, right[:, ::-1].copy(), left[:, ::-1].copy(), "stereo",
-                            fuse=False)
+    fields, mirrors = _runs(model, left, right)
     selfed = predict_fields(model, left, right, "stereo", self_fuse=True)  # fuse: off then
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    chosen = more_consistent(plain.field.numpy(), mirrored_fields(mirror.field.numpy()))
-    assert not np.array_equal(chosen, plain.field.numpy())  # the mirrored run answers some
-    want = fuse_with_itself(x0, x1, plain.field, mirror.field)
+    plain = fields[0].numpy()
+    runs = [run for field, mirror in zip(fields, mirrors, strict=True)
+            for run in (field.numpy(), mirrored_fields(mirror.numpy()))]
+    chosen = most_consistent(runs)
+    for k, run in enumerate(runs[1:], 1):  # every other run answers some pixels
+        assert (chosen == run).all(-1).any(), k
+    assert not np.array_equal(chosen, plain)
+    want = fuse_with_itself(x0, x1, fields, mirrors)
     assert torch.equal(selfed.field, want)
-    assert not torch.equal(selfed.field, plain.field)  # a random network: many inconsistent
+    assert not torch.equal(selfed.field, fields[0])  # a random network: many inconsistent
     assert selfed.network_share is None
     np.testing.assert_array_equal(field_to_disparity(want[:1].numpy())[0],
-                                  self_fused_pair([left, right], plain.field.numpy(),
-                                                  mirror.field.numpy())[0])
+                                  self_fused_pair([left, right], [f.numpy() for f in fields],
+                                                  [m.numpy() for m in mirrors])[0])
     result = crossview.estimate_disparity(left, right, model=model, self_fuse=True)
     assert torch.equal(result.disparity[0], torch.from_numpy(field_to_disparity(
         want[:1].numpy())[0]))
 
 
-def test_a_warm_start_starts_both_runs_the_mirrored_one_mirrored() -> None:
+def test_a_warm_start_starts_every_run_the_mirrored_ones_mirrored() -> None:
     left, right = _pair()
     torch.manual_seed(0)
     model = crossview.load_model("self-fusion-test")
     start = torch.zeros(2, 24, 26, 2)  # both views' fields at any size, as a stream gives
     start[0, ..., 0], start[1, ..., 0] = -SHIFT, SHIFT
     start[0, :, :8, 0] = -2.0  # not mirror symmetric
-    plain = predict_fields(model, left, right, "stereo", fuse=False, init=start)
-    mirror = predict_fields(model, right[:, ::-1].copy(), left[:, ::-1].copy(), "stereo",
-                            fuse=False, init=mirrored_fields(start))
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    want = fuse_with_itself(x0, x1, plain.field, mirror.field)
+    want = fuse_with_itself(x0, x1, *_runs(model, left, right, start))
     got = predict_fields(model, left, right, "stereo", self_fuse=True, init=start)
     assert torch.equal(got.field, want)
 

@@ -46,6 +46,10 @@ def onnx_command(
         "answer (default); --no-fuse: the network alone, as `crossview stereo --no-fuse`.",
         show_default=False)] = None,
     preset: options.Preset = None,
+    self_fuse: Annotated[bool, typer.Option(
+        "--self-fuse", help="A stereo model: the network alone with the runs `crossview stereo "
+        "--self-fuse` fuses (the pair and its mirror image at each scale), which `python -m "
+        "crossview.runtime FILE LEFT RIGHT --self-fuse` fuses with numpy.")] = False,
     bare: Annotated[bool, typer.Option(
         "--bare", help="The network alone: no padding, no low-resolution initialisation, no "
                        "refinement; dynamic height and width (multiples of 32).")] = False,
@@ -69,13 +73,14 @@ def onnx_command(
     network = api.load_model(model, weights)
     # a model, option or size that cannot be exported fails before the trace
     module = onnx.export_module(network, lri=lri, refine=refine, bare=bare, fuse=fuse,
-                                size=shape, preset=preset)
+                                size=shape, preset=preset, self_fuse=self_fuse)
     onnx.check_size(network, shape, bare=bare)
     api.check_memory(network, *shape, task=network.task, lri=getattr(module, "lri", False),
                      refine=getattr(module, "refine", False),
                      advice=api.MemoryAdvice("give a smaller --size", "--no-refine"))
     names = onnx.export_onnx(network, out, shape, lri=lri, refine=refine, bare=bare,
-                             dynamic=bare and not static, fuse=fuse, preset=preset)
+                             dynamic=bare and not static, fuse=fuse, preset=preset,
+                             self_fuse=self_fuse)
     stdout.print(f"wrote {out} (inputs image0, image1; outputs {', '.join(names)})",
                  markup=False, soft_wrap=True)
     meta = onnx.file_metadata(module, shape, bare and not static)
@@ -97,8 +102,8 @@ def onnx_command(
         self_fused = onnx.self_fused_same_as(meta)
         if self_fused is not None:
             stdout.print(f"`python -m crossview.runtime {out} LEFT RIGHT -o DISPARITY.npy "
-                         f"--self-fuse` gives what `{self_fused}` gives (two runs, the views "
-                         "fused with numpy, no torch)", markup=False, soft_wrap=True)
+                         f"--self-fuse` gives what `{self_fused}` gives (the runs and the "
+                         "views fused with numpy, no torch)", markup=False, soft_wrap=True)
     if check:
         with steps.long_step(f"checking {out.name} with onnxruntime against crossview"):
             differences = onnx.compare_with_crossview(module, out, shape)

@@ -39,11 +39,11 @@ Fuse = Annotated[bool | None, typer.Option(
     "matchstereo-hybrid, whose network then runs at 0.75 of the pair).",
     show_default=False)]
 SelfFuse = Annotated[bool, typer.Option(
-    "--self-fuse", help="Without SGBM: the network on the pair and on its mirror image, each "
-    "pixel from the run whose two views agree better, then the views fused with each other "
-    "(left-right consistent pixels kept, the rest filled along the row, edge medians, "
-    "out-of-view strip): every value the network's, better than --no-fuse on real scenes, "
-    "two network runs. Replaces the SGBM fusion.")]
+    "--self-fuse", help="Without SGBM: the network on the pair and on its mirror image, at the "
+    "pair's size and enlarged 1.5 times, each pixel from the run whose two views agree best, "
+    "then the views fused with each other (left-right consistent pixels kept, the rest filled "
+    "along the row, edge medians, out-of-view strip): every value the network's, better than "
+    "--no-fuse on real scenes, four network runs. Replaces the SGBM fusion.")]
 FuseFlow = Annotated[bool | None, typer.Option(
     "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's: DIS (on the grey "
     "frames, then on their rank transforms) where the network's forward-backward error "

@@ -21,6 +21,7 @@ from crossview.models.dense.inference import (
     network_fields,
     refine_fields,
 )
+from crossview.models.dense.self_fusion import self_fusion_sizes
 
 if TYPE_CHECKING:
     from crossview.runtime.fused_file import FusedFile
@@ -44,7 +45,9 @@ class DenseOutputs(nn.Module):
     the record of the fused run whose network the module is
     (:class:`crossview.runtime.fused_file.FusedFile`), which :mod:`crossview.runtime`
     completes with the row alignment and the SGBM fusion; its file's inputs are the pair at
-    the record's working size, the right image's rows lined up.
+    the record's working size, the right image's rows lined up. ``self_fuse`` (stereo): also
+    the runs ``crossview stereo --self-fuse`` fuses, which
+    :class:`crossview.runtime.SelfFusedStereo` fuses with numpy.
     Returns
 
     - ``field [2B, H, W, 2]``: both views' full-resolution fields in px (the first images'
@@ -52,34 +55,54 @@ class DenseOutputs(nn.Module):
     - ``disparity [B, H, W]`` (stereo, positive px) or ``flow [B, 2, H, W]`` (flow, (x, y)
       px) of the first images;
     - ``valid [B, H, W]`` bool: the first images' consistency mask (8 px, as
-      :func:`crossview.estimate_disparity`).
+      :func:`crossview.estimate_disparity`);
+    - with ``self_fuse``, ``fields [S, 2B, H, W, 2]`` and ``mirrors [S, 2B, H, W, 2]``: both
+      views' fields at the pair's size of the runs on the pair and on the pair mirrored left
+      to right with its images swapped (as that run gives them), one per scale of
+      :data:`crossview.models.dense.self_fusion.SELF_FUSION_SCALES` (``fields[0]`` is
+      ``field``).
     """
 
     def __init__(self, model: nn.Module, *, lri: bool = False, refine: bool = False,
                  bare: bool = False, size: tuple[int, int] | None = None,
-                 fused: FusedFile | None = None) -> None:
+                 fused: FusedFile | None = None, self_fuse: bool = False) -> None:
         super().__init__()
-        if bare and (lri or refine or size is not None or fused is not None):
+        if bare and (lri or refine or size is not None or fused is not None or self_fuse):
             raise ValueError(f"a bare network has no lri, refinement, size or fusion, got "
-                             f"{lri=}, {refine=}, {size=}, {fused=}")
+                             f"{lri=}, {refine=}, {size=}, {fused=}, {self_fuse=}")
+        if self_fuse and (model.task != "stereo" or size is not None or fused is not None):
+            raise ValueError(f"self_fuse runs a stereo network alone at the pair's size, got "
+                             f"{model.task}, {size=}, {fused=}")
         self.model = model
         self.task = model.task
         self.lri, self.refine, self.bare, self.size, self.fused = lri, refine, bare, size, fused
-        self.output_names = ("field", "disparity" if self.task == "stereo" else "flow", "valid")
+        self.self_fuse = self_fuse
+        self.output_names = ("field", "disparity" if self.task == "stereo" else "flow", "valid",
+                             *(("fields", "mirrors") if self_fuse else ()))
 
-    def forward(self, image0: torch.Tensor,
-                image1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, image0: torch.Tensor, image1: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if self.bare:
             field = self.model.forward_fields(image0, image1, task=self.task)["field"]
         else:
-            field = network_fields(self.model, image0, image1, self.task, lri=self.lri,
-                                   size=self.size)[0]
-            if self.refine:
-                field = refine_fields(image0, image1, field, self.task)
+            field = self._run(image0, image1, self.size)
         batch = image0.shape[0]
         first = field[:batch]
         main = field_to_disparity(first) if self.task == "stereo" else first.permute(0, 3, 1, 2)
-        return field, main, noc_mask(field, CONSISTENCY_THRESHOLD)[:batch]
+        outputs = (field, main, noc_mask(field, CONSISTENCY_THRESHOLD)[:batch])
+        if not self.self_fuse:
+            return outputs
+        sizes = self_fusion_sizes(tuple(image0.shape[-2:]))
+        fields = [field, *(self._run(image0, image1, at) for at in sizes[1:])]
+        mirrors = [self._run(image1.flip(-1), image0.flip(-1), at) for at in sizes]
+        return (*outputs, torch.stack(fields), torch.stack(mirrors))
+
+    def _run(self, image0: torch.Tensor, image1: torch.Tensor,
+             size: tuple[int, int] | None) -> torch.Tensor:
+        """Both views' fields ``[2B, H, W, 2]`` of the network (at ``size``, resized back),
+        refined when :attr:`refine`."""
+        field = network_fields(self.model, image0, image1, self.task, lri=self.lri,
+                               size=size)[0]
+        return refine_fields(image0, image1, field, self.task) if self.refine else field
 
 
 class MatcherOutputs(nn.Module):

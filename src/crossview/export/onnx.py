@@ -57,10 +57,16 @@ from crossview.models.dense.inference import (
     working_size,
 )
 from crossview.models.dense.presets import fused_settings
+from crossview.models.dense.self_fusion import SELF_FUSION_SCALES
 from crossview.models.keypoints.contract import is_keypoint_matcher
 from crossview.output import atomic_output
 from crossview.runtime.fused_file import FusedFile, fusion_constants
-from crossview.runtime.self_fused import network_file_size, self_fused_command
+from crossview.runtime.self_fused import (
+    SelfFusedStereo,
+    network_file_size,
+    scales_text,
+    self_fused_command,
+)
 from crossview.runtime.session import onnx_session
 from crossview.runtime.stereo import FusedStereo
 
@@ -79,22 +85,31 @@ def require(module: str) -> object:
 
 def export_module(model: nn.Module, *, lri: bool | None = None, refine: bool | None = None,
                   bare: bool = False, fuse: bool | None = None,
-                  size: tuple[int, int] | None = None,
-                  preset: str | None = None) -> DenseOutputs | MatcherOutputs:
+                  size: tuple[int, int] | None = None, preset: str | None = None,
+                  self_fuse: bool = False) -> DenseOutputs | MatcherOutputs:
     """The export module of ``model`` (eval mode): MatchStereo / MatchFlow with the model's
     default low-resolution initialisation and refinement (``lri`` / ``refine`` choose, as in
     :func:`crossview.estimate_disparity`), or the network alone with ``bare``; a stereo model
     that fuses by default (``fuse=None``; ``fuse=False``: as one that does not) the fused run's
     network for pairs of ``size`` ``(H, W)`` (:func:`fused_module`; ``preset`` as in
-    :func:`crossview.estimate_disparity`). A :class:`UserError` for a model that cannot be
+    :func:`crossview.estimate_disparity`); with ``self_fuse`` (stereo) the network alone with
+    the runs that ``--self-fuse`` fuses. A :class:`UserError` for a model that cannot be
     exported or options it does not take."""
     task = getattr(model, "task", None)
     name = getattr(model, "model_name", type(model).__name__)
     if task in ("stereo", "flow") and is_dense(model):
         if bare and (lri or refine):
             raise UserError("--bare exports the network alone: no --lri, no --refine")
-        if bare and (fuse or preset is not None):
-            raise UserError("--bare exports the network alone: no --fuse, no --preset")
+        if bare and (fuse or preset is not None or self_fuse):
+            raise UserError("--bare exports the network alone: no --fuse, no --preset, no "
+                            "--self-fuse")
+        if self_fuse and (task != "stereo" or fuse or preset is not None):
+            raise UserError("--self-fuse exports a stereo network's runs, which "
+                            "crossview.runtime fuses with each other instead of with SGBM: "
+                            "no --fuse, no --preset, no flow model")
+        if self_fuse:
+            return DenseOutputs(model, lri=initialises_low(model, lri),
+                                refine=refines(model, refine), self_fuse=True).eval()
         if task == "flow" and fuse:
             raise UserError("only stereo files are fused (crossview.runtime runs the SGBM "
                             "fusion); a flow file holds the network alone: drop --fuse")
@@ -195,6 +210,8 @@ def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
                 "crossview.refine": "on" if module.refine else "off",
                 "crossview.same_as": module.fused.same_as, "crossview.lacks": ""}
     dropped = dropped_defaults(module)
+    if module.self_fuse:
+        meta["crossview.self_fusion_scales"] = scales_text(SELF_FUSION_SCALES)
     meta.update({
         "crossview.padding": "none (H and W multiples of 32)" if module.bare
         else "inside (edge replication to multiples of 32)",
@@ -208,8 +225,8 @@ def file_metadata(module: DenseOutputs | MatcherOutputs, size: tuple[int, int],
 
 def self_fused_same_as(metadata: dict[str, str]) -> str | None:
     """The command whose answer :class:`crossview.runtime.SelfFusedStereo` gives on a file of
-    these ``metadata`` (:func:`file_metadata`): a stereo network file of one size, unfused;
-    ``None`` for any other file."""
+    these ``metadata`` (:func:`file_metadata`): a stereo network file of one size with the
+    self-fusion's runs (``--self-fuse``); ``None`` for any other file."""
     try:
         network_file_size(metadata, "")
     except UserError:
@@ -258,10 +275,11 @@ def _dynamic_shapes(module: nn.Module) -> dict[str, dict[int, object]]:
 def export_onnx(model: nn.Module, path: str | os.PathLike[str], size: tuple[int, int], *,
                 lri: bool | None = None, refine: bool | None = None, bare: bool = False,
                 dynamic: bool | None = None, fuse: bool | None = None,
-                preset: str | None = None) -> tuple[str, ...]:
+                preset: str | None = None, self_fuse: bool = False) -> tuple[str, ...]:
     """Write ``model`` as an ONNX file at ``path`` (atomically: a failed export leaves
     nothing), traced at ``size`` ``(H, W)`` (a fused stereo file: at its working size),
-    computing :func:`export_module` ``(model, lri=, refine=, bare=, fuse=, size=, preset=)``,
+    computing :func:`export_module` ``(model, lri=, refine=, bare=, fuse=, size=, preset=,
+    self_fuse=)``,
     its :func:`file_metadata` in the file. ``dynamic`` keeps height and width free (a bare
     MatchStereo / MatchFlow only; default: on for those). The trace and the translation are
     each announced (:func:`crossview.long_step.long_step`). Returns the output names.
@@ -272,7 +290,7 @@ def export_onnx(model: nn.Module, path: str | os.PathLike[str], size: tuple[int,
     for module_name in ("onnx", "onnxscript"):
         require(module_name)
     module = export_module(model.cpu().float(), lri=lri, refine=refine, bare=bare, fuse=fuse,
-                           size=size, preset=preset)
+                           size=size, preset=preset, self_fuse=self_fuse)
     check_size(model, size, bare=bare)
     dense = isinstance(module, DenseOutputs)
     traced = module.fused.working_size if dense and module.fused is not None else size
@@ -332,7 +350,8 @@ def compare_with_crossview(module: DenseOutputs | MatcherOutputs,
 
     Returns per output (``disparity`` or ``flow`` and ``valid``; ``coords``) the mean and the
     largest ``|onnxruntime - crossview|`` (a mask: the fraction of differing pixels, twice;
-    a shape mismatch: infinite).
+    a shape mismatch: infinite); a self-fusion file also its runtime's answer
+    (:func:`compare_self_fused`).
     """
     if isinstance(module, DenseOutputs) and module.fused is not None:
         return compare_fused(module, path, size, seed=seed)
@@ -346,14 +365,39 @@ def compare_with_crossview(module: DenseOutputs | MatcherOutputs,
         else:
             result = api.estimate_flow(*pair, model=module.model, **options)
         expected = (result.disparity if module.task == "stereo" else result.flow, result.valid)
-        got, names = got[1:], names[1:]  # the fields are what the main output is made of
+        got, names = got[1:3], names[1:3]  # the fields are what the main output is made of
     else:
         with torch.inference_mode():
             expected = module(*pair)
     infinite = float("inf")
-    return {name: (_compare(want, have, lambda d: float(d.mean()), infinite),
-                   _compare(want, have, lambda d: float(d.max()), infinite))
-            for name, want, have in zip(names, expected, got, strict=True)}
+    differences = {name: (_compare(want, have, lambda d: float(d.mean()), infinite),
+                          _compare(want, have, lambda d: float(d.max()), infinite))
+                   for name, want, have in zip(names, expected, got, strict=True)}
+    if isinstance(module, DenseOutputs) and module.self_fuse:
+        differences |= compare_self_fused(module, path, size, seed=seed)
+    return differences
+
+
+def uint8_example(size: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`example_inputs` as RGB uint8 ``[H, W, 3]`` images (rounded)."""
+    left, right = (as_uint8(x[0].permute(1, 2, 0).numpy())
+                   for x in example_inputs(size, seed=seed))
+    return left, right
+
+
+def compare_self_fused(module: DenseOutputs, path: str | os.PathLike[str],
+                       size: tuple[int, int], *, seed: int = 1) -> dict[str, tuple[float, float]]:
+    """A self-fusion file (``module.self_fuse``) run by
+    :class:`crossview.runtime.SelfFusedStereo` against :func:`crossview.estimate_disparity`
+    with ``self_fuse=True`` and the module's lri and refinement on a uint8 pair of ``size``
+    that the trace did not see (:func:`uint8_example`). Returns for ``self-fused disparity``
+    the mean and the largest ``|runtime - crossview|`` (px)."""
+    left, right = uint8_example(size, seed)
+    got = SelfFusedStereo(path)(left, right).left
+    want = api.estimate_disparity(left, right, model=module.model, lri=module.lri,
+                                  refine=module.refine, self_fuse=True).disparity[0].numpy()
+    difference = np.abs(got - want)
+    return {"self-fused disparity": (float(difference.mean()), float(difference.max()))}
 
 
 def compare_fused(module: DenseOutputs, path: str | os.PathLike[str], size: tuple[int, int],
@@ -363,8 +407,7 @@ def compare_fused(module: DenseOutputs, path: str | os.PathLike[str], size: tupl
     record's ``same_as``) on a uint8 pair of ``size`` that the trace did not see
     (:func:`example_inputs` with ``seed``, rounded). Returns for ``disparity`` and
     ``right_disparity`` the mean and the largest ``|runtime - crossview|`` (px)."""
-    left, right = (as_uint8(x[0].permute(1, 2, 0).numpy())
-                   for x in example_inputs(size, seed=seed))
+    left, right = uint8_example(size, seed)
     got = FusedStereo(path)(left, right)
     field = predict_fields(module.model, left, right, "stereo", lri=module.lri,
                            refine=module.refine, preset=module.fused.preset).field.numpy()

@@ -2,12 +2,12 @@
 (``crossview export onnx --model matchstereo-hybrid --size HxW -o FILE``) completed with numpy,
 OpenCV and onnxruntime to what ``crossview stereo`` gives (docs/export.md,
 docs/results/onnx-runtime); and the network's self-fused answer (``crossview stereo
---self-fuse``) from a file of the network alone (``--no-fuse``).
+--self-fuse``) from a file of the network's runs (``--self-fuse``).
 
 - :mod:`~crossview.runtime.stereo`: :class:`FusedStereo`, the run (row alignment, network,
   SGBM fusion);
 - :mod:`~crossview.runtime.self_fused`: :class:`SelfFusedStereo`, the network on the pair and
-  its mirror image, the views fused with each other;
+  its mirror image at two scales, the runs and the views fused with each other;
 - :mod:`~crossview.runtime.fused_file`: what the file records for it;
 - :mod:`~crossview.runtime.images`: the pair, read and checked;
 - :mod:`~crossview.runtime.session`: the onnxruntime session;

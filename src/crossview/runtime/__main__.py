@@ -1,7 +1,7 @@
 """``python -m crossview.runtime FILE LEFT RIGHT -o DISPARITY.npy``: the fused default stereo
 model's answer from an exported file, without torch (:class:`crossview.runtime.FusedStereo`);
 with ``--self-fuse``, the network's self-fused answer from a file of the network alone
-(``crossview export onnx --no-fuse``; :class:`crossview.runtime.SelfFusedStereo`).
+(``crossview export onnx --self-fuse``; :class:`crossview.runtime.SelfFusedStereo`).
 
 Writes the left view's disparity ``[H, W]`` float32 px as ``.npy`` (``--right`` also the right
 view's), atomically. Bad input (a missing or damaged file, images that are not images or not
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
                      description="The fused default stereo model's disparity from an ONNX file "
                                  "of `crossview export onnx` (numpy, OpenCV, onnxruntime; no "
                                  "torch); with --self-fuse, the network's self-fused answer "
-                                 "from a --no-fuse file.")
+                                 "from a --self-fuse file.")
     parser.add_argument("file", type=Path, help="the .onnx file (exported at the pair's size)")
     parser.add_argument("left", type=Path, help="the left image")
     parser.add_argument("right", type=Path, help="the right image")
@@ -50,9 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=0,
                         help="onnxruntime's threads (0: its default)")
     parser.add_argument("--self-fuse", action="store_true",
-                        help="FILE holds the network alone (crossview export onnx --no-fuse): "
-                             "run it on the pair and its mirror image and fuse the views with "
-                             "each other, as crossview stereo --self-fuse (no OpenCV matcher)")
+                        help="FILE holds the network's runs on the pair and its mirror image "
+                             "(crossview export onnx --self-fuse): fuse them and the views "
+                             "with each other, as crossview stereo --self-fuse (no OpenCV "
+                             "matcher)")
     return parser
 
 

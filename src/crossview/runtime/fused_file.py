@@ -88,7 +88,7 @@ class FusedFile:
         if metadata.get("crossview.fusion") != FUSION:
             raise UserError(f"{path}: not a fused stereo file (export the default stereo model "
                             "with `crossview export onnx --model matchstereo-hybrid --size HxW "
-                            "-o FILE`; a file of the network alone, --no-fuse, runs with "
+                            "-o FILE`; a file of the network's runs, --self-fuse, runs with "
                             "--self-fuse)")
         try:
             record = cls(size=_size(metadata["crossview.size"]),

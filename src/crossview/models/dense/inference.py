@@ -36,7 +36,12 @@ from crossview.geometry.photometric_refinement import refine_field
 from crossview.models.dense import dis_fusion, sgbm_fusion
 from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.models.dense.presets import fused_settings
-from crossview.models.dense.self_fusion import fuse_with_itself, mirrored, mirrored_fields
+from crossview.models.dense.self_fusion import (
+    fuse_with_itself,
+    mirrored,
+    mirrored_fields,
+    self_fusion_sizes,
+)
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
 from crossview.models.dense.vertical_alignment import NOTED_OFFSET_PX, measure_rows, rows_shifted
 from crossview.models.registry import FusedNetwork, Predictor
@@ -280,7 +285,9 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
                         f"{tuple(x1.shape[-2:])} (H, W)")
     if size is None or fuse:  # the pair itself is matched: refused before any matcher runs
         _check_size(model, *x0.shape[-2:], task)
-    check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=size,
+    runs = self_fusion_sizes(tuple(x0.shape[-2:]), size) if self_fuse else [size]
+    largest = max(runs, key=lambda s: 0 if s is None else s[0] * s[1])
+    check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=largest,
                  device=target, refine=refine, advice=advice, fuse=fuse)
     _move(model, target)
     x0, x1 = x0.to(target), x1.to(target)
@@ -292,10 +299,11 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
                 else contextlib.nullcontext())
     init = None if init is None else init.to(target)
 
-    def answer(first: torch.Tensor, second: torch.Tensor, start: torch.Tensor | None
+    def answer(first: torch.Tensor, second: torch.Tensor, start: torch.Tensor | None,
+               at: tuple[int, int] | None = size
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         with autocast:
-            field, rpos, peak = network_fields(model, first, second, task, lri=lri, size=size,
+            field, rpos, peak = network_fields(model, first, second, task, lri=lri, size=at,
                                                init=start)
         field = field.float()
         if refine:
@@ -308,9 +316,10 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
         if fuse:
             field, share = fuse_fields(x0, x1, field, task, fused_settings(model, task, preset))
         elif self_fuse:
-            mirror = answer(mirrored(x1), mirrored(x0),
-                            None if init is None else mirrored_fields(init))[0]
-            field = fuse_with_itself(x0, x1, field, mirror)
+            back = None if init is None else mirrored_fields(init)
+            fields = [field, *(answer(x0, x1, init, at)[0] for at in runs[1:])]
+            mirrors = [answer(mirrored(x1), mirrored(x0), back, at)[0] for at in runs]
+            field = fuse_with_itself(x0, x1, fields, mirrors)
         if lined_up:
             field, rpos, peak = _rows_back(field, rpos, peak, offsets)
     return _fields(field, rpos, peak, threshold, share,

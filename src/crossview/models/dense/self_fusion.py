@@ -1,15 +1,18 @@
 """A stereo network's two views fused with each other, no classical matcher.
 
-The network runs twice: on the pair, and on the pair mirrored left to right with its images
-swapped (the mirrored right image is the left image of a rectified pair:
-:func:`mirrored`, :func:`mirrored_fields`). The network is not mirror symmetric, so the
-second run is a second opinion; each pixel of each view takes the run whose two views agree
-best there (:func:`more_consistent`). Chosen by leave-one-group-out over real-train's 17 groups
-among the pair's run, the mirrored run, their mean and this choice, each with and without the
-steps below (every fold chose this choice with them): left-out bad-2 17.70 % against 18.76 %
-for the pair's run alone; development scenes 20.65 % against 22.97 %. With top-bottom mirrored
-runs among the candidates too, the same rule over four runs was chosen, left-out 17.74 %: no
-better, at twice the cost (docs/results/network-alone/README.md, item 15).
+The network runs on the pair and on the pair mirrored left to right with its images swapped
+(the mirrored right image is the left image of a rectified pair: :func:`mirrored`,
+:func:`mirrored_fields`), each at every scale of :data:`SELF_FUSION_SCALES` (the pair enlarged,
+its fields resized back): four runs. The network is neither mirror symmetric nor scale
+invariant, so each run is another opinion; each pixel of each view takes the run whose two
+views agree best there (:func:`most_consistent`). The mirrored run was chosen by
+leave-one-group-out over real-train's 17 groups among the pair's run, the mirrored run, their
+mean and this choice (left-out bad-2 17.70 % against 18.76 % for the pair's run alone;
+docs/results/network-alone/README.md, item 15), the scales likewise among the pair at 1,
+1.125, 1.25, 1.375, 1.5 and 2 times its size, alone, mirrored, with the pair's own run and
+with both of its runs (every fold chose the pair's two runs with the two at 1.5: left-out
+16.51 % against 17.70 % for the two at the pair's size; development scenes 18.56 % against
+20.77 %; item 18).
 
 The fused default (:mod:`crossview.models.dense.sgbm_fusion`) keeps SGBM's left-right checked
 disparity, fills what is left along the row, puts the depth edges on the colour edges with the
@@ -20,8 +23,8 @@ value is the network's: a consistent pixel keeps its own, an inconsistent one (o
 mostly) takes the farther of the nearest consistent values along its row, the edge medians
 choose among the network's values, and the strip continues them. Nothing here runs OpenCV's
 matchers: on a GPU the network runs there and these numpy steps after it on the CPU, and
-:class:`crossview.runtime.SelfFusedStereo` runs them on a ``crossview export onnx --no-fuse``
-file (which holds the network alone with its own half-resolution pass and refinement).
+:class:`crossview.runtime.SelfFusedStereo` runs them on a ``crossview export onnx --self-fuse``
+file (the network alone with its own half-resolution pass and refinement, at each scale).
 
 Chosen by leave-one-group-out over real-train's 17 groups among the network alone, its edge
 medians, its strip, both, and the fill at 0.5, 1, 2 or 4 px before both (every fold chose the
@@ -51,6 +54,23 @@ image_batch = lazy_import("crossview.data.image_batch")
 # a pixel whose two views disagree by more than this (L1 px) is filled along the row; chosen by
 # leave-one-group-out over {0.5, 1, 2, 4} (docs/results/network-alone/alone_postprocess.py)
 SELF_FUSION_CHECK_PX = 1.0
+# the network runs on the pair and its mirror at each of these scales of the pair (the first 1:
+# the pair's own run); chosen by leave-one-group-out (docs/results/network-alone/larger_scale.py)
+SELF_FUSION_SCALES = (1.0, 1.5)
+
+
+def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = None
+                      ) -> list[tuple[int, int] | None]:
+    """The size ``(H, W)`` the network runs at for each scale of :data:`SELF_FUSION_SCALES` on
+    a pair of ``shape = (H, W)``: ``round(H * scale) x round(W * scale)`` of ``size`` (a
+    fixed-resolution run's, else the pair's); ``size`` itself (``None``: the pair's own) at 1.
+
+    >>> self_fusion_sizes((375, 450))
+    [None, (562, 675)]
+    """
+    base = size or shape
+    return [size if scale == 1 else (round(base[0] * scale), round(base[1] * scale))
+            for scale in SELF_FUSION_SCALES]
 
 
 def self_fused_disparities(images: Sequence[np.ndarray], disparity: np.ndarray,
@@ -93,40 +113,49 @@ def mirrored_fields(field: Fields) -> Fields:
     return out
 
 
-def more_consistent(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Per pixel and view, the field of ``first`` or ``second`` (both ``[2B, H, W, 2]``
-    float32, both views of the same pair) whose left-right consistency error
+def most_consistent(fields: Sequence[np.ndarray]) -> np.ndarray:
+    """Per pixel and view, the field of the run of ``fields`` (each ``[2B, H, W, 2]`` float32,
+    both views of the same pair) whose left-right consistency error
     (:func:`crossview.geometry.consistency_arrays.consistency_error`, each against its own
-    other view) is the smaller there; ``first``'s where they tie."""
-    keep = consistency_error(first)[0] <= consistency_error(second)[0]
-    return np.where(keep[..., None], first, second)
+    other view) is the smallest there; the first run's where they tie."""
+    errors = np.stack([consistency_error(field)[0] for field in fields])  # [N, 2B, H, W]
+    chosen = errors.argmin(0)[None, ..., None]
+    return np.take_along_axis(np.stack(fields), chosen, 0)[0]
 
 
-def self_fused_pair(images: Sequence[np.ndarray], field: np.ndarray,
-                    mirror: np.ndarray) -> np.ndarray:
+def self_fused_pair(images: Sequence[np.ndarray], fields: Sequence[np.ndarray],
+                    mirrors: Sequence[np.ndarray]) -> np.ndarray:
     """Both views' self-fused disparities ``[2B, H, W]`` float32 px (positive; left views
-    first) from the network's fields ``field [2B, H, W, 2]`` on the pair and ``mirror`` on the
-    mirrored, swapped pair (as that run gives them: :func:`mirrored_fields` maps them back),
-    float32 px; ``images``: each row's view, RGB uint8 ``[H, W, 3]``. The more consistent of
-    the two per pixel (:func:`more_consistent`), then :func:`self_fused_disparities` with its
-    consistency error. Numpy only: ``crossview stereo --self-fuse`` and
-    :class:`crossview.runtime.SelfFusedStereo` both run it."""
-    b = field.shape[0] // 2
-    chosen = more_consistent(field, mirrored_fields(mirror))
+    first) from the network's fields on the pair, ``fields``, and on the mirrored, swapped
+    pair, ``mirrors`` (as those runs give them: :func:`mirrored_fields` maps them back), one of
+    each per scale of :data:`SELF_FUSION_SCALES`, each ``[2B, H, W, 2]`` float32 px at the
+    pair's size; ``images``: each row's view, RGB uint8 ``[H, W, 3]``. The most consistent
+    run per pixel (:func:`most_consistent`, the runs in the order pair, mirror at each scale),
+    then :func:`self_fused_disparities` with its consistency error. Numpy only: ``crossview
+    stereo --self-fuse`` and :class:`crossview.runtime.SelfFusedStereo` both run it."""
+    b = fields[0].shape[0] // 2
+    runs = [run for field, mirror in zip(fields, mirrors, strict=True)
+            for run in (field, mirrored_fields(mirror))]
+    chosen = most_consistent(runs)
     disparity = np.concatenate([field_to_disparity(chosen[:b]),
                                 field_to_disparity(chosen[b:], "right")])
     return self_fused_disparities(images, disparity, consistency_error(chosen)[0])
 
 
-def fuse_with_itself(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor,
-                     mirror: torch.Tensor) -> torch.Tensor:
+def fuse_with_itself(x0: torch.Tensor, x1: torch.Tensor, fields: Sequence[torch.Tensor],
+                     mirrors: Sequence[torch.Tensor]) -> torch.Tensor:
     """Both views' stereo fields ``[2B, H, W, 2]`` (left views first, x = -disparity) of the
-    pair ``x0, x1 [B, 3, H, W]`` (0..255) fused with each other (:func:`self_fused_pair`,
-    with the mirrored run's fields ``mirror``): the fused fields on ``field``'s device and
-    dtype, y as ``field`` gives it."""
+    pair ``x0, x1 [B, 3, H, W]`` (0..255) fused with each other (:func:`self_fused_pair` of the
+    runs on the pair, ``fields``, and on its mirror, ``mirrors``, one of each per scale): the
+    fused fields on the first field's device and dtype, y as it gives it."""
     b = x0.shape[0]
     images = [*image_batch.uint8_images(x0), *image_batch.uint8_images(x1)]
-    fused = self_fused_pair(images, *(f.detach().float().cpu().numpy() for f in (field, mirror)))
+
+    def arrays(runs: Sequence[torch.Tensor]) -> list[np.ndarray]:
+        return [run.detach().float().cpu().numpy() for run in runs]
+
+    fused = self_fused_pair(images, arrays(fields), arrays(mirrors))
+    field = fields[0]
     out = field.clone()
     out[..., 0] = torch.from_numpy(fused).to(field)
     out[:b, ..., 0] *= -1.0  # left views: x = -disparity
