@@ -17,7 +17,7 @@ torch's antialiased bilinear in crossview, the same weights in numpy in the runt
 2026-11-29 OpenCV's area resampling there) (no ground truth at that size: no bad-2).
 ``PRESET=fast`` (or ``balanced``, ``best``) exports and runs that speed preset instead of the
 model's own settings (``fast`` works at 120,000 px: every scene runs at a working size).
-``SELF_FUSE=1`` exports the network alone (``--no-fuse``) and compares
+``SELF_FUSE=1`` exports the network's self-fusion runs (``--self-fuse``) and compares
 :class:`crossview.runtime.SelfFusedStereo` with ``crossview stereo --self-fuse`` (use with
 ``UPSCALE=0``: the self-fused run has no working size).
 
@@ -50,7 +50,7 @@ from crossview.runtime import FusedStereo, SelfFusedStereo
 
 MODEL = "matchstereo-hybrid"
 PRESET = os.environ.get("PRESET") or None  # a speed preset; None: the model's own
-SELF_FUSE = os.environ.get("SELF_FUSE") == "1"  # the network-alone file, run self-fused
+SELF_FUSE = os.environ.get("SELF_FUSE") == "1"  # the self-fusion runs' file, fused
 T = TypeVar("T")
 
 
@@ -70,7 +70,7 @@ def compare(model: object, name: str, left: np.ndarray, right: np.ndarray,
     size = left.shape[:2]
     path = folder / f"{name}.onnx"
     start = time.perf_counter()
-    export_onnx(model, path, size, preset=PRESET, fuse=False if SELF_FUSE else None)
+    export_onnx(model, path, size, preset=PRESET, self_fuse=SELF_FUSE)
     export_s = time.perf_counter() - start
     start = time.perf_counter()
     stereo = SelfFusedStereo(path) if SELF_FUSE else FusedStereo(path)
