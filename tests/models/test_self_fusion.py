@@ -27,6 +27,7 @@ from crossview.models.dense import sgbm_fusion
 from crossview.models.dense.classical import fill_holes
 from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.self_fusion import (
+    ADAPTED_SELF_FUSION_SCALES,
     SELF_FUSION_CHECK_PX,
     SELF_FUSION_SCALES,
     fuse_with_itself,
@@ -35,10 +36,12 @@ from crossview.models.dense.self_fusion import (
     most_consistent,
     self_fused_disparities,
     self_fused_pair,
+    self_fusion_scales,
     self_fusion_sizes,
 )
 from crossview.models.matchstereo.specs import matchstereo_spec
 from crossview.models.registry import register_model
+from crossview.train.pair_adaptation import AdaptationSettings, adapt_to_pair
 from offset_pairs import offset_pair
 from small_networks import SMALL
 
@@ -169,10 +172,12 @@ def test_consistent_pixels_away_from_edges_and_borders_keep_the_networks_value()
 
 
 def _runs(model: torch.nn.Module, left: np.ndarray, right: np.ndarray,
-          start: torch.Tensor | None = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+          start: torch.Tensor | None = None, scales: tuple[float, ...] = SELF_FUSION_SCALES
+          ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """The network alone's fields on the pair and on the mirrored, swapped pair (``start``
-    mirrored too) at each size of :func:`self_fusion_sizes`, each run by itself."""
-    sizes = self_fusion_sizes(left.shape[:2])
+    mirrored too) at each size of :func:`self_fusion_sizes` for ``scales``, each run by
+    itself."""
+    sizes = self_fusion_sizes(left.shape[:2], scales=scales)
     back = None if start is None else mirrored_fields(start)
     fields = [predict_fields(model, left, right, "stereo", fuse=False, size=size,
                              init=start).field for size in sizes]
@@ -219,6 +224,20 @@ def test_a_warm_start_starts_every_run_the_mirrored_ones_mirrored() -> None:
     want = fuse_with_itself(x0, x1, *_runs(model, left, right, start))
     got = predict_fields(model, left, right, "stereo", self_fuse=True, init=start)
     assert torch.equal(got.field, want)
+
+
+def test_a_network_adapted_to_the_pair_self_fuses_at_the_pairs_size_only() -> None:
+    left, right = _pair()
+    torch.manual_seed(0)
+    model = crossview.load_model("self-fusion-test")
+    assert self_fusion_scales(model) == SELF_FUSION_SCALES
+    adapted = adapt_to_pair(model, left, right, "stereo", settings=AdaptationSettings(steps=1))
+    assert self_fusion_scales(adapted) == ADAPTED_SELF_FUSION_SCALES == (1.0,)
+    assert not hasattr(model, "self_fusion_scales")  # the model itself is left as it was
+    x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
+    want = fuse_with_itself(x0, x1, *_runs(adapted, left, right, scales=(1.0,)))
+    assert torch.equal(predict_fields(adapted, left, right, "stereo", self_fuse=True).field,
+                       want)
 
 
 def test_self_fusion_refuses_flow_and_the_sgbm_fusion() -> None:

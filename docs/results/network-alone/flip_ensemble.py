@@ -115,6 +115,20 @@ def combinations(runs: dict[str, Views]) -> dict[str, Views]:
             "consistent 4": most_consistent(runs, list(runs))}
 
 
+def adapted(model: object, left: np.ndarray, right: np.ndarray, adapt: int,
+            both: bool = False) -> object:
+    """``model`` adapted to the pair for ``adapt`` steps (0: ``model`` itself) as ``--self-fuse
+    --adapt`` adapts it (``both``: to the pair and its mirrored, swapped copy together, a batch
+    of two)."""
+    if not adapt:
+        return model
+    first, second = ([left, mirrored(right, True, False)], [right, mirrored(left, True, False)]
+                     ) if both else ([left], [right])
+    return adapt_to_pair(model, *(torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2)
+                                  .float() for images in (first, second)), "stereo",
+                         settings=AdaptationSettings.for_run(adapt, "stereo", fused=False))
+
+
 def scene_records(model: object, root: Path, scene: Path, adapt: int,
                   both: bool = False) -> list[dict]:
     """Every combination's scores on ``scene``, alone and self-fused, by ``model`` adapted
@@ -122,12 +136,7 @@ def scene_records(model: object, root: Path, scene: Path, adapt: int,
     (``both``: to the pair and its mirrored, swapped copy together, a batch of two)."""
     left, right = read_image(scene / "left.png"), read_image(scene / "right.png")
     truth = np.load(scene / "gt.npy").astype(np.float32)
-    if adapt:
-        first, second = ([left, mirrored(right, True, False)], [right, mirrored(left, True, False)]
-                         ) if both else ([left], [right])
-        model = adapt_to_pair(model, *(torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2)
-                                       .float() for images in (first, second)), "stereo",
-                              settings=AdaptationSettings.for_run(adapt, "stereo", fused=False))
+    model = adapted(model, left, right, adapt, both)
     runs = {name: network_views(model, left, right, h, v)
             for name, h, v in (("id", False, False), ("h", True, False), ("v", False, True),
                                ("hv", True, True))}

@@ -13,12 +13,14 @@ the pair) for each ``s`` of ``--scales``. Settings scored, each as it is and sel
 (:func:`flip_ensemble.setting_records`): ``id`` and ``consistent id+h`` (item 15's, for
 reference); per scale ``x{s}`` alone and ``consistent x{s}+x{s}h`` (item 15's two runs at that
 scale); per scale ``consistent id+x{s}`` (the pair at two scales) and ``consistent
-id+h+x{s}+x{s}h`` (four runs). Records as :mod:`flip_ensemble` writes them, for
+id+h+x{s}+x{s}h`` (four runs); with ``--all`` also ``consistent all`` (every run of every
+scale). Records as :mod:`flip_ensemble` writes them, for
 ``real_choice.py``.
 
 Run: ``OMP_NUM_THREADS=2 python docs/results/network-alone/larger_scale.py OUT.json
 ../shared/real-train ../shared/real-dev [--scales 1.25 1.5 2]`` then ``python
-docs/results/real-stereo/real_choice.py OUT.json ../shared/real-train``
+docs/results/real-stereo/real_choice.py OUT.json ../shared/real-train``; ``--adapt N`` adapts
+the network to each pair first (:func:`flip_ensemble.adapted`, as ``--self-fuse --adapt N``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from crossview.data.io import read_image
 sys.path.insert(0, str(Path(__file__).parent))
 from flip_ensemble import (
     Views,
+    adapted,
     every_scene,
     most_consistent,
     network_views,
@@ -43,35 +46,42 @@ from flip_ensemble import (
 )
 
 
-def combinations(scales: list[float]) -> dict[str, list[str]]:
-    """``{setting: runs}`` of the module docstring."""
+def combinations(scales: list[float], every_run: bool = False) -> dict[str, list[str]]:
+    """``{setting: runs}`` of the module docstring (``every_run``: with ``consistent all``)."""
     settings = {"id": ["id"], "consistent id+h": ["id", "h"]}
     for s in scales:
         settings |= {f"x{s:g}": [f"x{s:g}"],
                      f"consistent x{s:g}+x{s:g}h": [f"x{s:g}", f"x{s:g}h"],
                      f"consistent id+x{s:g}": ["id", f"x{s:g}"],
                      f"consistent id+h+x{s:g}+x{s:g}h": ["id", "h", f"x{s:g}", f"x{s:g}h"]}
-    return settings
+    every = ["id", "h", *(f"x{s:g}{h}" for s in scales for h in ("", "h"))]
+    return settings | ({"consistent all": every} if every_run else {})
 
 
-def scene_records(model: object, root: Path, scene: Path, scales: list[float]) -> list[dict]:
-    """Every setting's scores on ``scene``, as it is and self-fused."""
+def scene_records(model: object, root: Path, scene: Path, scales: list[float],
+                  adapt: int, every_run: bool) -> list[dict]:
+    """Every setting's scores on ``scene``, as it is and self-fused, by ``model`` adapted to
+    the pair for ``adapt`` steps first (0: none)."""
     left, right = read_image(scene / "left.png"), read_image(scene / "right.png")
     truth = np.load(scene / "gt.npy").astype(np.float32)
+    model = adapted(model, left, right, adapt)
     runs: dict[str, Views] = {"id": network_views(model, left, right, False, False),
                               "h": network_views(model, left, right, True, False)}
     for s in scales:
         size = (round(left.shape[0] * s), round(left.shape[1] * s))
         runs[f"x{s:g}"] = network_views(model, left, right, False, False, size=size)
         runs[f"x{s:g}h"] = network_views(model, left, right, True, False, size=size)
-    settings = {name: most_consistent(runs, names) for name, names in combinations(scales).items()}
+    settings = {name: most_consistent(runs, names)
+                for name, names in combinations(scales, every_run).items()}
     return setting_records(settings, root, scene, left, right, truth)
 
 
-def main(out: Path, roots: list[Path], scales: list[float]) -> None:
+def main(out: Path, roots: list[Path], scales: list[float], adapt: int,
+         every_run: bool) -> None:
     model = crossview.load_model("matchstereo-hybrid")
-    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene, scales),
-                          out, {"scales": scales})
+    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene, scales,
+                                                                   adapt, every_run),
+                          out, {"scales": scales, "adapt": adapt, "all": every_run})
     print_means(records, roots)
 
 
@@ -81,5 +91,7 @@ if __name__ == "__main__":
     parser.add_argument("roots", type=Path, nargs="+", help="folders of scenes with gt.npy")
     parser.add_argument("--scales", type=float, nargs="+", default=[1.25, 1.5, 2.0],
                         help="factors the pair is enlarged by")
+    parser.add_argument("--adapt", type=int, default=0, help="test-time adaptation steps")
+    parser.add_argument("--all", action="store_true", help="also every run of every scale")
     args = parser.parse_args()
-    main(args.out, args.roots, args.scales)
+    main(args.out, args.roots, args.scales, args.adapt, args.all)

@@ -43,7 +43,8 @@ SelfFuse = Annotated[bool, typer.Option(
     "pair's size and enlarged 1.5 times, each pixel from the run whose two views agree best, "
     "then the views fused with each other (left-right consistent pixels kept, the rest filled "
     "along the row, edge medians, out-of-view strip): every value the network's, better than "
-    "--no-fuse on real scenes, four network runs. Replaces the SGBM fusion.")]
+    "--no-fuse on real scenes, four network runs (two after --adapt, at the pair's size the "
+    "network was fitted to). Replaces the SGBM fusion.")]
 FuseFlow = Annotated[bool | None, typer.Option(
     "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's: DIS (on the grey "
     "frames, then on their rank transforms) where the network's forward-backward error "

@@ -59,11 +59,12 @@ def network_file_size(metadata: Mapping[str, str], path: str) -> tuple[int, int]
         raise UserError(f"{path}: not a stereo network file (export one with `{export}`)")
     if "crossview.fusion" in metadata:
         raise UserError(f"{path}: a fused default's file, which holds the network as the SGBM "
-                        f"fusion runs it; --self-fuse needs the network alone: `{export}`")
+                        f"fusion runs it; --self-fuse needs the network's own runs: `{export}`")
     size = metadata.get("crossview.size", "")
     if not metadata.get("crossview.padding", "").startswith("inside") or "x" not in size:
         raise UserError(f"{path}: a bare network file (no padding, any size); --self-fuse "
-                        f"needs the network as `crossview stereo --no-fuse` runs it: `{export}`")
+                        f"needs the network's runs as `crossview stereo --self-fuse` runs them: "
+                        f"`{export}`")
     if "crossview.same_as" not in metadata:
         raise UserError(f"{path}: its crossview metadata is incomplete (no crossview.same_as); "
                         f"export it again: `{export}`")

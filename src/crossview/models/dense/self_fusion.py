@@ -57,12 +57,18 @@ SELF_FUSION_CHECK_PX = 1.0
 # the network runs on the pair and its mirror at each of these scales of the pair (the first 1:
 # the pair's own run); chosen by leave-one-group-out (docs/results/network-alone/larger_scale.py)
 SELF_FUSION_SCALES = (1.0, 1.5)
+# a network adapted to the pair (crossview.train.pair_adaptation) is fitted at the pair's own
+# size and runs there only: on the five real-train scenes held out of the bundled weights'
+# training, ten steps then the two runs at 1 give 13.70 % bad-2, the four runs 14.94 %
+# (docs/results/network-alone/README.md, item 18)
+ADAPTED_SELF_FUSION_SCALES = (1.0,)
 
 
-def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = None
+def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = None,
+                      scales: Sequence[float] = SELF_FUSION_SCALES
                       ) -> list[tuple[int, int] | None]:
-    """The size ``(H, W)`` the network runs at for each scale of :data:`SELF_FUSION_SCALES` on
-    a pair of ``shape = (H, W)``: ``round(H * scale) x round(W * scale)`` of ``size`` (a
+    """The size ``(H, W)`` the network runs at for each of ``scales`` (the first 1) on a pair
+    of ``shape = (H, W)``: ``round(H * scale) x round(W * scale)`` of ``size`` (a
     fixed-resolution run's, else the pair's); ``size`` itself (``None``: the pair's own) at 1.
 
     >>> self_fusion_sizes((375, 450))
@@ -70,7 +76,13 @@ def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = Non
     """
     base = size or shape
     return [size if scale == 1 else (round(base[0] * scale), round(base[1] * scale))
-            for scale in SELF_FUSION_SCALES]
+            for scale in scales]
+
+
+def self_fusion_scales(model: object) -> tuple[float, ...]:
+    """The scales ``model`` self-fuses at: ``model.self_fusion_scales`` where set (a copy
+    adapted to a pair: :data:`ADAPTED_SELF_FUSION_SCALES`), else :data:`SELF_FUSION_SCALES`."""
+    return tuple(getattr(model, "self_fusion_scales", SELF_FUSION_SCALES))
 
 
 def self_fused_disparities(images: Sequence[np.ndarray], disparity: np.ndarray,
