@@ -185,20 +185,31 @@ def print_means(records: list[dict], roots: list[Path]) -> None:
     print_table("mean bad-2 % (EPE px) of the left view", ["setting", *map(str, roots)], rows)
 
 
-def main(out: Path, roots: list[Path], adapt: int, both: bool) -> None:
+def study_parser(doc: str) -> argparse.ArgumentParser:
+    """A study's command line (``doc``: its module docstring): ``OUT.json`` and the folders of
+    scenes; the study adds its own options."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("roots", type=Path, nargs="+", help="folders of scenes with gt.npy")
+    return parser
+
+
+def run_study(out: Path, roots: list[Path], records_of: Callable[[object, Path, Path], list[dict]],
+              header: dict) -> None:
+    """``records_of(model, root, scene)`` of the bundled stereo model on every scene of
+    ``roots`` (:func:`every_scene`), then the means (:func:`print_means`)."""
     model = crossview.load_model("matchstereo-hybrid")
-    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene, adapt,
-                                                                   both),
-                          out, {"adapt": adapt, "adapt_mirrored_too": both})
+    records = every_scene(roots, lambda root, scene: records_of(model, root, scene), out, header)
     print_means(records, roots)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("roots", type=Path, nargs="+", help="folders of scenes with gt.npy")
+    parser = study_parser(__doc__)
     parser.add_argument("--adapt", type=int, default=0, help="test-time adaptation steps")
     parser.add_argument("--adapt-mirrored-too", action="store_true",
                         help="adapt to the pair and its mirrored, swapped copy together")
     args = parser.parse_args()
-    main(args.out, args.roots, args.adapt, args.adapt_mirrored_too)
+    run_study(args.out, args.roots,
+              lambda model, root, scene: scene_records(model, root, scene, args.adapt,
+                                                       args.adapt_mirrored_too),
+              {"adapt": args.adapt, "adapt_mirrored_too": args.adapt_mirrored_too})

@@ -25,24 +25,22 @@ the network to each pair first (:func:`flip_ensemble.adapted`, as ``--self-fuse 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
-import crossview
 from crossview.data.io import read_image
 
 sys.path.insert(0, str(Path(__file__).parent))
 from flip_ensemble import (
     Views,
     adapted,
-    every_scene,
     most_consistent,
     network_views,
-    print_means,
+    run_study,
     setting_records,
+    study_parser,
 )
 
 
@@ -76,22 +74,14 @@ def scene_records(model: object, root: Path, scene: Path, scales: list[float],
     return setting_records(settings, root, scene, left, right, truth)
 
 
-def main(out: Path, roots: list[Path], scales: list[float], adapt: int,
-         every_run: bool) -> None:
-    model = crossview.load_model("matchstereo-hybrid")
-    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene, scales,
-                                                                   adapt, every_run),
-                          out, {"scales": scales, "adapt": adapt, "all": every_run})
-    print_means(records, roots)
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("roots", type=Path, nargs="+", help="folders of scenes with gt.npy")
+    parser = study_parser(__doc__)
     parser.add_argument("--scales", type=float, nargs="+", default=[1.25, 1.5, 2.0],
                         help="factors the pair is enlarged by")
     parser.add_argument("--adapt", type=int, default=0, help="test-time adaptation steps")
     parser.add_argument("--all", action="store_true", help="also every run of every scale")
     args = parser.parse_args()
-    main(args.out, args.roots, args.scales, args.adapt, args.all)
+    run_study(args.out, args.roots,
+              lambda model, root, scene: scene_records(model, root, scene, args.scales,
+                                                       args.adapt, args.all),
+              {"scales": args.scales, "adapt": args.adapt, "all": args.all})

@@ -19,18 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-import crossview
 from crossview.data.io import read_image
 from crossview.models.dense import self_fusion
 
 sys.path.insert(0, str(Path(__file__).parent))
 from adapt_rate import scores
 from flip_ensemble import (
-    every_scene,
     left_right_error,
     most_consistent,
     network_views,
-    print_means,
+    run_study,
+    study_parser,
 )
 
 CHECKS = (0.5, 0.75, 1.0, 1.5, 2.0)  # px
@@ -54,14 +53,6 @@ def scene_records(model: object, root: Path, scene: Path) -> list[dict]:
     return records
 
 
-def main(out: Path, roots: list[Path]) -> None:
-    model = crossview.load_model("matchstereo-hybrid")
-    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene), out,
-                          {"checks": CHECKS})
-    print_means(records, roots)
-
-
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    main(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
+    args = study_parser(__doc__).parse_args()
+    run_study(args.out, args.roots, scene_records, {"checks": CHECKS})

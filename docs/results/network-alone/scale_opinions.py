@@ -22,17 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-import crossview
 from crossview.data.io import read_image
 
 sys.path.insert(0, str(Path(__file__).parent))
 from flip_ensemble import (
     Views,
-    every_scene,
     most_consistent,
     network_views,
-    print_means,
+    run_study,
     setting_records,
+    study_parser,
 )
 
 SCALE = 0.75
@@ -56,14 +55,6 @@ def scene_records(model: object, root: Path, scene: Path) -> list[dict]:
     return setting_records(settings, root, scene, left, right, truth)
 
 
-def main(out: Path, roots: list[Path]) -> None:
-    model = crossview.load_model("matchstereo-hybrid")
-    records = every_scene(roots, lambda root, scene: scene_records(model, root, scene), out,
-                          {"scale": SCALE})
-    print_means(records, roots)
-
-
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    main(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
+    args = study_parser(__doc__).parse_args()
+    run_study(args.out, args.roots, scene_records, {"scale": SCALE})
