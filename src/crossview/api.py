@@ -562,7 +562,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             other: the left-right consistent pixels kept, the rest filled along the row, the
             fusion's edge medians and out-of-view strip
             (:mod:`crossview.models.dense.self_fusion`; every value is the network's; better
-            than the network alone on real scenes, at about five times its cost; after
+            than the network alone on real scenes, at about seven times its cost; after
             ``adapt`` only the two runs at the pair's size, to which the network was
             fitted). Replaces the SGBM fusion (``fuse`` must not be ``True``).
 
