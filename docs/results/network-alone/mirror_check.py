@@ -9,7 +9,8 @@ check at each of :data:`CHECKS` px (the module constant set for the call). Recor
 
 Run: ``OMP_NUM_THREADS=2 python docs/results/network-alone/mirror_check.py OUT.json
 ../shared/real-train ../shared/real-dev`` then ``python docs/results/real-stereo/real_choice.py
-OUT.json ../shared/real-train``
+OUT.json ../shared/real-train``; ``--adapt N`` adapts the network to each pair first (as
+``--self-fuse --adapt N``, whose self-fusion runs these two runs).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from crossview.models.dense import self_fusion
 sys.path.insert(0, str(Path(__file__).parent))
 from adapt_rate import scores
 from flip_ensemble import (
+    adapted,
     left_right_error,
     most_consistent,
     network_views,
@@ -35,10 +37,12 @@ from flip_ensemble import (
 CHECKS = (0.5, 0.75, 1.0, 1.5, 2.0)  # px
 
 
-def scene_records(model: object, root: Path, scene: Path) -> list[dict]:
-    """The left view's scores on ``scene`` at every check."""
+def scene_records(model: object, root: Path, scene: Path, adapt: int = 0) -> list[dict]:
+    """The left view's scores on ``scene`` at every check, by ``model`` adapted to the pair
+    for ``adapt`` steps first (0: none; :func:`flip_ensemble.adapted`)."""
     left, right = read_image(scene / "left.png"), read_image(scene / "right.png")
     truth = np.load(scene / "gt.npy").astype(np.float32)
+    model = adapted(model, left, right, adapt)
     runs = {"id": network_views(model, left, right, False, False),
             "h": network_views(model, left, right, True, False)}
     views = most_consistent(runs, ["id", "h"])
@@ -54,5 +58,9 @@ def scene_records(model: object, root: Path, scene: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
-    args = study_parser(__doc__).parse_args()
-    run_study(args.out, args.roots, scene_records, {"checks": CHECKS})
+    parser = study_parser(__doc__)
+    parser.add_argument("--adapt", type=int, default=0, help="test-time adaptation steps")
+    args = parser.parse_args()
+    run_study(args.out, args.roots,
+              lambda model, root, scene: scene_records(model, root, scene, args.adapt),
+              {"checks": CHECKS, "adapt": args.adapt})
