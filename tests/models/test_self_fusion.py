@@ -1,6 +1,6 @@
 """A stereo network's views fused with each other (crossview.models.dense.self_fusion): the
-mirrored pair and its fields written out, the sizes of the runs at each scale, the most
-consistent of the runs per pixel, the steps
+mirrored pair and its fields written out, the sizes of the runs at each scale, the best
+matched of the runs per pixel (the least census cost), the steps
 written out (consistent pixels kept, the row fill, the edge medians, the strip, the right view
 mirrored), every value the network's, the run that takes it (predict_fields, the api, the
 command line, eval's row) and what it refuses."""
@@ -19,6 +19,7 @@ import crossview
 from cli_runner import run_cli
 from crossview.data import io
 from crossview.errors import UserError
+from crossview.geometry.census_arrays import census_codes, census_cost
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.disparity import field_to_disparity
 from crossview.geometry.edge_weighted_median import edge_weighted_median
@@ -27,16 +28,15 @@ from crossview.models.dense import sgbm_fusion
 from crossview.models.dense.classical import fill_holes
 from crossview.models.dense.inference import predict_fields
 from crossview.models.dense.self_fusion import (
-    ADAPTED_SELF_FUSION_SCALES,
+    SELF_FUSION_CENSUS_WINDOW,
     SELF_FUSION_CHECK_PX,
     SELF_FUSION_SCALES,
+    best_matched,
     fuse_with_itself,
     mirrored,
     mirrored_fields,
-    most_consistent,
     self_fused_disparities,
     self_fused_pair,
-    self_fusion_scales,
     self_fusion_sizes,
 )
 from crossview.models.matchstereo.specs import matchstereo_spec
@@ -107,35 +107,41 @@ def test_the_runs_sizes_are_the_scales_of_the_pair_or_of_the_size_asked() -> Non
 
 
 @pytest.mark.parametrize("runs", [2, 4])
-def test_most_consistent_takes_per_pixel_the_field_whose_views_agree_best(runs: int) -> None:
+def test_best_matched_takes_per_pixel_the_run_whose_matches_cost_least(runs: int) -> None:
     rng = np.random.default_rng(1)
+    images = [rng.integers(0, 256, (24, 32, 3), dtype=np.uint8) for _ in range(2)]
+    codes = [census_codes(image) for image in images]
     fields = [rng.normal(0, 3, (2, 24, 32, 2)).astype(np.float32) for _ in range(runs)]
-    got = most_consistent(fields)
-    errors = [consistency_error(torch.from_numpy(f))[0] for f in fields]
+    got = best_matched(fields, codes)
+    costs = [census_cost(codes, f, SELF_FUSION_CENSUS_WINDOW) for f in fields]
     for row in range(2):
         for y in range(24):
             for x in range(32):
-                values = [float(e[row, y, x]) for e in errors]
+                values = [float(c[row, y, x]) for c in costs]
                 want = fields[values.index(min(values))]  # the first of equals
                 np.testing.assert_array_equal(got[row, y, x], want[row, y, x])
     first = fields[0]
-    np.testing.assert_array_equal(most_consistent([first, first.copy()]), first)  # ties: first
+    np.testing.assert_array_equal(best_matched([first, first.copy()], codes), first)  # ties
 
 
-def test_the_pair_is_fused_from_the_most_consistent_run() -> None:
+def test_the_pair_is_fused_from_the_best_matched_run() -> None:
     rng = np.random.default_rng(2)
-    h, w = 30, 48
-    images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(2)]
+    h, w = 30, 64
+    left = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    images = [left, np.roll(left, -5, axis=1)]  # disparity 5
     field = np.zeros((2, h, w, 2), np.float32)
-    field[0, ..., 0], field[1, ..., 0] = -5.0, 5.0  # consistent at 5 px
-    field[0, :, 20:30, 0] = -9.0  # a patch the other view does not confirm
-    mirror = mirrored_fields(field)  # the mirrored run agrees ...
-    mirror[1, :, w - 30:w - 20, 0] = 5.0  # ... and has the patch right
-    larger = field.copy()  # a run at another scale: wrong on another patch
-    larger[0, :, 36:40, 0] = -1.0
+    field[0, ..., 0], field[1, ..., 0] = -5.0, 5.0  # right
+    field[0, :, 20:36, 0] = -9.0  # a patch wrong in the pair's run ...
+    field[1, :, 11:27, 0] = 9.0  # ... in both views, so that they agree there
+    mirror = mirrored_fields(np.where(field == 9.0, 5.0, np.where(field == -9.0, -5.0, field)))
+    larger = mirrored_fields(mirror)  # a run at another scale: wrong on another patch
+    larger[0, :, 44:60, 0] = -1.0
     got = self_fused_pair(images, [field, larger], [mirror, mirrored_fields(larger)])
-    chosen = most_consistent([field, mirrored_fields(mirror), larger, larger])
-    assert (chosen[0, :, 20:30, 0] == -5.0).all() and (chosen[0, :, 36:40, 0] == -5.0).all()
+    runs = [field, mirrored_fields(mirror), larger, larger]
+    chosen = best_matched(runs, [census_codes(image) for image in images])
+    inner = (slice(None), slice(3, -3))  # rows away from the windows' reflected borders
+    assert (chosen[0][inner][:, 27:29, 0] == -5.0).all()  # the patch's middle: the right run
+    assert (chosen[0][inner][:, 51:53, 0] == -5.0).all()
     disparity = np.stack([-chosen[0, ..., 0], chosen[1, ..., 0]])
     np.testing.assert_array_equal(got, self_fused_disparities(
         images, disparity, consistency_error(torch.from_numpy(chosen))[0].numpy()))
@@ -172,12 +178,10 @@ def test_consistent_pixels_away_from_edges_and_borders_keep_the_networks_value()
 
 
 def _runs(model: torch.nn.Module, left: np.ndarray, right: np.ndarray,
-          start: torch.Tensor | None = None, scales: tuple[float, ...] = SELF_FUSION_SCALES
-          ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+          start: torch.Tensor | None = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """The network alone's fields on the pair and on the mirrored, swapped pair (``start``
-    mirrored too) at each size of :func:`self_fusion_sizes` for ``scales``, each run by
-    itself."""
-    sizes = self_fusion_sizes(left.shape[:2], scales=scales)
+    mirrored too) at each size of :func:`self_fusion_sizes`, each run by itself."""
+    sizes = self_fusion_sizes(left.shape[:2])
     back = None if start is None else mirrored_fields(start)
     fields = [predict_fields(model, left, right, "stereo", fuse=False, size=size,
                              init=start).field for size in sizes]
@@ -197,7 +201,7 @@ def test_predict_fields_fuses_the_networks_views_instead_of_sgbm() -> None:
     plain = fields[0].numpy()
     runs = [run for field, mirror in zip(fields, mirrors, strict=True)
             for run in (field.numpy(), mirrored_fields(mirror.numpy()))]
-    chosen = most_consistent(runs)
+    chosen = best_matched(runs, [census_codes(left), census_codes(right)])
     for k, run in enumerate(runs[1:], 1):  # every other run answers some pixels
         assert (chosen == run).all(-1).any(), k
     assert not np.array_equal(chosen, plain)
@@ -226,16 +230,15 @@ def test_a_warm_start_starts_every_run_the_mirrored_ones_mirrored() -> None:
     assert torch.equal(got.field, want)
 
 
-def test_a_network_adapted_to_the_pair_self_fuses_at_the_pairs_size_only() -> None:
+def test_a_network_adapted_to_the_pair_self_fuses_all_its_runs() -> None:
     left, right = _pair()
     torch.manual_seed(0)
     model = crossview.load_model("self-fusion-test")
-    assert self_fusion_scales(model) == SELF_FUSION_SCALES
     adapted = adapt_to_pair(model, left, right, "stereo", settings=AdaptationSettings(steps=1))
-    assert self_fusion_scales(adapted) == ADAPTED_SELF_FUSION_SCALES == (1.0,)
-    assert not hasattr(model, "self_fusion_scales")  # the model itself is left as it was
     x0, x1 = (torch.from_numpy(v).permute(2, 0, 1)[None].float() for v in (left, right))
-    want = fuse_with_itself(x0, x1, *_runs(adapted, left, right, scales=(1.0,)))
+    fields, mirrors = _runs(adapted, left, right)
+    assert len(fields) == len(mirrors) == len(SELF_FUSION_SCALES) == 2
+    want = fuse_with_itself(x0, x1, fields, mirrors)
     assert torch.equal(predict_fields(adapted, left, right, "stereo", self_fuse=True).field,
                        want)
 

@@ -29,7 +29,6 @@ from crossview.data.image_batch import ImageLike, as_image_batch
 from crossview.device import resolve_device
 from crossview.errors import UserError
 from crossview.models.dense.inference import initialises_low, run_padded
-from crossview.models.dense.self_fusion import ADAPTED_SELF_FUSION_SCALES
 from crossview.train.photometric import photometric_loss
 
 # Peak memory of one adaptation step of a pair (the forward pass keeping its activations, the
@@ -92,9 +91,7 @@ def adapt_to_pair(model: nn.Module, img0: ImageLike, img1: ImageLike, task: str,
 
     Returns:
         The adapted copy on ``device``, in eval mode, with the model's defaults
-        (``refine_by_default``, ``lri_by_default``, ``fuse_by_default``, names) carried over;
-        its self-fusion runs at the pair's size only (``self_fusion_scales``:
-        :data:`crossview.models.dense.self_fusion.ADAPTED_SELF_FUSION_SCALES`).
+        (``refine_by_default``, ``lri_by_default``, ``fuse_by_default``, names) carried over.
     """
     adapted = model
     for step, loss, current in adaptation_steps(model, img0, img1, task, settings=settings,
@@ -121,7 +118,6 @@ def adaptation_steps(model: nn.Module, img0: ImageLike, img1: ImageLike, task: s
     _check_memory(model, x0.shape, target)
     lri = initialises_low(model, lri)
     adapted = copy.deepcopy(model).to(target).eval()
-    adapted.self_fusion_scales = ADAPTED_SELF_FUSION_SCALES  # fitted at the pair's size
     x0, x1 = x0.to(target).float(), x1.to(target).float()
     optimizer = torch.optim.Adam(adapted.parameters(), lr=settings.lr)
     for step in range(1, settings.steps + 1):

@@ -40,7 +40,6 @@ from crossview.models.dense.self_fusion import (
     fuse_with_itself,
     mirrored,
     mirrored_fields,
-    self_fusion_scales,
     self_fusion_sizes,
 )
 from crossview.models.dense.sgbm_fusion import fuse_with_sgbm
@@ -286,8 +285,7 @@ def _predict(model: nn.Module, x0: torch.Tensor, x1: torch.Tensor, task: str,
                         f"{tuple(x1.shape[-2:])} (H, W)")
     if size is None or fuse:  # the pair itself is matched: refused before any matcher runs
         _check_size(model, *x0.shape[-2:], task)
-    runs = (self_fusion_sizes(tuple(x0.shape[-2:]), size, self_fusion_scales(model))
-            if self_fuse else [size])
+    runs = self_fusion_sizes(tuple(x0.shape[-2:]), size) if self_fuse else [size]
     largest = max(runs, key=lambda s: 0 if s is None else s[0] * s[1])
     check_memory(model, *x0.shape[-2:], task=task, batch=x0.shape[0], lri=lri, size=largest,
                  device=target, refine=refine, advice=advice, fuse=fuse)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from crossview.geometry.census_arrays import census_codes, census_cost
 from crossview.geometry.consistency_arrays import consistency_error
 from crossview.geometry.disparity import field_to_disparity
 from crossview.lazy import lazy_import
@@ -57,18 +58,15 @@ SELF_FUSION_CHECK_PX = 1.0
 # the network runs on the pair and its mirror at each of these scales of the pair (the first 1:
 # the pair's own run); chosen by leave-one-group-out (docs/results/network-alone/larger_scale.py)
 SELF_FUSION_SCALES = (1.0, 1.5)
-# a network adapted to the pair (crossview.train.pair_adaptation) is fitted at the pair's own
-# size and runs there only: on the five real-train scenes held out of the bundled weights'
-# training, ten steps then the two runs at 1 give 13.70 % bad-2, the four runs 14.94 %
-# (docs/results/network-alone/README.md, item 18)
-ADAPTED_SELF_FUSION_SCALES = (1.0,)
+# each pixel takes the run whose census cost averaged over this window (px) is the least;
+# chosen by leave-one-group-out (docs/results/network-alone/run_evidence.py, item 20)
+SELF_FUSION_CENSUS_WINDOW = 25
 
 
-def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = None,
-                      scales: Sequence[float] = SELF_FUSION_SCALES
+def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = None
                       ) -> list[tuple[int, int] | None]:
-    """The size ``(H, W)`` the network runs at for each of ``scales`` (the first 1) on a pair
-    of ``shape = (H, W)``: ``round(H * scale) x round(W * scale)`` of ``size`` (a
+    """The size ``(H, W)`` the network runs at for each of :data:`SELF_FUSION_SCALES` (the
+    first 1) on a pair of ``shape = (H, W)``: ``round(H * scale) x round(W * scale)`` of ``size`` (a
     fixed-resolution run's, else the pair's); ``size`` itself (``None``: the pair's own) at 1.
 
     >>> self_fusion_sizes((375, 450))
@@ -76,13 +74,7 @@ def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = Non
     """
     base = size or shape
     return [size if scale == 1 else (round(base[0] * scale), round(base[1] * scale))
-            for scale in scales]
-
-
-def self_fusion_scales(model: object) -> tuple[float, ...]:
-    """The scales ``model`` self-fuses at: ``model.self_fusion_scales`` where set (a copy
-    adapted to a pair: :data:`ADAPTED_SELF_FUSION_SCALES`), else :data:`SELF_FUSION_SCALES`."""
-    return tuple(getattr(model, "self_fusion_scales", SELF_FUSION_SCALES))
+            for scale in SELF_FUSION_SCALES]
 
 
 def self_fused_disparities(images: Sequence[np.ndarray], disparity: np.ndarray,
@@ -125,13 +117,14 @@ def mirrored_fields(field: Fields) -> Fields:
     return out
 
 
-def most_consistent(fields: Sequence[np.ndarray]) -> np.ndarray:
+def best_matched(fields: Sequence[np.ndarray], codes: Sequence[np.ndarray]) -> np.ndarray:
     """Per pixel and view, the field of the run of ``fields`` (each ``[2B, H, W, 2]`` float32,
-    both views of the same pair) whose left-right consistency error
-    (:func:`crossview.geometry.consistency_arrays.consistency_error`, each against its own
-    other view) is the smallest there; the first run's where they tie."""
-    errors = np.stack([consistency_error(field)[0] for field in fields])  # [N, 2B, H, W]
-    chosen = errors.argmin(0)[None, ..., None]
+    both views of the same pair) whose matches look most alike around it: the least census
+    cost (:func:`crossview.geometry.census_arrays.census_cost`, averaged over
+    :data:`SELF_FUSION_CENSUS_WINDOW` px); the first run's where they tie. ``codes``: each
+    row's image's :func:`crossview.geometry.census_arrays.census_codes`."""
+    costs = np.stack([census_cost(codes, field, SELF_FUSION_CENSUS_WINDOW) for field in fields])
+    chosen = costs.argmin(0)[None, ..., None]  # [1, 2B, H, W, 1]
     return np.take_along_axis(np.stack(fields), chosen, 0)[0]
 
 
@@ -141,14 +134,14 @@ def self_fused_pair(images: Sequence[np.ndarray], fields: Sequence[np.ndarray],
     first) from the network's fields on the pair, ``fields``, and on the mirrored, swapped
     pair, ``mirrors`` (as those runs give them: :func:`mirrored_fields` maps them back), one of
     each per scale of :data:`SELF_FUSION_SCALES`, each ``[2B, H, W, 2]`` float32 px at the
-    pair's size; ``images``: each row's view, RGB uint8 ``[H, W, 3]``. The most consistent
-    run per pixel (:func:`most_consistent`, the runs in the order pair, mirror at each scale),
+    pair's size; ``images``: each row's view, RGB uint8 ``[H, W, 3]``. The best matched
+    run per pixel (:func:`best_matched`, the runs in the order pair, mirror at each scale),
     then :func:`self_fused_disparities` with its consistency error. Numpy only: ``crossview
     stereo --self-fuse`` and :class:`crossview.runtime.SelfFusedStereo` both run it."""
     b = fields[0].shape[0] // 2
     runs = [run for field, mirror in zip(fields, mirrors, strict=True)
             for run in (field, mirrored_fields(mirror))]
-    chosen = most_consistent(runs)
+    chosen = best_matched(runs, [census_codes(image) for image in images])
     disparity = np.concatenate([field_to_disparity(chosen[:b]),
                                 field_to_disparity(chosen[b:], "right")])
     return self_fused_disparities(images, disparity, consistency_error(chosen)[0])

@@ -1,0 +1,149 @@
+"""Which run the self-fusion should believe: the images' own evidence (issue 50 item 2, item 20).
+
+Item 18's self-fusion takes per pixel and view the one of its four runs (the pair and its
+mirrored swapped copy at 1 and 1.5 times the pair's size) whose two views agree best there.
+Agreement is blind to a run that is wrong in both views the same way (the thin structures and
+holes of art and pipes, where the coarse tokens take the foreground's value in both views).
+Two questions with the runs fixed (item 19's cache):
+
+- how much could any per-pixel choice among the runs give (``oracle``: per pixel the run
+  nearest the ground truth, left view, not fused; an upper bound, not a method), against the
+  choice by agreement as it is (``consistent``, not fused);
+- does the images' own evidence choose better: each run's census matching cost (5x5 census of
+  the grey images, the Hamming distance between a pixel's code and its match's in the other
+  image at the run's disparity rounded to a pixel, averaged over a K x K window), used alone
+  (``census K``) or among the runs that agree within 0.5 px (``agree then census K``; where
+  none agrees, the least left-right error as now). Every value stays one of the network's runs;
+  the cost only picks among them. Each setting is self-fused with the check at 0.5 px (item
+  19's choice) and at 1 px (shipped); the settings ``6 runs ...`` add the runs at 1.25 (item
+  19's six).
+
+With ``--adapt N`` the network is adapted to each pair first, as ``--self-fuse --adapt N``
+adapts it, and the settings are scored over its two runs at the pair's size (``2 runs ...``,
+what an adapted copy self-fuses today: item 18) and its four.
+
+Records as :mod:`flip_ensemble` writes them, for ``real_choice.py``.
+
+Run: ``OMP_NUM_THREADS=1 python docs/results/network-alone/run_evidence.py OUT.json
+../shared/real-train ../shared/real-dev --cache /tmp/run-cache`` (``--adapt 10``: the
+held-out five, ``/tmp/holdout``) then ``python
+docs/results/real-stereo/real_choice.py OUT.json ../shared/real-train``
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from crossview.data.io import read_image
+
+sys.path.insert(0, str(Path(__file__).parent))
+from adapt_rate import scores
+from flip_ensemble import Views, adapted, left_right_error, network_views, run_study, study_parser
+from run_choice import FOUR, SIX, fused, scene_runs
+
+WINDOWS = (1, 5, 9, 15, 25)  # px, the census cost's averaging window
+AGREE_PX = 0.5  # a run agrees at a pixel when its left-right error is at most this
+CHECKS = (0.5, 1.0)  # px, the self-fusion's check
+
+
+def census(image: np.ndarray) -> np.ndarray:
+    """The 5x5 census code ``[H, W]`` uint32 of an RGB uint8 ``image [H, W, 3]``: one bit per
+    neighbour (24), set where the neighbour is darker than the centre (edges replicated)."""
+    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.int16)
+    padded = np.pad(grey, 2, mode="edge")
+    h, w = grey.shape
+    code = np.zeros((h, w), np.uint32)
+    bit = 0
+    for dy in range(5):
+        for dx in range(5):
+            if dy == 2 and dx == 2:
+                continue
+            code |= (padded[dy:dy + h, dx:dx + w] < grey).astype(np.uint32) << np.uint32(bit)
+            bit += 1
+    return code
+
+
+def census_cost(codes: tuple[np.ndarray, np.ndarray], views: Views, window: int) -> np.ndarray:
+    """Each view's census cost ``[2, H, W]`` float32 (bits, averaged over ``window x window``)
+    of ``views``' disparities: a left pixel x against the right image at x - d, a right pixel
+    against the left at x + d (the match clipped to the image)."""
+    h, w = codes[0].shape
+    columns = np.arange(w)[None]
+    rows = np.arange(h)[:, None]
+    costs = []
+    for view, sign in ((0, -1), (1, 1)):
+        match = np.clip(np.rint(columns + sign * views[view]).astype(np.int64), 0, w - 1)
+        other = codes[1 - view][rows, match]
+        cost = np.bitwise_count(codes[view] ^ other).astype(np.float32)
+        costs.append(cost if window == 1 else
+                     cv2.blur(cost, (window, window), borderType=cv2.BORDER_REFLECT))
+    return np.stack(costs)
+
+
+def pick(runs: dict[str, Views], names: list[str], rank: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Both views' disparities ``[2, H, W]`` of the run of ``names`` whose ``rank
+    [N, 2, H, W]`` is the least per pixel and view (the first on a tie), and their left-right
+    error as chosen ``[2, H, W]``."""
+    stacked = np.stack([np.stack(runs[n]) for n in names])
+    disparity = np.take_along_axis(stacked, rank.argmin(0)[None], 0)[0].astype(np.float32)
+    return disparity, left_right_error((disparity[0], disparity[1]))
+
+
+def scene_records(model: object, root: Path, scene: Path, cache: Path, adapt: int
+                  ) -> list[dict]:
+    """Every setting's scores on ``scene``: over the four runs and the six (item 19's cached
+    runs), or, with ``adapt`` steps of adaptation to the pair first (as ``--self-fuse --adapt``
+    adapts; :func:`flip_ensemble.adapted`), over the adapted network's two runs at the pair's
+    size and its four."""
+    left, right = read_image(scene / "left.png"), read_image(scene / "right.png")
+    truth = np.load(scene / "gt.npy").astype(np.float32)
+    if adapt:
+        copy = adapted(model, left, right, adapt)
+        runs = {name: network_views(copy, left, right, name.endswith("h"), False,
+                                    size=None if scale == 1 else
+                                    (round(left.shape[0] * scale), round(left.shape[1] * scale)))
+                for name, scale in (("id", 1), ("h", 1), ("x1.5", 1.5), ("x1.5h", 1.5))}
+        sets = {"2 runs ": ["id", "h"], "": FOUR}
+    else:
+        runs = scene_runs(model, scene, left, right, cache)
+        sets = {"": FOUR, "6 runs ": SIX}
+    codes = (census(left), census(right))
+    lefts = np.stack([runs[n][0] for n in FOUR])
+    nearest = np.take_along_axis(lefts, np.abs(lefts - truth).argmin(0)[None], 0)[0]
+
+    def record(setting: str, disparity: np.ndarray) -> dict:
+        bad, epe = scores(disparity, truth)
+        return {"root": str(root), "scene": scene.name, "setting": setting, "refine": True,
+                "bad2": bad, "epe": epe}
+
+    records = [record("oracle", nearest)]
+    for prefix, names in sets.items():
+        errors = np.stack([left_right_error(runs[n]) for n in names])  # [N, 2, H, W]
+        choices = {"consistent": errors}
+        for window in WINDOWS:
+            cost = np.stack([census_cost(codes, runs[n], window) for n in names])
+            choices[f"census {window}"] = cost
+            # a run that agrees always outranks one that does not (costs are at most 24 bits)
+            choices[f"agree then census {window}"] = np.where(errors <= AGREE_PX, cost,
+                                                              100 + errors)
+        for name, rank in choices.items():
+            disparity, error = pick(runs, names, rank)
+            records.append(record(f"{prefix}{name} raw", disparity[0]))
+            records += [record(f"{prefix}{name} check {check:g}",
+                               fused(left, right, disparity, error, check)) for check in CHECKS]
+    return records
+
+
+if __name__ == "__main__":
+    parser = study_parser(__doc__)
+    parser.add_argument("--cache", type=Path, help="folder of the unadapted runs' .npz")
+    parser.add_argument("--adapt", type=int, default=0, help="test-time adaptation steps")
+    args = parser.parse_args()
+    run_study(args.out, args.roots,
+              lambda model, root, scene: scene_records(model, root, scene, args.cache, args.adapt),
+              {"windows": WINDOWS, "agree_px": AGREE_PX, "checks": CHECKS, "adapt": args.adapt})

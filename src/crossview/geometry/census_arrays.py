@@ -1,0 +1,81 @@
+"""How well a stereo field's matches look alike: the census matching cost, numpy only.
+
+The census code of a pixel (Zabih and Woodfill, ECCV 1994) has one bit per neighbour in a
+``(2r + 1)^2`` window, set where the neighbour is darker than the pixel; it keeps only the
+order of the grey levels, so it survives the exposure and tone differences of real pairs. The
+cost of a match is the Hamming distance between a pixel's code and its match's code in the
+other image, and a field's cost at a pixel its matches' costs averaged over a window around
+it: a wrong match costs about half the bits, a right one few. The self-fusion
+(:mod:`crossview.models.dense.self_fusion`) uses it to choose among its network runs; it runs
+without torch (:mod:`crossview.runtime`).
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> left = rng.integers(0, 256, (32, 48, 3), dtype=np.uint8)
+>>> right = np.roll(left, -3, axis=1)  # disparity 3 everywhere
+>>> field = np.zeros((2, 32, 48, 2), np.float32)
+>>> field[0, ..., 0], field[1, ..., 0] = -3.0, 3.0  # left views x = -disparity
+>>> codes = [census_codes(left), census_codes(right)]
+>>> float(census_cost(codes, field, window=5)[:, 4:-4, 8:-8].max())
+0.0
+>>> field[0, ..., 0] = -5.0  # two pixels off: about half the 24 bits differ
+>>> bool(census_cost(codes, field, window=5)[0, 4:-4, 8:-8].mean() > 8)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+CENSUS_RADIUS = 2  # a 5x5 window: 24 bits
+# the bits set in each byte value (a portable popcount: numpy < 2 has no bitwise_count)
+_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(1).astype(np.uint8)
+
+
+def census_codes(image: np.ndarray, radius: int = CENSUS_RADIUS) -> np.ndarray:
+    """The census code ``[H, W]`` uint32 of an RGB uint8 ``image [H, W, 3]`` (grey levels by
+    OpenCV's RGB to grey): bit ``k`` set where the ``k``-th neighbour of the ``(2r + 1)^2``
+    window (row by row, the centre skipped) is darker than the pixel; replicated borders."""
+    if image.ndim != 3 or image.shape[-1] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"image must be RGB uint8 [H, W, 3], got {image.shape} {image.dtype}")
+    if not 1 <= radius <= 2:  # (2r + 1)^2 - 1 bits must fit 32
+        raise ValueError(f"radius must be 1 or 2, got {radius}")
+    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    size = 2 * radius + 1
+    padded = np.pad(grey, radius, mode="edge")
+    h, w = grey.shape
+    codes = np.zeros((h, w), np.uint32)
+    offsets = [(dy, dx) for dy in range(size) for dx in range(size) if (dy, dx) != (radius,) * 2]
+    for bit, (dy, dx) in enumerate(offsets):
+        codes |= (padded[dy:dy + h, dx:dx + w] < grey).astype(np.uint32) << np.uint32(bit)
+    return codes
+
+
+def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The number of bits ``[...]`` uint8 in which the uint32 codes ``a`` and ``b`` differ."""
+    differ = np.ascontiguousarray(np.bitwise_xor(a, b), dtype=np.uint32)
+    return _BITS[differ.view(np.uint8).reshape(*differ.shape, 4)].sum(-1, dtype=np.uint8)
+
+
+def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int) -> np.ndarray:
+    """Each view's census cost ``[2B, H, W]`` float32 (bits) of the stereo ``field [2B, H, W,
+    2]`` (both views, first views' rows first, x = -disparity in first views): row ``i``'s pixel
+    ``(y, x)`` against row ``(i + B) mod 2B``'s code at ``(y, rint(x + field_x))`` (the same
+    row: a rectified pair; clipped to the image), averaged over ``window x window`` pixels
+    (reflected borders; 1: the pixel's own). ``codes``: each row's :func:`census_codes`."""
+    n, h, w = field.shape[:3]
+    if n % 2 or len(codes) != n:
+        raise ValueError(f"need both views' fields [2B, H, W, 2] and a code per row, got "
+                         f"{field.shape} and {len(codes)} codes")
+    rows = np.arange(h)[:, None]
+    columns = np.arange(w, dtype=np.float32)[None]
+    costs = np.empty((n, h, w), np.float32)
+    for i in range(n):
+        match = np.clip(np.rint(columns + field[i, ..., 0]), 0, w - 1).astype(np.intp)
+        cost = hamming(codes[i], codes[(i + n // 2) % n][rows, match]).astype(np.float32)
+        costs[i] = cost if window == 1 else cv2.blur(cost, (window, window),
+                                                       borderType=cv2.BORDER_REFLECT)
+    return costs

@@ -1,0 +1,93 @@
+"""The census matching cost of a stereo field (crossview.geometry.census_arrays) against the
+formulas written out pixel by pixel: the codes, the Hamming distance, the match on the row
+clipped to the image, the window's mean with reflected borders; and what it refuses."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crossview.geometry.census_arrays import census_codes, census_cost, hamming
+
+
+def _grey(image: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(int)
+
+
+@pytest.mark.parametrize("radius", [1, 2])
+def test_codes_are_the_darker_neighbours_row_by_row(radius: int) -> None:
+    rng = np.random.default_rng(radius)
+    image = rng.integers(0, 256, (9, 11, 3), dtype=np.uint8)
+    image[2:5, 3:7] = 90  # equal neighbours set no bit
+    grey = _grey(image)
+    codes = census_codes(image, radius)
+    assert codes.shape == (9, 11) and codes.dtype == np.uint32
+    for y in range(9):
+        for x in range(11):
+            want, bit = 0, 0
+            for dy in range(-radius, radius + 1):
+                for dx in range(-radius, radius + 1):
+                    if dy == dx == 0:
+                        continue
+                    neighbour = grey[min(max(y + dy, 0), 8), min(max(x + dx, 0), 10)]
+                    want |= int(neighbour < grey[y, x]) << bit
+                    bit += 1
+            assert int(codes[y, x]) == want, (y, x)
+
+
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=2))
+@settings(max_examples=50, deadline=None)
+def test_hamming_counts_the_bits_that_differ(pair: list[int]) -> None:
+    a, b = (np.array([[value]], np.uint32) for value in pair)
+    assert int(hamming(a, b)[0, 0]) == bin(pair[0] ^ pair[1]).count("1")
+
+
+@pytest.mark.parametrize("window", [1, 3, 5])
+def test_the_cost_is_the_windows_mean_of_each_pixels_match_on_its_row(window: int) -> None:
+    rng = np.random.default_rng(window)
+    h, w = 10, 14
+    images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(2)]
+    codes = [census_codes(image) for image in images]
+    field = np.zeros((2, h, w, 2), np.float32)
+    field[0, ..., 0] = -rng.uniform(0, 6, (h, w))  # first view: x = -disparity
+    field[1, ..., 0] = rng.uniform(-1, 6, (h, w))  # some matches leave the image: clipped
+    field[..., 1] = rng.uniform(-3, 3, (2, h, w))  # y is not read: the match is on the row
+    cost = census_cost(codes, field, window)
+    assert cost.shape == (2, h, w) and cost.dtype == np.float32
+    r = window // 2
+    for view in range(2):
+        own, other = codes[view], codes[1 - view]
+        per_pixel = np.zeros((h, w))
+        for y in range(h):
+            for x in range(w):
+                match = min(max(int(np.rint(x + field[view, y, x, 0])), 0), w - 1)
+                per_pixel[y, x] = bin(int(own[y, x]) ^ int(other[y, match])).count("1")
+        padded = np.pad(per_pixel, r, mode="symmetric")  # OpenCV's BORDER_REFLECT
+        want = np.array([[padded[y:y + window, x:x + window].mean() for x in range(w)]
+                         for y in range(h)])
+        np.testing.assert_allclose(cost[view], want, rtol=1e-6, atol=1e-5)
+
+
+def test_a_right_match_costs_nothing_a_wrong_one_about_half_the_bits() -> None:
+    rng = np.random.default_rng(7)
+    left = rng.integers(0, 256, (40, 64, 3), dtype=np.uint8)
+    right = np.roll(left, -4, axis=1)  # disparity 4
+    codes = [census_codes(left), census_codes(right)]
+    field = np.zeros((2, 40, 64, 2), np.float32)
+    field[0, ..., 0], field[1, ..., 0] = -4.0, 4.0
+    assert census_cost(codes, field, 3)[:, 3:-3, 8:-8].max() == 0
+    field[..., 0] *= 2  # every match 4 px off
+    assert 8 < census_cost(codes, field, 3)[:, 3:-3, 8:-8].mean() < 16
+
+
+def test_bad_input_is_refused() -> None:
+    image = np.zeros((8, 8, 3), np.uint8)
+    with pytest.raises(ValueError, match="RGB uint8"):
+        census_codes(image.astype(np.float32))
+    with pytest.raises(ValueError, match="radius"):
+        census_codes(image, 3)
+    with pytest.raises(ValueError, match="a code per row"):
+        census_cost([census_codes(image)], np.zeros((2, 8, 8, 2), np.float32), 3)
