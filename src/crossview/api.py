@@ -558,13 +558,14 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             lines rows up; :class:`StereoSequence` does this for a stream); ``None``: measured.
         self_fuse: without SGBM: the network run on the pair and on its mirror image (left to
             right, the images swapped), each at the pair's size and enlarged 1.5 times, each
-            pixel from the run whose two views agree best, then the two views fused with each
-            other: the left-right consistent pixels kept, the rest filled along the row, the
-            fusion's edge medians and out-of-view strip
-            (:mod:`crossview.models.dense.self_fusion`; every value is the network's; better
-            than the network alone on real scenes, at about seven times its cost; after
-            ``adapt`` only the two runs at the pair's size, to which the network was
-            fitted). Replaces the SGBM fusion (``fuse`` must not be ``True``).
+            pixel from the run whose matches look most alike around it (the least census
+            matching cost over 25x25 px), then the two views fused with each other: the
+            left-right consistent pixels kept, the rest filled along the row, the fusion's
+            edge medians and out-of-view strip (:mod:`crossview.models.dense.self_fusion`;
+            every value is the network's; better than the network alone and than SGBM filled
+            on real scenes, at about seven times the network's cost; after ``adapt`` the
+            adapted network's four runs). Replaces the SGBM fusion (``fuse`` must not be
+            ``True``).
 
     Returns:
         :class:`StereoResult` (float32 tensors on ``device``).

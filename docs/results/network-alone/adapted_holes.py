@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -72,17 +73,21 @@ def network_fields(model: torch.nn.Module, sample: dict) -> dict[str, torch.Tens
     return {"alone": alone(model), "adapted": alone(adapted), "taught": alone(taught.eval())}
 
 
-def scene_records(model: torch.nn.Module, root: str, sample: dict) -> list[dict]:
-    """Every setting's ``(bad-2, EPE)`` of the left view of ``sample``."""
+def scene_records(model: torch.nn.Module, root: str, sample: dict,
+                  sources: Callable[[torch.nn.Module, dict], dict[str, torch.Tensor]]
+                  = network_fields, checks: tuple[float, ...] = CHECKS) -> list[dict]:
+    """Every setting's ``(bad-2, EPE)`` of the left view of ``sample``, the fusion given the
+    default's own field and each of ``sources(model, sample)``'s, each with its pixels
+    agreeing within each of ``checks`` px."""
     default, x0, x1, field, kwargs = recorded_run(model, sample)
     truth = np.where(np.asarray(sample["valid"], bool), np.asarray(sample["disparity"]), np.nan)
-    fields = {"default": field, **network_fields(model, sample)}
+    fields = {"default": field, **sources(model, sample)}
     records = []
     for source, source_field in fields.items():
         if source_field.shape != field.shape:
             raise ValueError(f"{sample['name']}: the fused run ran at another size")
         view = sgbm_fusion.fusion_inputs(x0, x1, source_field, runs=kwargs.get("runs"))[0]
-        for check in CHECKS:
+        for check in checks:
             consistent = noc_mask(source_field.float(), check)[0].numpy()
             for run in RUNS:
                 fused = sgbm_fusion.fusion_steps(
@@ -102,8 +107,11 @@ def scene_records(model: torch.nn.Module, root: str, sample: dict) -> list[dict]
     return records
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(doc: str = __doc__, sources: Callable[[torch.nn.Module, dict], dict[str, torch.Tensor]]
+         = network_fields, checks: tuple[float, ...] = CHECKS) -> None:
+    """The command line of the module docstring ``doc``, the fusion given ``sources``'s fields
+    at ``checks`` (:func:`scene_records`)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("root")
     parser.add_argument("--scenes", default="", help="comma-separated scene names (default all)")
@@ -115,7 +123,7 @@ def main() -> None:
     for index, name in enumerate(scenes.names()):
         if wanted and name not in wanted:
             continue
-        records += scene_records(model, args.root, scenes[index])
+        records += scene_records(model, args.root, scenes[index], sources, checks)
         write_json(args.out, {"records": records})
 
 

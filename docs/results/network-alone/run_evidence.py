@@ -9,9 +9,10 @@ Two questions with the runs fixed (item 19's cache):
 - how much could any per-pixel choice among the runs give (``oracle``: per pixel the run
   nearest the ground truth, left view, not fused; an upper bound, not a method), against the
   choice by agreement as it is (``consistent``, not fused);
-- does the images' own evidence choose better: each run's census matching cost (5x5 census of
-  the grey images, the Hamming distance between a pixel's code and its match's in the other
-  image at the run's disparity rounded to a pixel, averaged over a K x K window), used alone
+- does the images' own evidence choose better: each run's census matching cost
+  (:func:`crossview.geometry.census_arrays.census_cost`: 5x5 census of the grey images, the
+  Hamming distance between a pixel's code and its match's in the other image, weighted
+  between the two pixels around the match, averaged over a K x K window), used alone
   (``census K``) or among the runs that agree within 0.5 px (``agree then census K``; where
   none agrees, the least left-right error as now). Every value stays one of the network's runs;
   the cost only picks among them. Each setting is self-fused with the check at 0.5 px (item
@@ -35,53 +36,27 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from crossview.data.io import read_image
+from crossview.geometry.census_arrays import census_codes, census_cost
 
 sys.path.insert(0, str(Path(__file__).parent))
 from adapt_rate import scores
-from flip_ensemble import Views, adapted, left_right_error, network_views, run_study, study_parser
+from flip_ensemble import (
+    Views,
+    adapted,
+    as_field,
+    left_right_error,
+    network_views,
+    run_study,
+    study_parser,
+)
 from run_choice import FOUR, SIX, fused, scene_runs
 
 WINDOWS = (1, 5, 9, 15, 25)  # px, the census cost's averaging window
 AGREE_PX = 0.5  # a run agrees at a pixel when its left-right error is at most this
 CHECKS = (0.5, 1.0)  # px, the self-fusion's check
-
-
-def census(image: np.ndarray) -> np.ndarray:
-    """The 5x5 census code ``[H, W]`` uint32 of an RGB uint8 ``image [H, W, 3]``: one bit per
-    neighbour (24), set where the neighbour is darker than the centre (edges replicated)."""
-    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.int16)
-    padded = np.pad(grey, 2, mode="edge")
-    h, w = grey.shape
-    code = np.zeros((h, w), np.uint32)
-    bit = 0
-    for dy in range(5):
-        for dx in range(5):
-            if dy == 2 and dx == 2:
-                continue
-            code |= (padded[dy:dy + h, dx:dx + w] < grey).astype(np.uint32) << np.uint32(bit)
-            bit += 1
-    return code
-
-
-def census_cost(codes: tuple[np.ndarray, np.ndarray], views: Views, window: int) -> np.ndarray:
-    """Each view's census cost ``[2, H, W]`` float32 (bits, averaged over ``window x window``)
-    of ``views``' disparities: a left pixel x against the right image at x - d, a right pixel
-    against the left at x + d (the match clipped to the image)."""
-    h, w = codes[0].shape
-    columns = np.arange(w)[None]
-    rows = np.arange(h)[:, None]
-    costs = []
-    for view, sign in ((0, -1), (1, 1)):
-        match = np.clip(np.rint(columns + sign * views[view]).astype(np.int64), 0, w - 1)
-        other = codes[1 - view][rows, match]
-        cost = np.bitwise_count(codes[view] ^ other).astype(np.float32)
-        costs.append(cost if window == 1 else
-                     cv2.blur(cost, (window, window), borderType=cv2.BORDER_REFLECT))
-    return np.stack(costs)
 
 
 def pick(runs: dict[str, Views], names: list[str], rank: np.ndarray
@@ -112,7 +87,7 @@ def scene_records(model: object, root: Path, scene: Path, cache: Path, adapt: in
     else:
         runs = scene_runs(model, scene, left, right, cache)
         sets = {"": FOUR, "6 runs ": SIX}
-    codes = (census(left), census(right))
+    codes = [census_codes(left), census_codes(right)]
     lefts = np.stack([runs[n][0] for n in FOUR])
     nearest = np.take_along_axis(lefts, np.abs(lefts - truth).argmin(0)[None], 0)[0]
 
@@ -126,7 +101,7 @@ def scene_records(model: object, root: Path, scene: Path, cache: Path, adapt: in
         errors = np.stack([left_right_error(runs[n]) for n in names])  # [N, 2, H, W]
         choices = {"consistent": errors}
         for window in WINDOWS:
-            cost = np.stack([census_cost(codes, runs[n], window) for n in names])
+            cost = np.stack([census_cost(codes, as_field(runs[n]), window) for n in names])
             choices[f"census {window}"] = cost
             # a run that agrees always outranks one that does not (costs are at most 24 bits)
             choices[f"agree then census {window}"] = np.where(errors <= AGREE_PX, cost,

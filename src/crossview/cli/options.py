@@ -40,11 +40,11 @@ Fuse = Annotated[bool | None, typer.Option(
     show_default=False)]
 SelfFuse = Annotated[bool, typer.Option(
     "--self-fuse", help="Without SGBM: the network on the pair and on its mirror image, at the "
-    "pair's size and enlarged 1.5 times, each pixel from the run whose two views agree best, "
-    "then the views fused with each other (left-right consistent pixels kept, the rest filled "
-    "along the row, edge medians, out-of-view strip): every value the network's, better than "
-    "--no-fuse on real scenes, four network runs (two after --adapt, at the pair's size the "
-    "network was fitted to). Replaces the SGBM fusion.")]
+    "pair's size and enlarged 1.5 times, each pixel from the run whose matches look most "
+    "alike around it (census cost), then the views fused with each other (left-right "
+    "consistent pixels kept, the rest filled along the row, edge medians, out-of-view strip): "
+    "every value the network's, better than --no-fuse and SGBM filled on real scenes, four "
+    "network runs. Replaces the SGBM fusion.")]
 FuseFlow = Annotated[bool | None, typer.Option(
     "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's: DIS (on the grey "
     "frames, then on their rank transforms) where the network's forward-backward error "

@@ -4,8 +4,9 @@ The census code of a pixel (Zabih and Woodfill, ECCV 1994) has one bit per neigh
 ``(2r + 1)^2`` window, set where the neighbour is darker than the pixel; it keeps only the
 order of the grey levels, so it survives the exposure and tone differences of real pairs. The
 cost of a match is the Hamming distance between a pixel's code and its match's code in the
-other image, and a field's cost at a pixel its matches' costs averaged over a window around
-it: a wrong match costs about half the bits, a right one few. The self-fusion
+other image (between the two pixels around a sub-pixel match, weighted linearly), and a
+field's cost at a pixel its matches' costs averaged over a window around it: a wrong match
+costs about half the bits, a right one few. The self-fusion
 (:mod:`crossview.models.dense.self_fusion`) uses it to choose among its network runs; it runs
 without torch (:mod:`crossview.runtime`).
 
@@ -63,9 +64,12 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int) -> np.ndarray:
     """Each view's census cost ``[2B, H, W]`` float32 (bits) of the stereo ``field [2B, H, W,
     2]`` (both views, first views' rows first, x = -disparity in first views): row ``i``'s pixel
-    ``(y, x)`` against row ``(i + B) mod 2B``'s code at ``(y, rint(x + field_x))`` (the same
-    row: a rectified pair; clipped to the image), averaged over ``window x window`` pixels
-    (reflected borders; 1: the pixel's own). ``codes``: each row's :func:`census_codes`."""
+    ``(y, x)`` against row ``(i + B) mod 2B``'s codes on the same row (a rectified pair) at
+    ``m = x + field_x`` clipped to the image, the distances to the codes at ``floor(m)`` and
+    ``floor(m) + 1`` weighted linearly (so that the cost moves little when the field does: a
+    float32 difference between two runtimes of the network changes no choice made by it),
+    averaged over ``window x window`` pixels (reflected borders; 1: the pixel's own).
+    ``codes``: each row's :func:`census_codes`."""
     n, h, w = field.shape[:3]
     if n % 2 or len(codes) != n:
         raise ValueError(f"need both views' fields [2B, H, W, 2] and a code per row, got "
@@ -74,8 +78,14 @@ def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int) -> 
     columns = np.arange(w, dtype=np.float32)[None]
     costs = np.empty((n, h, w), np.float32)
     for i in range(n):
-        match = np.clip(np.rint(columns + field[i, ..., 0]), 0, w - 1).astype(np.intp)
-        cost = hamming(codes[i], codes[(i + n // 2) % n][rows, match]).astype(np.float32)
+        match = np.clip(columns + field[i, ..., 0], 0, w - 1)
+        left = np.floor(match)
+        east = match - left
+        left = left.astype(np.intp)
+        other = codes[(i + n // 2) % n]
+        near = hamming(codes[i], other[rows, left]).astype(np.float32)
+        far = hamming(codes[i], other[rows, np.minimum(left + 1, w - 1)]).astype(np.float32)
+        cost = near + east * (far - near)
         costs[i] = cost if window == 1 else cv2.blur(cost, (window, window),
                                                        borderType=cv2.BORDER_REFLECT)
     return costs

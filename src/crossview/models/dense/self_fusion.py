@@ -4,15 +4,27 @@ The network runs on the pair and on the pair mirrored left to right with its ima
 (the mirrored right image is the left image of a rectified pair: :func:`mirrored`,
 :func:`mirrored_fields`), each at every scale of :data:`SELF_FUSION_SCALES` (the pair enlarged,
 its fields resized back): four runs. The network is neither mirror symmetric nor scale
-invariant, so each run is another opinion; each pixel of each view takes the run whose two
-views agree best there (:func:`most_consistent`). The mirrored run was chosen by
+invariant, so each run is another opinion; each pixel of each view takes the run whose
+matches look most alike around it: the least census matching cost averaged over
+:data:`SELF_FUSION_CENSUS_WINDOW` px (:func:`best_matched`;
+:mod:`crossview.geometry.census_arrays`). The images' own evidence sees what the runs'
+left-right agreement cannot, a run wrong the same way in both views (thin structures, holes
+through which the background shows). The mirrored run was chosen by
 leave-one-group-out over real-train's 17 groups among the pair's run, the mirrored run, their
 mean and this choice (left-out bad-2 17.70 % against 18.76 % for the pair's run alone;
 docs/results/network-alone/README.md, item 15), the scales likewise among the pair at 1,
 1.125, 1.25, 1.375, 1.5 and 2 times its size, alone, mirrored, with the pair's own run and
 with both of its runs (every fold chose the pair's two runs with the two at 1.5: left-out
 16.51 % against 17.70 % for the two at the pair's size; development scenes 18.56 % against
-20.77 %; item 18).
+20.77 %; item 18), and the census choice among the choice by agreement (item 18's), by the
+census cost over 1, 5, 9, 15 or 25 px, and by agreement then cost, each with the check at
+0.5 or 1 px, over these four runs (every fold chose the census cost, over 25 px in 11 folds
+and 15 in 6, with the check at 1 px: left-out 14.03 % against 16.51 %; better on 27 of 28
+real-train and all 8 development scenes, 15.82 % against 18.56 %; item 20). Six runs (1.25
+too) scored 13.77 % left out, a quarter point more for half again the cost: not taken. A
+network adapted to the pair (:mod:`crossview.train.pair_adaptation`) self-fuses the same four
+runs (the five real-train scenes held out of the bundled weights' training, ten steps:
+11.55 % against 12.25 % for its two runs at the pair's size).
 
 The fused default (:mod:`crossview.models.dense.sgbm_fusion`) keeps SGBM's left-right checked
 disparity, fills what is left along the row, puts the depth edges on the colour edges with the
@@ -60,7 +72,7 @@ SELF_FUSION_CHECK_PX = 1.0
 SELF_FUSION_SCALES = (1.0, 1.5)
 # each pixel takes the run whose census cost averaged over this window (px) is the least;
 # chosen by leave-one-group-out (docs/results/network-alone/run_evidence.py, item 20)
-SELF_FUSION_CENSUS_WINDOW = 25
+SELF_FUSION_CENSUS_WINDOW = 15
 
 
 def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = None
