@@ -559,7 +559,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
         self_fuse: without SGBM: the network run on the pair and on its mirror image (left to
             right, the images swapped), each at the pair's size and enlarged 1.5 times, each
             pixel from the run whose matches look most alike around it (the least census
-            matching cost over 25x25 px), then the two views fused with each other: the
+            matching cost over 15x15 px), then the two views fused with each other: the
             left-right consistent pixels kept, the rest filled along the row, the fusion's
             edge medians and out-of-view strip (:mod:`crossview.models.dense.self_fusion`;
             every value is the network's; better than the network alone and than SGBM filled

@@ -145,12 +145,12 @@ REAL_DEV = Path(__file__).resolve().parents[3] / "shared" / "real-dev"
 @pytest.mark.slow
 @pytest.mark.skipif(not (REAL_DEV / "mb2006h_bowling1").is_dir(),
                     reason="shared/real-dev not available")
-def test_five_steps_on_a_real_scene_change_the_self_fused_answer_and_lower_its_bad2() -> None:
+def test_ten_steps_on_a_real_scene_change_the_self_fused_answer_and_lower_its_bad2() -> None:
     """Issue 50 item 3, where the network decides every pixel (``self_fuse``): fitting the
     bundled network to one real scene (Middlebury 2006 Bowling1, large textureless areas)
-    changes the answer and lowers its bad-2 (measured 20.37 -> 15.89 %: the four runs of the
-    self-fusion before, the adapted network's two at the pair's size after; 19.34 after three
-    steps). On Teddy five steps only equal the four unadapted runs (8.77 -> 8.76 %)."""
+    changes the answer and lowers its bad-2 (measured on one thread 14.05 -> 9.95 %, the four
+    runs of the self-fusion before and after; 13.44 after five steps). Not every scene gains:
+    on Teddy ten steps give 7.11 against 6.88 %."""
     scenes = SceneFolders(str(REAL_DEV), task="stereo")
     sample = scenes[scenes.names().index("mb2006h_bowling1")]
     truth = np.where(sample["valid"], sample["disparity"], np.nan)
@@ -161,7 +161,7 @@ def test_five_steps_on_a_real_scene_change_the_self_fused_answer_and_lower_its_b
         return crossview.estimate_disparity(sample["image0"], sample["image1"], model=model,
                                             self_fuse=True, adapt=adapt).disparity[0].numpy()
 
-    before, after = answer(0), answer(5)
+    before, after = answer(0), answer(10)
     bad2 = [float(100 * (np.abs(d - truth)[known] > 2).mean()) for d in (before, after)]
     assert np.abs(after - before).mean() > 0.1
-    assert bad2[1] < bad2[0] - 0.5, bad2
+    assert bad2[1] < bad2[0] - 2.0, bad2  # measured 4.1 points

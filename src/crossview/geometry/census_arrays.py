@@ -66,8 +66,9 @@ def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int) -> 
     2]`` (both views, first views' rows first, x = -disparity in first views): row ``i``'s pixel
     ``(y, x)`` against row ``(i + B) mod 2B``'s codes on the same row (a rectified pair) at
     ``m = x + field_x`` clipped to the image, the distances to the codes at ``floor(m)`` and
-    ``floor(m) + 1`` weighted linearly (so that the cost moves little when the field does: a
-    float32 difference between two runtimes of the network changes no choice made by it),
+    ``floor(m) + 1`` weighted linearly (the cost moves at most 24 bits per pixel the field moves,
+    so that the float32 differences between two runtimes of a network seldom change a choice
+    made by it; a rounded match would jump),
     averaged over ``window x window`` pixels (reflected borders; 1: the pixel's own).
     ``codes``: each row's :func:`census_codes`."""
     n, h, w = field.shape[:3]

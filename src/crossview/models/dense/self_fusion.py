@@ -18,13 +18,13 @@ with both of its runs (every fold chose the pair's two runs with the two at 1.5:
 16.51 % against 17.70 % for the two at the pair's size; development scenes 18.56 % against
 20.77 %; item 18), and the census choice among the choice by agreement (item 18's), by the
 census cost over 1, 5, 9, 15 or 25 px, and by agreement then cost, each with the check at
-0.5 or 1 px, over these four runs (every fold chose the census cost, over 25 px in 11 folds
-and 15 in 6, with the check at 1 px: left-out 14.03 % against 16.51 %; better on 27 of 28
-real-train and all 8 development scenes, 15.82 % against 18.56 %; item 20). Six runs (1.25
-too) scored 13.77 % left out, a quarter point more for half again the cost: not taken. A
+0.5 or 1 px, over these four runs (every fold chose the census cost, over 15 px in 11 folds
+and 25 in 6, with the check at 1 px: left-out 13.94 % against 16.51 %; better on all 28
+real-train and all 8 development scenes, 15.39 % against 18.56 %; item 20). Six runs (1.25
+too) scored 13.52 % left out, for half again the cost and a heavier ONNX file: not taken. A
 network adapted to the pair (:mod:`crossview.train.pair_adaptation`) self-fuses the same four
 runs (the five real-train scenes held out of the bundled weights' training, ten steps:
-11.55 % against 12.25 % for its two runs at the pair's size).
+11.43 % against 11.95 % for its two runs at the pair's size).
 
 The fused default (:mod:`crossview.models.dense.sgbm_fusion`) keeps SGBM's left-right checked
 disparity, fills what is left along the row, puts the depth edges on the colour edges with the
@@ -78,8 +78,9 @@ SELF_FUSION_CENSUS_WINDOW = 15
 def self_fusion_sizes(shape: tuple[int, int], size: tuple[int, int] | None = None
                       ) -> list[tuple[int, int] | None]:
     """The size ``(H, W)`` the network runs at for each of :data:`SELF_FUSION_SCALES` (the
-    first 1) on a pair of ``shape = (H, W)``: ``round(H * scale) x round(W * scale)`` of ``size`` (a
-    fixed-resolution run's, else the pair's); ``size`` itself (``None``: the pair's own) at 1.
+    first 1) on a pair of ``shape = (H, W)``: ``round(H * scale) x round(W * scale)`` of
+    ``size`` (a fixed-resolution run's, else the pair's); ``size`` itself (``None``: the
+    pair's own) at 1.
 
     >>> self_fusion_sizes((375, 450))
     [None, (562, 675)]
