@@ -21,7 +21,7 @@ census cost over 1, 5, 9, 15 or 25 px, and by agreement then cost, each with the
 0.5 or 1 px, over these four runs (every fold chose the census cost, over 15 px in 11 folds
 and 25 in 6, with the check at 1 px: left-out 13.94 % against 16.51 %; better on all 28
 real-train and all 8 development scenes, 15.39 % against 18.56 %; item 20). Six runs (1.25
-too) scored 13.52 % left out, for half again the cost and a heavier ONNX file: not taken. A
+too) scored 13.52 % left out, for half again the cost: not taken in this round. A
 network adapted to the pair (:mod:`crossview.train.pair_adaptation`) self-fuses the same four
 runs (the five real-train scenes held out of the bundled weights' training, ten steps:
 11.43 % against 11.95 % for its two runs at the pair's size).
