@@ -1,7 +1,8 @@
-"""The census matching cost of a stereo field (crossview.geometry.census_arrays) against the
-formulas written out pixel by pixel: the codes, the Hamming distance, the match on the row
-clipped to the image and weighted between its two pixels, the window's mean with reflected
-borders; a cost that moves little with the field; and what it refuses."""
+"""The census matching cost of a stereo field or a flow (crossview.geometry.census_arrays)
+against the formulas written out pixel by pixel: the codes, the Hamming distance, the match on
+the row clipped to the image and weighted between its two pixels (a flow's between the four
+around it), the window's mean with reflected borders; a cost that moves little with the
+field; and what it refuses."""
 
 from __future__ import annotations
 
@@ -12,6 +13,33 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crossview.geometry.census_arrays import census_codes, census_cost, hamming
+
+
+def _window_mean(per_pixel: np.ndarray, window: int) -> np.ndarray:
+    """Each pixel's mean over the ``window x window`` pixels around it, borders reflected as
+    OpenCV's BORDER_REFLECT (numpy's "symmetric")."""
+    h, w = per_pixel.shape
+    padded = np.pad(per_pixel, window // 2, mode="symmetric")
+    return np.array([[padded[y:y + window, x:x + window].mean() for x in range(w)]
+                     for y in range(h)])
+
+
+def _bits(a: int, b: int) -> int:
+    return bin(int(a) ^ int(b)).count("1")
+
+
+def _cost_by_loops(codes: list[np.ndarray], field: np.ndarray, window: int,
+                   pixel_cost) -> np.ndarray:
+    """Both rows' costs ``[2, H, W]``: ``pixel_cost(own code, the other row's codes, y, x,
+    field[row, y, x])`` at every pixel, then :func:`_window_mean`."""
+    out = []
+    for row in range(2):
+        own, other = codes[row], codes[1 - row]
+        per_pixel = np.zeros(own.shape)
+        for y, x in np.ndindex(*own.shape):
+            per_pixel[y, x] = pixel_cost(own[y, x], other, y, x, field[row, y, x])
+        out.append(_window_mean(per_pixel, window))
+    return np.stack(out)
 
 
 def _grey(image: np.ndarray) -> np.ndarray:
@@ -58,22 +86,40 @@ def test_the_cost_is_the_windows_mean_of_each_pixels_match_on_its_row(window: in
     field[..., 1] = rng.uniform(-3, 3, (2, h, w))  # y is not read: the match is on the row
     cost = census_cost(codes, field, window)
     assert cost.shape == (2, h, w) and cost.dtype == np.float32
-    r = window // 2
-    for view in range(2):
-        own, other = codes[view], codes[1 - view]
-        per_pixel = np.zeros((h, w))
-        for y in range(h):
-            for x in range(w):
-                match = min(max(x + float(field[view, y, x, 0]), 0.0), w - 1.0)
-                left = int(np.floor(match))
-                right = min(left + 1, w - 1)
-                near, far = (bin(int(own[y, x]) ^ int(other[y, k])).count("1")
-                             for k in (left, right))
-                per_pixel[y, x] = (1 - (match - left)) * near + (match - left) * far
-        padded = np.pad(per_pixel, r, mode="symmetric")  # OpenCV's BORDER_REFLECT
-        want = np.array([[padded[y:y + window, x:x + window].mean() for x in range(w)]
-                         for y in range(h)])
-        np.testing.assert_allclose(cost[view], want, rtol=1e-6, atol=1e-5)
+
+    def on_the_row(own: int, other: np.ndarray, y: int, x: int, move: np.ndarray) -> float:
+        match = min(max(x + float(move[0]), 0.0), w - 1.0)
+        left = int(np.floor(match))
+        near, far = (_bits(own, other[y, k]) for k in (left, min(left + 1, w - 1)))
+        return (1 - (match - left)) * near + (match - left) * far
+
+    np.testing.assert_allclose(cost, _cost_by_loops(codes, field, window, on_the_row),
+                               rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("window", [1, 3])
+def test_a_flows_cost_weighs_the_four_codes_around_its_match(window: int) -> None:
+    rng = np.random.default_rng(10 + window)
+    h, w = 9, 12
+    frames = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(2)]
+    codes = [census_codes(frame) for frame in frames]
+    flow = rng.uniform(-4, 4, (2, h, w, 2)).astype(np.float32)  # some matches leave: clipped
+    cost = census_cost(codes, flow, window, vertical=True)
+
+    def around(own: int, other: np.ndarray, y: int, x: int, move: np.ndarray) -> float:
+        mx = min(max(x + float(move[0]), 0.0), w - 1.0)
+        my = min(max(y + float(move[1]), 0.0), h - 1.0)
+        x0, y0 = int(np.floor(mx)), int(np.floor(my))
+        return sum(wy * wx * _bits(own, other[yy, xx])
+                   for yy, wy in ((y0, 1 - (my - y0)), (min(y0 + 1, h - 1), my - y0))
+                   for xx, wx in ((x0, 1 - (mx - x0)), (min(x0 + 1, w - 1), mx - x0)))
+
+    np.testing.assert_allclose(cost, _cost_by_loops(codes, flow, window, around), rtol=1e-5,
+                               atol=1e-4)
+    on_rows = flow.copy()
+    on_rows[..., 1] = 0  # no vertical motion: the row's cost
+    np.testing.assert_allclose(census_cost(codes, on_rows, window, vertical=True),
+                               census_cost(codes, on_rows, window), rtol=1e-6, atol=1e-5)
 
 
 def test_a_right_match_costs_nothing_a_wrong_one_about_half_the_bits() -> None:

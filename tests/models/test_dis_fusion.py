@@ -1,5 +1,6 @@
 """The DIS fusion of optical flow (crossview.models.dense.dis_fusion): the rule pixel by pixel
-against the two forward-backward errors, then each direction's edge medians and variational
+against the candidates' forward-backward errors and census costs, a consistent but wrong
+network field giving way to DIS, then each direction's edge medians and variational
 refinement; the refinement on its own; a batch fused pair by pair; the fusion as the default of
 the bundled flow model through the api, and what an ONNX export says it leaves out."""
 
@@ -14,11 +15,13 @@ from PIL import Image
 import crossview
 from crossview.export.modules import DenseOutputs
 from crossview.export.onnx import dropped_defaults
+from crossview.geometry.census_arrays import census_codes, census_cost
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense import dis_fusion
 from crossview.models.dense.classical import dis_flow, grey_image, variational_refinement
 from crossview.models.dense.dis_fusion import (
+    FLOW_CENSUS_WINDOW,
     FLOW_DIS_RUNS,
     FLOW_EDGE_MEDIANS,
     FLOW_VARIATIONAL,
@@ -52,16 +55,19 @@ def _tensors(*frames: np.ndarray) -> list[torch.Tensor]:
     return [torch.from_numpy(f).permute(2, 0, 1)[None].float() for f in frames]
 
 
-def _choice_by_loops(field: np.ndarray, classical: np.ndarray) -> np.ndarray:
-    """The forward-backward rule pixel by pixel: ``classical [2, H, W, 2]`` where ``field``'s
-    error exceeds the threshold and its own does not."""
-    error_field = consistency_error(torch.from_numpy(field))[0].numpy()
-    error_classical = consistency_error(torch.from_numpy(classical))[0].numpy()
-    chosen = np.empty_like(field)
-    for row, y, x in np.ndindex(*field.shape[:3]):
-        takes_classical = (error_field[row, y, x] > FUSION_DIS_FB_PX
-                           and error_classical[row, y, x] <= FUSION_DIS_FB_PX)
-        chosen[row, y, x] = (classical if takes_classical else field)[row, y, x]
+def _choice_by_loops(candidates: list[np.ndarray], codes: list[np.ndarray]) -> np.ndarray:
+    """The rule pixel by pixel: among the candidates ``[2, H, W, 2]`` whose own forward-backward
+    error is at most the threshold, the first with the lowest census cost; the first candidate
+    (the network) where none is."""
+    errors = [consistency_error(torch.from_numpy(c))[0].numpy() for c in candidates]
+    costs = [census_cost(codes, c, FLOW_CENSUS_WINDOW, vertical=True) for c in candidates]
+    chosen = np.empty_like(candidates[0])
+    for row, y, x in np.ndindex(*chosen.shape[:3]):
+        best, lowest = 0, np.inf
+        for index, (error, cost) in enumerate(zip(errors, costs, strict=True)):
+            if error[row, y, x] <= FUSION_DIS_FB_PX and cost[row, y, x] < lowest:
+                best, lowest = index, cost[row, y, x]
+        chosen[row, y, x] = candidates[best][row, y, x]
     return chosen
 
 
@@ -75,18 +81,18 @@ def test_the_rule_pixel_by_pixel(seed: int, runs: str, monkeypatch: pytest.Monke
     field[0, ..., 1] += SHIFT[1]
     field[1, ..., 0] -= SHIFT[0]
     field[1, ..., 1] -= SHIFT[1]
+    field[:, 20:40, 30:50] = torch.tensor(SHIFT, dtype=torch.float32) * torch.tensor(
+        [1.0, -1.0])[:, None, None, None]  # a consistent patch: the census decides there
+    candidates = [field.numpy(), np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)])]
     if runs == "shipped":  # DIS on the grey frames, then on their rank transforms of radius 2
         assert FLOW_DIS_RUNS == (None, 2)
+        rank0, rank1 = (rank_transform(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY), 2)
+                        for f in (frame0, frame1))
+        candidates.append(np.stack([dis_flow(rank0, rank1), dis_flow(rank1, rank0)]))
     else:
         monkeypatch.setattr(dis_fusion, "FLOW_DIS_RUNS", (None,))
     fused = fuse_with_dis(*_tensors(frame0, frame1), field)
-    expected = _choice_by_loops(field.numpy(), np.stack([dis_flow(frame0, frame1),
-                                                         dis_flow(frame1, frame0)]))
-    if runs == "shipped":
-        rank0, rank1 = (rank_transform(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY), 2)
-                        for f in (frame0, frame1))
-        expected = _choice_by_loops(expected, np.stack([dis_flow(rank0, rank1),
-                                                        dis_flow(rank1, rank0)]))
+    expected = _choice_by_loops(candidates, [census_codes(frame0), census_codes(frame1)])
     # then each direction's edge medians and variational refinement
     for row, (first, second) in enumerate(((frame0, frame1), (frame1, frame0))):
         for settings in FLOW_EDGE_MEDIANS:
@@ -146,6 +152,18 @@ def test_a_bad_network_field_gives_way_to_dis_on_a_translation() -> None:
     assert (error < 0.5).float().mean() > 0.9
     with pytest.raises(ValueError, match=r"\[2B, H, W, 2\]"):
         fuse_with_dis(*_tensors(frame0, frame1), field[:1])
+
+
+def test_a_consistent_but_wrong_network_field_gives_way_to_dis_s_better_matches() -> None:
+    """The network says 6 px further than the frames moved, in both directions alike, so its
+    forward-backward check passes everywhere; DIS's matches look alike and the network's do not,
+    so the census takes DIS's (the forward-backward rule before it kept the network's)."""
+    frame0, frame1 = _frames()
+    wrong = torch.tensor([SHIFT[0] + 6.0, float(SHIFT[1])])
+    field = torch.stack([wrong.expand(192, 208, 2), -wrong.expand(192, 208, 2)])
+    fused = fuse_with_dis(*_tensors(frame0, frame1), field)
+    error = (fused[0, 16:-16, 16:-16] - torch.tensor(SHIFT, dtype=torch.float32)).norm(dim=-1)
+    assert (error < 0.5).float().mean() > 0.9
 
 
 def test_predict_fields_fuses_flow_after_the_network_by_the_models_default() -> None:

@@ -30,7 +30,7 @@ import crossview
 from crossview.baselines import dis_flow
 from crossview.data.datasets.scenes import SceneFolders
 from crossview.geometry.consistency import consistency_error
-from crossview.models.dense.dis_fusion import forward_backward_choice
+from crossview.models.dense.dis_fusion import FUSION_DIS_FB_PX
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -39,6 +39,18 @@ from real_choice import scene_groups  # the groups of real-train's README
 
 THRESHOLDS_PX = (0.0, 0.5, 1.0, 2.0, 4.0)  # fbless0: DIS wherever its error is smaller
 Pair = tuple[str, str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def forward_backward_choice(field: torch.Tensor, classical: torch.Tensor,
+                            threshold: float = FUSION_DIS_FB_PX) -> torch.Tensor:
+    """Per pixel ``classical``'s flow where ``field``'s forward-backward error exceeds
+    ``threshold`` px and ``classical``'s does not, else ``field``'s: both ``[2B, H, W, 2]``
+    (forward rows first) -> ``[2B, H, W, 2]``. The flow fusion's rule until the census choice
+    (``flow_census_choice.py``), DIS's runs applied one after the other."""
+    error_network = consistency_error(field)[0]
+    error_classical = consistency_error(classical)[0]
+    use_classical = (error_network > threshold) & (error_classical <= threshold)
+    return torch.where(use_classical[..., None], classical, field)
 
 
 def stereo_as_flow(disparity: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ passes, if any, chosen by leave-one-group-out.
 Pairs as ``flow_dis_fusion.py`` (the stereo scenes of the given roots as flow pairs, the KITTI
 flow scene, Motorcycle). For each pair, ``matchflow-hybrid``'s network (both directions, no
 fusion) and DIS medium are fused by the shipped forward-backward rule
-(:func:`crossview.models.dense.dis_fusion.forward_backward_choice`); then the forward flow is
+(``flow_dis_fusion.forward_backward_choice``); then the forward flow is
 scored by EPE as it is (``fused``), after one pass of
 :func:`crossview.geometry.edge_weighted_median.edge_weighted_median_flow` (``wm_j{jump}_r{radius}
 _s{step}_c{sigma}``, band 2 px) or after the stereo fusion's two passes (``wm2_stereo``,

@@ -4,7 +4,7 @@ after DIS on the grey frames, chosen by leave-one-group-out on real-train pairs.
 Pairs as ``flow_dis_fusion.py`` (the stereo scenes of the given roots as flow pairs, the KITTI
 flow scene, Motorcycle). For each pair, ``matchflow-hybrid``'s network (both directions, no
 fusion) is fused by the forward-backward rule
-(:func:`crossview.models.dense.dis_fusion.forward_backward_choice`) with DIS's flows in the order
+(``flow_dis_fusion.forward_backward_choice``) with DIS's flows in the order
 of each setting, then polished as the fusion polishes (edge medians, variational refinement);
 the forward flow is scored by EPE:
 
@@ -37,13 +37,12 @@ from crossview.models.dense.dis_fusion import (
     FLOW_DIS_RUNS,
     FLOW_EDGE_MEDIANS,
     FLOW_VARIATIONAL,
-    forward_backward_choice,
 )
 from crossview.models.dense.rank_transform import rank_transform
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flow_dis_fusion import epe, network_and_dis, pairs, print_choice
+from flow_dis_fusion import epe, forward_backward_choice, network_and_dis, pairs, print_choice
 
 RADII = (2, 3, 5)
 

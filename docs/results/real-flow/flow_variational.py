@@ -4,7 +4,7 @@ which settings, if any, chosen by leave-one-group-out.
 Pairs as ``flow_dis_fusion.py`` (the stereo scenes of the given roots as flow pairs, the KITTI
 flow scene, Motorcycle). For each pair, ``matchflow-hybrid``'s network (both directions, no
 fusion) and DIS medium are fused by the shipped forward-backward rule
-(:func:`crossview.models.dense.dis_fusion.forward_backward_choice`) and the shipped edge
+(``flow_dis_fusion.forward_backward_choice``) and the shipped edge
 medians (:data:`~crossview.models.dense.dis_fusion.FLOW_EDGE_MEDIANS`); the forward flow is
 scored by EPE as it is (``fused``) and after
 :func:`crossview.models.dense.classical.variational_refinement` with each of :data:`SETTINGS`

@@ -32,8 +32,9 @@ import cv2
 import numpy as np
 
 CENSUS_RADIUS = 2  # a 5x5 window: 24 bits
-# the bits set in each byte value (a portable popcount: numpy < 2 has no bitwise_count)
-_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(1).astype(np.uint8)
+# the bits set in each 16-bit value (a portable popcount: numpy < 2 has no bitwise_count)
+_BITS = np.unpackbits(np.arange(2**16, dtype=np.uint16).view(np.uint8).reshape(-1, 2),
+                      axis=1).sum(1).astype(np.uint8)
 
 
 def census_codes(image: np.ndarray, radius: int = CENSUS_RADIUS) -> np.ndarray:
@@ -57,36 +58,54 @@ def census_codes(image: np.ndarray, radius: int = CENSUS_RADIUS) -> np.ndarray:
 
 def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The number of bits ``[...]`` uint8 in which the uint32 codes ``a`` and ``b`` differ."""
-    differ = np.ascontiguousarray(np.bitwise_xor(a, b), dtype=np.uint32)
-    return _BITS[differ.view(np.uint8).reshape(*differ.shape, 4)].sum(-1, dtype=np.uint8)
+    differ = np.bitwise_xor(a, b, dtype=np.uint32)
+    return _BITS[differ & 0xFFFF] + _BITS[differ >> 16]
 
 
-def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int) -> np.ndarray:
-    """Each view's census cost ``[2B, H, W]`` float32 (bits) of the stereo ``field [2B, H, W,
-    2]`` (both views, first views' rows first, x = -disparity in first views): row ``i``'s pixel
-    ``(y, x)`` against row ``(i + B) mod 2B``'s codes on the same row (a rectified pair) at
-    ``m = x + field_x`` clipped to the image, the distances to the codes at ``floor(m)`` and
-    ``floor(m) + 1`` weighted linearly (the cost moves at most 24 bits per pixel the field moves,
-    so that the float32 differences between two runtimes of a network seldom change a choice
-    made by it; a rounded match would jump),
-    averaged over ``window x window`` pixels (reflected borders; 1: the pixel's own).
-    ``codes``: each row's :func:`census_codes`."""
+def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int, *,
+                vertical: bool = False) -> np.ndarray:
+    """Each view's census cost ``[2B, H, W]`` float32 (bits) of the ``field [2B, H, W, 2]``
+    (both views or directions, first rows first; stereo: x = -disparity in first views): row
+    ``i``'s pixel ``(y, x)`` against row ``(i + B) mod 2B``'s codes at ``m = x + field_x`` on
+    the same row (a rectified pair), clipped to the image, the distances to the codes at
+    ``floor(m)`` and ``floor(m) + 1`` weighted linearly (the cost moves at most 24 bits per
+    pixel the field moves, so that the float32 differences between two runtimes of a network
+    seldom change a choice made by it; a rounded match would jump); ``vertical`` (flow): at
+    ``(y + field_y, x + field_x)``, the four codes around it weighted bilinearly. Averaged over
+    ``window x window`` pixels (reflected borders; 1: the pixel's own). ``codes``: each row's
+    :func:`census_codes`."""
     n, h, w = field.shape[:3]
     if n % 2 or len(codes) != n:
         raise ValueError(f"need both views' fields [2B, H, W, 2] and a code per row, got "
                          f"{field.shape} and {len(codes)} codes")
-    rows = np.arange(h)[:, None]
-    columns = np.arange(w, dtype=np.float32)[None]
+    rows = np.broadcast_to(np.arange(h)[:, None], (h, w))
     costs = np.empty((n, h, w), np.float32)
     for i in range(n):
-        match = np.clip(columns + field[i, ..., 0], 0, w - 1)
-        left = np.floor(match)
-        east = match - left
-        left = left.astype(np.intp)
-        other = codes[(i + n // 2) % n]
-        near = hamming(codes[i], other[rows, left]).astype(np.float32)
-        far = hamming(codes[i], other[rows, np.minimum(left + 1, w - 1)]).astype(np.float32)
-        cost = near + east * (far - near)
+        own, other = codes[i], codes[(i + n // 2) % n]
+        x0, east = _corner(np.arange(w, dtype=np.float32)[None] + field[i, ..., 0], w)
+        x1 = np.minimum(x0 + 1, w - 1)
+        if vertical:
+            y0, south = _corner(np.arange(h, dtype=np.float32)[:, None] + field[i, ..., 1], h)
+            y1 = np.minimum(y0 + 1, h - 1)
+            north = _between(hamming(own, other[y0, x0]), hamming(own, other[y0, x1]), east)
+            cost = _between(north, _between(hamming(own, other[y1, x0]),
+                                            hamming(own, other[y1, x1]), east), south)
+        else:
+            cost = _between(hamming(own, other[rows, x0]), hamming(own, other[rows, x1]), east)
         costs[i] = cost if window == 1 else cv2.blur(cost, (window, window),
                                                        borderType=cv2.BORDER_REFLECT)
     return costs
+
+
+def _corner(match: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index below ``match`` (coordinates clipped to ``[0, size - 1]``) and the weight
+    ``match - index`` of the one above."""
+    match = np.clip(match, 0, size - 1)
+    below = np.floor(match)
+    return below.astype(np.intp), match - below
+
+
+def _between(near: np.ndarray, far: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``near + weight * (far - near)`` in float32."""
+    near = near.astype(np.float32)
+    return near + weight * (far.astype(np.float32) - near)

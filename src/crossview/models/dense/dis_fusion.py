@@ -1,35 +1,40 @@
-"""A flow network's fields fused with OpenCV DIS's, by forward-backward consistency.
+"""A flow network's fields fused with OpenCV DIS's: per pixel the consistent flow whose
+matches look most alike.
 
 The two fail in different places: the network where its training held few motions like the
 pair's (large ones, weak texture), DIS (:func:`crossview.models.dense.classical.dis_flow`) at
-occlusions and on thin structures. Both run in both directions; per pixel of each direction,
-the fusion keeps DIS's flow where the network's forward-backward error
-(:func:`crossview.geometry.consistency.consistency_error`) exceeds :data:`FUSION_DIS_FB_PX`
-and DIS's does not, and the network's elsewhere. DIS runs twice (:data:`FLOW_DIS_RUNS`): on the
-grey frames, then on their rank transforms
+occlusions and on thin structures. Both run in both directions, DIS twice
+(:data:`FLOW_DIS_RUNS`): on the grey frames and on their rank transforms
 (:func:`crossview.models.dense.rank_transform.rank_transform`), which hold where the two frames'
-brightness differs; the second run's flow takes the pixels where what the first choice left
-still fails the check and it passes. Around the motion edges of the result, each
-direction then takes the colour-weighted median of its frame
+brightness differs. Per pixel of each direction the fusion keeps, among the candidates whose own
+forward-backward error (:func:`crossview.geometry.consistency.consistency_error`) is at
+most :data:`FUSION_DIS_FB_PX`, the one whose matches look most alike: the lowest census cost
+(:func:`crossview.geometry.census_arrays.census_cost`) over :data:`FLOW_CENSUS_WINDOW` px
+square; the network's where no candidate is consistent (:func:`census_choice`). Around the
+motion edges of the result, each direction then takes the colour-weighted median of its frame
 (:func:`crossview.geometry.edge_weighted_median.edge_weighted_median_flow`, the stereo fusion's
 :data:`~crossview.models.dense.sgbm_fusion.EDGE_MEDIANS` passes), which puts motion edges on
 colour edges. Last, each direction is polished by OpenCV's variational refinement
 (:func:`crossview.models.dense.classical.variational_refinement`, :data:`FLOW_VARIATIONAL`),
 the energy DIS itself ends each scale with: the network's and the median's flow carry no
-smoothness term at full resolution. No ground truth is read; the rule, its threshold, the
-median's passes and the refinement's settings were chosen by leave-one-group-out on real scenes
-used as flow pairs (docs/real-eval.md, ``docs/results/real-flow/flow_dis_fusion.py``,
-``docs/results/real-flow/flow_edge_median.py``, ``docs/results/real-flow/flow_variational.py``).
+smoothness term at full resolution. No ground truth is read; the rule, its threshold and window,
+the median's passes and the refinement's settings were chosen by leave-one-group-out on real
+scenes used as flow pairs (docs/real-eval.md, ``docs/results/real-flow/flow_dis_fusion.py``,
+``flow_rank_dis.py``, ``flow_edge_median.py``, ``flow_variational.py``,
+``flow_census_choice.py`` there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import torch
 
 from crossview.data.image_batch import uint8_images
+from crossview.geometry.census_arrays import census_codes, census_cost
 from crossview.geometry.consistency import consistency_error
 from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense.classical import dis_flow, grey_image, variational_refinement
@@ -39,10 +44,13 @@ from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_THREADS
 
 # chosen by leave-one-group-out over {0, 0.5, 1, 2, 4} px, two rules (docs/real-eval.md)
 FUSION_DIS_FB_PX = 0.5
-# DIS's runs in order, each choosing by the rule above against what the runs before it left:
-# on the grey frames (None) or on their rank transforms of this radius; chosen by
-# leave-one-group-out over {grey}, {rank r}, {rank r, grey}, {grey, rank r} for r in {2, 3, 5}
-# (docs/results/real-flow/flow_rank_dis.py)
+# px: the census cost's window, chosen by leave-one-group-out over {5, 9, 15, 25} and the
+# forward-backward rule before it (9 in 16 of 17 folds;
+# docs/results/real-flow/flow_census_choice.py)
+FLOW_CENSUS_WINDOW = 9
+# DIS's runs: on the grey frames (None) or on their rank transforms of this radius; chosen (with
+# the forward-backward rule before the census) by leave-one-group-out over {grey}, {rank r},
+# {rank r, grey}, {grey, rank r} for r in {2, 3, 5} (docs/results/real-flow/flow_rank_dis.py)
 FLOW_DIS_RUNS: tuple[int | None, ...] = (None, 2)
 # the stereo fusion's two passes, chosen by leave-one-group-out over them and 12 single passes
 # (docs/results/real-flow/flow_edge_median.py)
@@ -53,15 +61,31 @@ FLOW_VARIATIONAL = {"iterations": 10, "sor_iterations": 5, "alpha": 40.0, "delta
                     "gamma": 20.0}
 
 
-def forward_backward_choice(field: torch.Tensor, classical: torch.Tensor,
-                            threshold: float = FUSION_DIS_FB_PX) -> torch.Tensor:
-    """Per pixel ``classical``'s flow where ``field``'s forward-backward error exceeds
-    ``threshold`` px and ``classical``'s does not, else ``field``'s: both ``[2B, H, W, 2]``
-    (forward rows first) -> ``[2B, H, W, 2]``."""
-    error_network = consistency_error(field)[0]
-    error_classical = consistency_error(classical)[0]
-    use_classical = (error_network > threshold) & (error_classical <= threshold)
-    return torch.where(use_classical[..., None], classical, field)
+def census_choice(candidates: Sequence[np.ndarray], codes: Sequence[np.ndarray], *,
+                  threshold: float = FUSION_DIS_FB_PX,
+                  window: int = FLOW_CENSUS_WINDOW) -> np.ndarray:
+    """Per pixel of each direction, among the ``candidates`` (both directions' flows ``[2B, H,
+    W, 2]`` float32 each, the network's first) whose own forward-backward error is at most
+    ``threshold`` px, the one with the lowest census cost over ``window`` px square (ties: the
+    earlier); the first's where none is -> ``[2B, H, W, 2]``. ``codes``: each row's first frame's
+    :func:`crossview.geometry.census_arrays.census_codes` (the first frames, then the
+    second)."""
+    stack = np.stack(candidates)  # [C, 2B, H, W, 2]
+    consistent = np.stack([consistency_error(torch.from_numpy(c))[0].numpy() <= threshold
+                           for c in candidates])
+    costs = np.stack([census_cost(codes, c, window, vertical=True) for c in candidates])
+    best = np.where(consistent.any(0), np.where(consistent, costs, np.inf).argmin(0), 0)
+    return np.take_along_axis(stack, best[None, ..., None], 0)[0]
+
+
+def polished(flow: np.ndarray, first: np.ndarray, second: np.ndarray, *,
+             medians: tuple[dict, ...] | None = None) -> np.ndarray:
+    """One direction's fused flow ``[H, W, 2]`` (``first`` to ``second``, RGB uint8 ``[H, W,
+    3]``) after the edge medians (``None``: :data:`FLOW_EDGE_MEDIANS`) and the variational
+    refinement (:data:`FLOW_VARIATIONAL`)."""
+    for settings in FLOW_EDGE_MEDIANS if medians is None else medians:
+        flow = edge_weighted_median_flow(flow, first, **settings)
+    return variational_refinement(flow, first, second, **FLOW_VARIATIONAL)
 
 
 def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
@@ -92,11 +116,6 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     frames0, frames1 = uint8_images(x0), uint8_images(x1)
     firsts, seconds = frames0 + frames1, frames1 + frames0  # row r's frames
 
-    def polish(flow: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-        for settings in FLOW_EDGE_MEDIANS if medians is None else medians:
-            flow = edge_weighted_median_flow(flow, first, **settings)
-        return variational_refinement(flow, first, second, **FLOW_VARIATIONAL)
-
     def dis_inputs(radius: int | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Row r's first and second frames as one DIS run sees them."""
         if radius is None:
@@ -108,9 +127,9 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     # OpenCV and numpy release the GIL: the directions run side by side, OpenCV's threads shared
     workers = min(2 * b, FUSION_THREADS)
     with ThreadPoolExecutor(max_workers=workers) as pool, shared_opencv_threads(workers):
-        fused = field
-        for radius in runs:
-            classical = np.stack(list(pool.map(dis_flow, *dis_inputs(radius))))
-            fused = forward_backward_choice(fused, torch.from_numpy(classical).to(field))
-        fused = np.stack(list(pool.map(polish, fused.float().cpu().numpy(), firsts, seconds)))
+        candidates = [field.float().cpu().numpy()]
+        candidates += [np.stack(list(pool.map(dis_flow, *dis_inputs(radius)))) for radius in runs]
+        fused = census_choice(candidates, list(pool.map(census_codes, firsts)))
+        fused = np.stack(list(pool.map(partial(polished, medians=medians), fused, firsts,
+                                       seconds)))
     return torch.from_numpy(fused).to(field)
