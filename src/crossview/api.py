@@ -557,14 +557,14 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             rows are lined up by it instead of measuring it again (a fused run of a model that
             lines rows up; :class:`StereoSequence` does this for a stream); ``None``: measured.
         self_fuse: without SGBM: the network run on the pair and on its mirror image (left to
-            right, the images swapped), each at the pair's size and enlarged 1.5 times, each
-            pixel from the run whose matches look most alike around it (the least census
+            right, the images swapped), each at the pair's size and enlarged 1.25 and 1.5
+            times, each pixel from the run whose matches look most alike around it (the least census
             matching cost over 15x15 px), then the two views fused with each other: the
             left-right consistent pixels kept, the rest filled along the row, the fusion's
             edge medians and out-of-view strip (:mod:`crossview.models.dense.self_fusion`;
             every value is the network's; better than the network alone and than SGBM filled
-            on real scenes, at about seven times the network's cost; after ``adapt`` the
-            adapted network's four runs). Replaces the SGBM fusion (``fuse`` must not be
+            on real scenes, at about ten times the network's cost; after ``adapt`` the
+            adapted network's six runs). Replaces the SGBM fusion (``fuse`` must not be
             ``True``).
 
     Returns:

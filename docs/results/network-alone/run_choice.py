@@ -45,6 +45,16 @@ CHECKS = (0.5, 0.75, 1.0, 1.5)  # px
 WINDOWS = (3, 7, 15)  # px
 
 
+def network_runs(model: object, left: np.ndarray, right: np.ndarray) -> dict[str, Views]:
+    """The six runs of the module docstring of ``model`` on the pair ``[H, W, 3]``."""
+    runs = {}
+    for name in SIX:
+        scale = 1.0 if name in ("id", "h") else float(name[1:].rstrip("h"))
+        size = None if scale == 1 else (round(left.shape[0] * scale), round(left.shape[1] * scale))
+        runs[name] = network_views(model, left, right, name.endswith("h"), False, size=size)
+    return runs
+
+
 def scene_runs(model: object, scene: Path, left: np.ndarray, right: np.ndarray,
                cache: Path) -> dict[str, Views]:
     """The six runs of the module docstring on ``scene``, from ``cache`` where kept there."""
@@ -52,11 +62,7 @@ def scene_runs(model: object, scene: Path, left: np.ndarray, right: np.ndarray,
     if kept.is_file():
         arrays = np.load(kept)
         return {name: (arrays[f"{name}/left"], arrays[f"{name}/right"]) for name in SIX}
-    runs = {}
-    for name in SIX:
-        scale = 1.0 if name in ("id", "h") else float(name[1:].rstrip("h"))
-        size = None if scale == 1 else (round(left.shape[0] * scale), round(left.shape[1] * scale))
-        runs[name] = network_views(model, left, right, name.endswith("h"), False, size=size)
+    runs = network_runs(model, left, right)
     cache.mkdir(parents=True, exist_ok=True)
     np.savez(kept, **{f"{name}/{view}": runs[name][k] for name in SIX
                       for k, view in enumerate(("left", "right"))})

@@ -20,8 +20,9 @@ Two questions with the runs fixed (item 19's cache):
   19's six).
 
 With ``--adapt N`` the network is adapted to each pair first, as ``--self-fuse --adapt N``
-adapts it, and the settings are scored over its two runs at the pair's size (``2 runs ...``,
-what an adapted copy self-fuses today: item 18) and its four.
+adapts it, and the settings are scored over its four runs and its six (``6 runs ...``). (The
+first adapted run, ``run_evidence_holdout_adapt10.json``, scored its two runs at the pair's
+size, ``2 runs ...``, and its four: commit 875bec5.)
 
 Records as :mod:`flip_ensemble` writes them, for ``real_choice.py``.
 
@@ -48,11 +49,10 @@ from flip_ensemble import (
     adapted,
     as_field,
     left_right_error,
-    network_views,
     run_study,
     study_parser,
 )
-from run_choice import FOUR, SIX, fused, scene_runs
+from run_choice import FOUR, SIX, fused, network_runs, scene_runs
 
 WINDOWS = (1, 5, 9, 15, 25)  # px, the census cost's averaging window
 AGREE_PX = 0.5  # a run agrees at a pixel when its left-right error is at most this
@@ -73,20 +73,15 @@ def scene_records(model: object, root: Path, scene: Path, cache: Path, adapt: in
                   ) -> list[dict]:
     """Every setting's scores on ``scene``: over the four runs and the six (item 19's cached
     runs), or, with ``adapt`` steps of adaptation to the pair first (as ``--self-fuse --adapt``
-    adapts; :func:`flip_ensemble.adapted`), over the adapted network's two runs at the pair's
-    size and its four."""
+    adapts; :func:`flip_ensemble.adapted`), over the adapted network's four and six runs."""
     left, right = read_image(scene / "left.png"), read_image(scene / "right.png")
     truth = np.load(scene / "gt.npy").astype(np.float32)
     if adapt:
         copy = adapted(model, left, right, adapt)
-        runs = {name: network_views(copy, left, right, name.endswith("h"), False,
-                                    size=None if scale == 1 else
-                                    (round(left.shape[0] * scale), round(left.shape[1] * scale)))
-                for name, scale in (("id", 1), ("h", 1), ("x1.5", 1.5), ("x1.5h", 1.5))}
-        sets = {"2 runs ": ["id", "h"], "": FOUR}
+        runs = network_runs(copy, left, right)
     else:
         runs = scene_runs(model, scene, left, right, cache)
-        sets = {"": FOUR, "6 runs ": SIX}
+    sets = {"": FOUR, "6 runs ": SIX}
     codes = [census_codes(left), census_codes(right)]
     lefts = np.stack([runs[n][0] for n in FOUR])
     nearest = np.take_along_axis(lefts, np.abs(lefts - truth).argmin(0)[None], 0)[0]

@@ -283,7 +283,7 @@ def model(
         "size's pair, for the ratios x SGBM and x DIS (same run).")] = True,
     alone: Annotated[bool, typer.Option(
         "--alone", help="Also run a fusing model without its fusion: the network alone "
-        "(--no-fuse) and self-fused (--self-fuse, four network runs).")] = False,
+        "(--no-fuse) and self-fused (--self-fuse, six network runs).")] = False,
     pair: Annotated[tuple[str, str] | None, typer.Option(
         "--pair", metavar="LEFT RIGHT", help="A real rectified pair (two image files), resized "
         "to each --size, instead of the random pair at disparity W/8.")] = None,

@@ -40,10 +40,10 @@ Fuse = Annotated[bool | None, typer.Option(
     show_default=False)]
 SelfFuse = Annotated[bool, typer.Option(
     "--self-fuse", help="Without SGBM: the network on the pair and on its mirror image, at the "
-    "pair's size and enlarged 1.5 times, each pixel from the run whose matches look most "
-    "alike around it (census cost), then the views fused with each other (left-right "
+    "pair's size and enlarged 1.25 and 1.5 times, each pixel from the run whose matches look "
+    "most alike around it (census cost), then the views fused with each other (left-right "
     "consistent pixels kept, the rest filled along the row, edge medians, out-of-view strip): "
-    "every value the network's, better than --no-fuse and SGBM filled on real scenes, four "
+    "every value the network's, better than --no-fuse and SGBM filled on real scenes, six "
     "network runs. Replaces the SGBM fusion.")]
 FuseFlow = Annotated[bool | None, typer.Option(
     "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's (on the grey frames "
