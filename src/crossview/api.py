@@ -563,7 +563,7 @@ def estimate_disparity(left: ImageLike, right: ImageLike, *,
             left-right consistent pixels kept, the rest filled along the row, the fusion's
             edge medians and out-of-view strip (:mod:`crossview.models.dense.self_fusion`;
             every value is the network's; better than the network alone and than SGBM filled
-            on real scenes, at about ten times the network's cost; after ``adapt`` the
+            on real scenes, at about nine times the network's cost; after ``adapt`` the
             adapted network's six runs). Replaces the SGBM fusion (``fuse`` must not be
             ``True``).
 
