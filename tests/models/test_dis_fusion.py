@@ -21,6 +21,7 @@ from crossview.geometry.edge_weighted_median import edge_weighted_median_flow
 from crossview.models.dense import dis_fusion
 from crossview.models.dense.classical import dis_flow, grey_image, variational_refinement
 from crossview.models.dense.dis_fusion import (
+    DIS_FROM_CHOICE,
     FLOW_CENSUS_WINDOW,
     FLOW_DIS_RUNS,
     FLOW_EDGE_MEDIANS,
@@ -39,13 +40,15 @@ pytestmark = pytest.mark.filterwarnings("ignore::crossview.api.RandomWeightsWarn
 SHIFT = (5, -3)  # px: frame 1 is frame 0 moved by this flow (u, v)
 
 
-def _frames(h: int = 192, w: int = 208) -> tuple[np.ndarray, np.ndarray]:
-    """A textured frame and the same scene moved by SHIFT ``[H, W, 3]`` uint8."""
+def _frames(h: int = 192, w: int = 208, *, shift: tuple[int, int] = SHIFT, pad: int = 8,
+            cell: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """A frame textured with ``cell`` px grains and the same scene moved by ``shift`` ``[H, W,
+    3]`` uint8 (``pad`` px of the scene around the frame: at least the motion)."""
     rng = np.random.default_rng(0)
-    pad = 8
-    coarse = rng.integers(0, 256, ((h + 2 * pad) // 4, (w + 2 * pad) // 4, 3), dtype=np.uint8)
+    coarse = rng.integers(0, 256, ((h + 2 * pad) // cell, (w + 2 * pad) // cell, 3),
+                          dtype=np.uint8)
     wide = np.asarray(Image.fromarray(coarse).resize((w + 2 * pad, h + 2 * pad), Image.BICUBIC))
-    u, v = SHIFT
+    u, v = shift
     frame0 = wide[pad:pad + h, pad:pad + w]
     frame1 = wide[pad - v:pad - v + h, pad - u:pad - u + w]  # frame1(p + (u, v)) = frame0(p)
     return np.ascontiguousarray(frame0), np.ascontiguousarray(frame1)
@@ -84,15 +87,20 @@ def test_the_rule_pixel_by_pixel(seed: int, runs: str, monkeypatch: pytest.Monke
     field[:, 20:40, 30:50] = torch.tensor(SHIFT, dtype=torch.float32) * torch.tensor(
         [1.0, -1.0])[:, None, None, None]  # a consistent patch: the census decides there
     candidates = [field.numpy(), np.stack([dis_flow(frame0, frame1), dis_flow(frame1, frame0)])]
-    if runs == "shipped":  # DIS on the grey frames, then on their rank transforms of radius 2
-        assert FLOW_DIS_RUNS == (None, 2)
+    codes = [census_codes(frame0), census_codes(frame1)]
+    if runs == "shipped":  # DIS on the grey frames, on their rank transforms of radius 2, and
+        # on the grey frames started from the choice among the three before it
+        assert FLOW_DIS_RUNS == (None, 2, DIS_FROM_CHOICE)
         rank0, rank1 = (rank_transform(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY), 2)
                         for f in (frame0, frame1))
         candidates.append(np.stack([dis_flow(rank0, rank1), dis_flow(rank1, rank0)]))
+        start = _choice_by_loops(candidates, codes)
+        candidates.append(np.stack([dis_flow(frame0, frame1, start[0]),
+                                    dis_flow(frame1, frame0, start[1])]))
     else:
         monkeypatch.setattr(dis_fusion, "FLOW_DIS_RUNS", (None,))
     fused = fuse_with_dis(*_tensors(frame0, frame1), field)
-    expected = _choice_by_loops(candidates, [census_codes(frame0), census_codes(frame1)])
+    expected = _choice_by_loops(candidates, codes)
     # then each direction's edge medians and variational refinement
     for row, (first, second) in enumerate(((frame0, frame1), (frame1, frame0))):
         for settings in FLOW_EDGE_MEDIANS:
@@ -109,6 +117,23 @@ def test_dis_takes_grey_frames_as_they_are() -> None:
     grey0, grey1 = (cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in (frame0, frame1))
     assert grey_image(grey0) is grey0
     np.testing.assert_array_equal(dis_flow(grey0, grey1), dis_flow(frame0, frame1))
+
+
+def test_dis_started_near_a_large_motion_finds_it() -> None:
+    """A 40 px translation of a fine texture: DIS from zero loses it; started from a flow 1.5 px
+    off, it finds it everywhere the match is in view (the start is left as it was)."""
+    shift = np.array([40.0, 0.0], np.float32)
+    frame0, frame1 = _frames(192, 208, shift=(40, 0), pad=48, cell=2)
+    start = np.broadcast_to(shift + 1.5, (192, 208, 2)).copy()
+    before = start.copy()
+
+    def found(flow: np.ndarray) -> float:
+        """The share of the pixels whose match is in view that are within 0.5 px."""
+        return float((np.linalg.norm(flow - shift, axis=-1)[16:-16, 16:-56] < 0.5).mean())
+
+    assert found(dis_flow(frame0, frame1)) < 0.1
+    assert found(dis_flow(frame0, frame1, start)) > 0.95
+    np.testing.assert_array_equal(start, before)
 
 
 def test_the_variational_refinement_pulls_a_noisy_flow_to_the_motion() -> None:
@@ -166,6 +191,24 @@ def test_a_consistent_but_wrong_network_field_gives_way_to_dis_s_better_matches(
     assert (error < 0.5).float().mean() > 0.9
 
 
+def test_a_large_motion_the_network_nearly_has_is_made_exact_by_dis_started_from_it() -> None:
+    """A 40 px translation that DIS from zero loses; the network says 1.5 px too far (both
+    directions alike), so the choice before the last run is the network's. Without the run
+    started from that choice the fusion keeps the network's error (the refinement does not
+    pull it back); with it, every pixel whose match is in view is within 0.5 px."""
+    shift = torch.tensor([40.0, 0.0])
+    frame0, frame1 = _frames(192, 208, shift=(40, 0), pad=48, cell=2)
+    wrong = shift + 1.5
+    field = torch.stack([wrong.expand(192, 208, 2), -wrong.expand(192, 208, 2)])
+
+    def found(runs: tuple | None) -> float:
+        fused = fuse_with_dis(*_tensors(frame0, frame1), field, runs=runs)
+        return float(((fused[0, 16:-16, 16:-56] - shift).norm(dim=-1) < 0.5).float().mean())
+
+    assert found(FLOW_DIS_RUNS[:2]) < 0.1
+    assert found(None) > 0.99
+
+
 def test_predict_fields_fuses_flow_after_the_network_by_the_models_default() -> None:
     frame0, frame1 = _frames()
     torch.manual_seed(0)
@@ -184,6 +227,6 @@ def test_the_bundled_flow_model_fuses_and_its_export_says_it_leaves_dis_out() ->
     model = crossview.load_model("matchflow-hybrid")
     assert model.fuse_by_default  # a large pair runs whole at 0.5 MP, as itself below
     assert model.fused_network == FusedNetwork(1.0, lri=True, refine=True, max_pixels=500_000,
-                                               classical_runs=2, median_passes=(0, 1))
+                                               classical_runs=3, median_passes=(0, 1))
     module = DenseOutputs(model, lri=True, refine=True)
     assert ("--no-fuse", "DIS fusion") in dropped_defaults(module)

@@ -126,9 +126,10 @@ def record(cache: Path, roots: list[str]) -> None:
 
 
 def dis_runs(frame0: np.ndarray, frame1: np.ndarray) -> list[np.ndarray]:
-    """DIS's runs of the fusion (:data:`FLOW_DIS_RUNS`), each both ways ``[2, H, W, 2]``."""
+    """DIS's runs from zero of the fusion (the first two of :data:`FLOW_DIS_RUNS`: grey, rank
+    2), each both ways ``[2, H, W, 2]``."""
     out = []
-    for radius in FLOW_DIS_RUNS:
+    for radius in FLOW_DIS_RUNS[:2]:
         a, b = ((frame0, frame1) if radius is None else
                 (rank_transform(grey_image(frame0), radius),
                  rank_transform(grey_image(frame1), radius)))

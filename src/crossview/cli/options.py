@@ -46,10 +46,11 @@ SelfFuse = Annotated[bool, typer.Option(
     "every value the network's, better than --no-fuse and SGBM filled on real scenes, six "
     "network runs. Replaces the SGBM fusion.")]
 FuseFlow = Annotated[bool | None, typer.Option(
-    "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's (on the grey frames "
-    "and on their rank transforms): per pixel, among the flows whose forward-backward error "
-    "is at most 0.5 px, the one whose matches look most alike (census cost; the network's "
-    "where none is) (default: the model's; on for matchflow-hybrid).",
+    "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's (on the grey frames, "
+    "on their rank transforms, and started from the choice so far): per pixel, among the "
+    "flows whose forward-backward error is at most 0.5 px, the one whose matches look most "
+    "alike (census cost; the network's where none is) (default: the model's; on for "
+    "matchflow-hybrid).",
     show_default=False)]
 Adapt = Annotated[int, typer.Option(
     "--adapt", min=0, help="Test-time adaptation: first fit a copy of the model to each pair "

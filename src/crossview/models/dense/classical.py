@@ -143,12 +143,15 @@ def nearest_valid_columns(disparity: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return before, after
 
 
-def dis_flow(frame0: np.ndarray, frame1: np.ndarray) -> np.ndarray:
+def dis_flow(frame0: np.ndarray, frame1: np.ndarray, start: np.ndarray | None = None
+             ) -> np.ndarray:
     """OpenCV DIS (medium preset) on the grey frames: RGB uint8 ``[H, W, 3]`` (or grey uint8
-    ``[H, W]``) frames -> flow ``[H, W, 2]`` float32 (u, v) px."""
+    ``[H, W]``) frames -> flow ``[H, W, 2]`` float32 (u, v) px. ``start``: a flow ``[H, W, 2]``
+    its coarse-to-fine search begins from (``None``: from zero; not changed)."""
     opencv = require_cv2("DIS optical flow")
+    first = None if start is None else np.array(start, dtype=np.float32, order="C")
     return opencv.DISOpticalFlow_create(opencv.DISOPTICAL_FLOW_PRESET_MEDIUM).calc(
-        grey_image(frame0), grey_image(frame1), None)
+        grey_image(frame0), grey_image(frame1), first)
 
 
 def variational_refinement(flow: np.ndarray, frame0: np.ndarray, frame1: np.ndarray, *,

@@ -3,12 +3,15 @@ matches look most alike.
 
 The two fail in different places: the network where its training held few motions like the
 pair's (large ones, weak texture), DIS (:func:`crossview.models.dense.classical.dis_flow`) at
-occlusions and on thin structures. Both run in both directions, DIS twice
-(:data:`FLOW_DIS_RUNS`): on the grey frames and on their rank transforms
+occlusions and on thin structures. Both run in both directions, DIS three times
+(:data:`FLOW_DIS_RUNS`): on the grey frames, on their rank transforms
 (:func:`crossview.models.dense.rank_transform.rank_transform`), which hold where the two frames'
-brightness differs. Per pixel of each direction the fusion keeps, among the candidates whose own
-forward-backward error (:func:`crossview.geometry.consistency.consistency_error`) is at
-most :data:`FUSION_DIS_FB_PX`, the one whose matches look most alike: the lowest census cost
+brightness differs, and last on the grey frames again, started from the choice among the flows
+before it (:data:`DIS_FROM_CHOICE`): the network's large motions carried into DIS's own search,
+which from zero loses them. Per pixel of each direction the fusion keeps, among the
+candidates whose own forward-backward error
+(:func:`crossview.geometry.consistency.consistency_error`) is at most
+:data:`FUSION_DIS_FB_PX`, the one whose matches look most alike: the lowest census cost
 (:func:`crossview.geometry.census_arrays.census_cost`) over :data:`FLOW_CENSUS_WINDOW` px
 square; the network's where no candidate is consistent (:func:`census_choice`). Around the
 motion edges of the result, each direction then takes the colour-weighted median of its frame
@@ -21,7 +24,7 @@ smoothness term at full resolution. No ground truth is read; the rule, its thres
 the median's passes and the refinement's settings were chosen by leave-one-group-out on real
 scenes used as flow pairs (docs/real-eval.md, ``docs/results/real-flow/flow_dis_fusion.py``,
 ``flow_rank_dis.py``, ``flow_edge_median.py``, ``flow_variational.py``,
-``flow_census_choice.py`` there).
+``flow_census_choice.py``, ``flow_census_init.py`` there).
 """
 
 from __future__ import annotations
@@ -48,10 +51,16 @@ FUSION_DIS_FB_PX = 0.5
 # forward-backward rule before it (9 in 16 of 17 folds;
 # docs/results/real-flow/flow_census_choice.py)
 FLOW_CENSUS_WINDOW = 9
-# DIS's runs: on the grey frames (None) or on their rank transforms of this radius; chosen (with
-# the forward-backward rule before the census) by leave-one-group-out over {grey}, {rank r},
-# {rank r, grey}, {grey, rank r} for r in {2, 3, 5} (docs/results/real-flow/flow_rank_dis.py)
-FLOW_DIS_RUNS: tuple[int | None, ...] = (None, 2)
+# the DIS run on the grey frames that starts from the census choice among the candidates
+# before it (the network's and the runs' before it), not from zero
+DIS_FROM_CHOICE = "choice"
+# DIS's runs: on the grey frames (None), on their rank transforms of this radius, or
+# DIS_FROM_CHOICE; the first two chosen (with the forward-backward rule before the census) by
+# leave-one-group-out over {grey}, {rank r}, {rank r, grey}, {grey, rank r} for r in {2, 3, 5}
+# (docs/results/real-flow/flow_rank_dis.py), the third by leave-one-group-out against none and
+# DIS started from the network's fields (17 of 17 folds;
+# docs/results/real-flow/flow_census_init.py)
+FLOW_DIS_RUNS: tuple[int | str | None, ...] = (None, 2, DIS_FROM_CHOICE)
 # the stereo fusion's two passes, chosen by leave-one-group-out over them and 12 single passes
 # (docs/results/real-flow/flow_edge_median.py)
 FLOW_EDGE_MEDIANS = EDGE_MEDIANS
@@ -70,12 +79,24 @@ def census_choice(candidates: Sequence[np.ndarray], codes: Sequence[np.ndarray],
     earlier); the first's where none is -> ``[2B, H, W, 2]``. ``codes``: each row's first frame's
     :func:`crossview.geometry.census_arrays.census_codes` (the first frames, then the
     second)."""
-    stack = np.stack(candidates)  # [C, 2B, H, W, 2]
-    consistent = np.stack([consistency_error(torch.from_numpy(c))[0].numpy() <= threshold
-                           for c in candidates])
-    costs = np.stack([census_cost(codes, c, window, vertical=True) for c in candidates])
-    best = np.where(consistent.any(0), np.where(consistent, costs, np.inf).argmin(0), 0)
-    return np.take_along_axis(stack, best[None, ..., None], 0)[0]
+    return _chosen(candidates, [_choice_cost(c, codes, threshold, window) for c in candidates])
+
+
+def _choice_cost(candidate: np.ndarray, codes: Sequence[np.ndarray], threshold: float,
+                 window: int) -> np.ndarray:
+    """What :func:`census_choice` ranks ``candidate [2B, H, W, 2]`` by: its census cost ``[2B,
+    H, W]`` where its own forward-backward error is at most ``threshold`` px, ``inf`` elsewhere
+    (census costs are finite: matches out of view are clipped into it)."""
+    consistent = consistency_error(torch.from_numpy(candidate))[0].numpy() <= threshold
+    return np.where(consistent, census_cost(codes, candidate, window, vertical=True), np.inf)
+
+
+def _chosen(candidates: Sequence[np.ndarray], costs: Sequence[np.ndarray]) -> np.ndarray:
+    """Per pixel the candidate ``[2B, H, W, 2]`` of the lowest of ``costs`` ``[2B, H, W]`` each
+    (ties: the earlier), the first where all are ``inf`` -> ``[2B, H, W, 2]``."""
+    cost = np.stack(costs)  # [C, 2B, H, W]
+    best = np.where(np.isfinite(cost).any(0), cost.argmin(0), 0)
+    return np.take_along_axis(np.stack(candidates), best[None, ..., None], 0)[0]
 
 
 def polished(flow: np.ndarray, first: np.ndarray, second: np.ndarray, *,
@@ -89,7 +110,7 @@ def polished(flow: np.ndarray, first: np.ndarray, second: np.ndarray, *,
 
 
 def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
-                  runs: tuple[int | None, ...] | None = None,
+                  runs: tuple[int | str | None, ...] | None = None,
                   medians: tuple[dict, ...] | None = None) -> torch.Tensor:
     """Both directions' flow fields fused with DIS's.
 
@@ -98,7 +119,8 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
             DIS).
         field: the network's fields ``[2B, H, W, 2]`` (forward rows first, then backward), as
             :func:`crossview.models.dense.inference.predict_fields` holds them.
-        runs: DIS's runs, in order (at least one; ``None``: :data:`FLOW_DIS_RUNS`).
+        runs: DIS's runs, in order (at least one; ``None``: :data:`FLOW_DIS_RUNS`): ``None``
+            (the grey frames), a rank transform's radius, or :data:`DIS_FROM_CHOICE`.
         medians: the median passes, in order (``()`` for none; ``None``:
             :data:`FLOW_EDGE_MEDIANS`).
 
@@ -116,20 +138,26 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     frames0, frames1 = uint8_images(x0), uint8_images(x1)
     firsts, seconds = frames0 + frames1, frames1 + frames0  # row r's frames
 
-    def dis_inputs(radius: int | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Row r's first and second frames as one DIS run sees them."""
-        if radius is None:
+    def dis_inputs(run: int | str | None) -> tuple[list, ...]:
+        """Row r's first and second frames as one DIS run sees them (and where it starts)."""
+        if run is None:
             return firsts, seconds
-        ranked0, ranked1 = ([rank_transform(grey_image(f), radius) for f in frames]
+        if run == DIS_FROM_CHOICE:
+            return firsts, seconds, list(_chosen(candidates, costs))
+        ranked0, ranked1 = ([rank_transform(grey_image(f), run) for f in frames]
                             for frames in (frames0, frames1))
         return ranked0 + ranked1, ranked1 + ranked0
 
     # OpenCV and numpy release the GIL: the directions run side by side, OpenCV's threads shared
     workers = min(2 * b, FUSION_THREADS)
     with ThreadPoolExecutor(max_workers=workers) as pool, shared_opencv_threads(workers):
+        codes = list(pool.map(census_codes, firsts))
         candidates = [field.float().cpu().numpy()]
-        candidates += [np.stack(list(pool.map(dis_flow, *dis_inputs(radius)))) for radius in runs]
-        fused = census_choice(candidates, list(pool.map(census_codes, firsts)))
-        fused = np.stack(list(pool.map(partial(polished, medians=medians), fused, firsts,
-                                       seconds)))
+        costs = [_choice_cost(candidates[0], codes, FUSION_DIS_FB_PX, FLOW_CENSUS_WINDOW)]
+        for run in runs:  # each candidate's cost once: a run may start from the choice so far
+            candidates.append(np.stack(list(pool.map(dis_flow, *dis_inputs(run)))))
+            costs.append(_choice_cost(candidates[-1], codes, FUSION_DIS_FB_PX,
+                                      FLOW_CENSUS_WINDOW))
+        fused = np.stack(list(pool.map(partial(polished, medians=medians),
+                                       _chosen(candidates, costs), firsts, seconds)))
     return torch.from_numpy(fused).to(field)

@@ -45,7 +45,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                  "median_passes": ()},
         "balanced": {"scale": 0.75, "lri": False, "refine": False, "classical_runs": 1,
                      "median_passes": ()},
-        "best": {"scale": 1.0, "lri": True, "refine": True, "classical_runs": 2,
+        "best": {"scale": 1.0, "lri": True, "refine": True, "classical_runs": 3,
                  "median_passes": (0, 1)},
     },
 }

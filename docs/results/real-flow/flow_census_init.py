@@ -1,0 +1,181 @@
+"""Does DIS started from the network's flow earn a place among the flow fusion's candidates
+(issue 50, item 5)? ``flow_census_candidates.py`` found it lowers the raw census choice's EPE
+on the large motions; this study polishes as the fusion polishes and chooses by
+leave-one-group-out.
+
+On the pairs ``flow_census_choice.py record`` cached (the 142 pairs of that study: the
+real-train and real-dev stereo scenes as flow at their own size and enlarged 2 and 3 times,
+KITTI's flow pair, Motorcycle, 32 synthetic street pairs), per pixel of each direction the
+census choice (:func:`crossview.models.dense.dis_fusion.census_choice`, the shipped threshold
+and window) among:
+
+- ``A``: the shipped candidates (the network's fields, DIS on the grey frames, DIS on their
+  rank transforms);
+- ``B``: ``A`` and DIS (medium, grey frames) started from the network's fields, both ways
+  (``flow_census_candidates.dis_from``);
+- ``E``: ``A`` and DIS started from ``A``'s choice (a second round).
+
+Each raw and ``+`` polished (edge medians, variational refinement:
+:func:`crossview.models.dense.dis_fusion.polished`). Score: EPE of the forward flow on the known
+pixels at the pair's size (``flow_census_choice.at_size``); ``default`` is the recorded
+default (``A+`` must equal it) and ``dis`` DIS medium alone on the pair's own frames. The JSON
+(``{pair: {"root", "factor", "motion_max", "dis", "default", setting: EPE}}``, written after
+every pair; a rerun skips the pairs it holds) is read by ``choose``: the leave-one-group-out
+choice among the polished rules over the real-train pairs (``flow_census_choice.choose``) and
+the pairs ahead of DIS among the 104 moving 100 px and more (real scenes enlarged 2 and 3
+times, the streets). ``time``: KITTI's flow pair resized to 375x1242 (area), the bundled
+``matchflow-hybrid`` with its own settings (``best``) making the fusion's first two DIS runs
+(``A``) or all three (``E``: :data:`~crossview.models.dense.dis_fusion.FLOW_DIS_RUNS` since this
+study), in turn for ``--rounds`` rounds; median seconds per pair (ratios within the one run:
+the machine is shared); JSON ``{"A": s, "E": s}``.
+
+Run (``--part I/N`` splits the pairs over processes)::
+
+    OMP_NUM_THREADS=1 python docs/results/real-flow/flow_census_init.py score /tmp/flow-cache \\
+        docs/results/real-flow/flow_census_init.json ../shared/real-train ../shared/real-dev
+    python docs/results/real-flow/flow_census_init.py choose \\
+        docs/results/real-flow/flow_census_init.json ../shared/real-train
+    OMP_NUM_THREADS=2 python docs/results/real-flow/flow_census_init.py time \
+        docs/results/real-flow/flow_census_init_timing.json ../shared/real-dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+import crossview
+from crossview.data.io import read_image
+from crossview.geometry.census_arrays import census_codes
+from crossview.models.dense.classical import dis_flow
+from crossview.models.dense.dis_fusion import census_choice, polished
+from crossview.report import print_table, write_json
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
+from flow_census_candidates import dis_from
+from flow_census_choice import at_size, choose, dis_runs, every_pair
+from flow_census_presets import KITTI_SIZE
+from flow_dis_fusion import epe
+
+
+def started_from(first: np.ndarray, second: np.ndarray, flow: np.ndarray) -> np.ndarray:
+    """DIS started from each direction of ``flow [2, H, W, 2]`` -> ``[2, H, W, 2]``."""
+    return np.stack([dis_from(first, second, flow[0]), dis_from(second, first, flow[1])])
+
+
+def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.ndarray,
+               known: np.ndarray) -> dict:
+    """The JSON row of one cached pair (module docstring)."""
+    first, second = data["frame0"], data["frame1"]
+    network = data["field"]
+    codes = [census_codes(first), census_codes(second)]
+    shipped = [network, *dis_runs(first, second)]
+    chosen = census_choice(shipped, codes)
+    flows = {"A": chosen,
+             "B": census_choice([*shipped, started_from(first, second, network)], codes),
+             "E": census_choice([*shipped, started_from(first, second, chosen)], codes)}
+    shape = truth.shape[:2]
+
+    def error(flow: np.ndarray) -> float:
+        """EPE of the forward flow of ``flow [2, h, w, 2]`` at the pair's size."""
+        return epe(at_size(flow[0], shape), truth, known)
+
+    row = {"root": str(data["root"]), "factor": int(data["factor"]),
+           "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
+           "dis": epe(dis_flow(frame0, frame1), truth, known), "default": error(data["fused"])}
+    for name, flow in flows.items():
+        row[name] = error(flow)
+        row[f"{name}+"] = error(np.stack([polished(flow[0], first, second),
+                                          polished(flow[1], second, first)]))
+    return row
+
+
+def score(cache: Path, out: Path, roots: list[str], part: tuple[int, int]) -> None:
+    """The scoring of the module docstring, on every ``part[1]``-th pair from the
+    ``part[0]``-th."""
+    table = json.loads(out.read_text()) if out.is_file() else {}
+    for index, (key, _, _, frame0, frame1, truth, known) in enumerate(every_pair(roots)):
+        if index % part[1] != part[0] or key in table:
+            continue
+        with np.load(cache / f"{key}.npz") as data:
+            table[key] = score_pair(dict(data), frame0, frame1, truth, known)
+        print(key, {k: round(v, 3) for k, v in table[key].items() if isinstance(v, float)},
+              flush=True)
+        write_json(out, table)
+
+
+def large_motions(tables: list[Path]) -> None:
+    """Per setting the mean EPE over the pairs moving 100 px and more and how many of them it
+    leads DIS on."""
+    table: dict = {}
+    for path in tables:
+        table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
+    keys = [k for k in table if not k.endswith("@x1")]
+    for setting in ("default", "A+", "B+", "E+"):
+        ahead = [k for k in keys if table[k][setting] < table[k]["dis"]]
+        print(f"large motions, {setting}: mean EPE "
+              f"{np.mean([table[k][setting] for k in keys]):.3f} (DIS "
+              f"{np.mean([table[k]['dis'] for k in keys]):.3f}), ahead of DIS on "
+              f"{len(ahead)}/{len(keys)}; behind: {sorted(set(keys) - set(ahead))}")
+
+
+def time_step(out: Path, dev_root: Path, rounds: int) -> None:
+    """The ``time`` step of the module docstring."""
+    frame0, frame1 = (cv2.resize(read_image(dev_root / "kitti2012_flow_000045" / name), KITTI_SIZE,
+                                 interpolation=cv2.INTER_AREA)
+                      for name in ("frame0.png", "frame1.png"))
+    model = crossview.load_model("matchflow-hybrid")
+    own = model.fused_network
+    settings = {"A": dataclasses.replace(own, classical_runs=2),
+                "E": dataclasses.replace(own, classical_runs=3)}
+    seconds: dict[str, list[float]] = {name: [] for name in settings}
+    crossview.estimate_flow(frame0, frame1, model=model)  # warm-up
+    for _ in range(rounds):
+        for name, setting in settings.items():
+            model.fused_network = setting
+            start = time.perf_counter()
+            crossview.estimate_flow(frame0, frame1, model=model)
+            seconds[name].append(time.perf_counter() - start)
+    model.fused_network = own
+    medians = {k: float(np.median(v)) for k, v in seconds.items()}
+    write_json(out, medians)
+    print_table("median s per pair at 375x1242 (best)", ("A: two DIS runs", "E: three", "ratio"),
+                [(medians["A"], medians["E"], medians["E"] / medians["A"])])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    steps = parser.add_subparsers(dest="step", required=True)
+    step = steps.add_parser("score")
+    step.add_argument("cache", type=Path)
+    step.add_argument("out", type=Path)
+    step.add_argument("roots", nargs="+")
+    step.add_argument("--part", default="0/1", help="I/N: the I-th of N shares of the pairs")
+    step = steps.add_parser("choose")
+    step.add_argument("tables", type=Path, nargs="+")
+    step.add_argument("train_root", type=Path)
+    step = steps.add_parser("time")
+    step.add_argument("out", type=Path)
+    step.add_argument("dev_root", type=Path)
+    step.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    if args.step == "time":
+        time_step(args.out, args.dev_root, args.rounds)
+    elif args.step == "score":
+        index, count = (int(v) for v in args.part.split("/"))
+        score(args.cache, args.out, args.roots, (index, count))
+    else:
+        choose(args.tables, args.train_root)
+        large_motions(args.tables)
+
+
+if __name__ == "__main__":
+    main()
