@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import crossview
 from crossview.data.datasets.scenes import SceneFolders
 from crossview.geometry.disparity import field_to_disparity
 from crossview.models.dense import sgbm_fusion
+from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "who-answers"))
 from who_answers import recorded_run
@@ -53,6 +55,22 @@ def record_scene(model: torch.nn.Module, sample: dict[str, Any]) -> dict[str, np
     valid = np.asarray(sample["valid"], bool) & np.isfinite(truth)
     arrays["truth"] = np.where(valid, truth, np.nan).astype(np.float32)
     return arrays
+
+
+def replay(records: Path, out: Path, scene_row: Callable[[dict], dict[str, float]]) -> None:
+    """A study's ``scene_row`` (the recorded arrays of one scene -> ``{setting: value}``) on
+    every scene recorded in ``records``: JSON ``{scene: row}`` written to ``out`` after every
+    scene, each row and the means per root printed."""
+    table = {}
+    for path in sorted(records.glob("*.npz")):
+        with np.load(path) as data:
+            table[path.stem] = scene_row(dict(data))
+        print(path.stem, {k: round(v, 2) for k, v in table[path.stem].items()}, flush=True)
+        write_json(out, table)
+    for root in ("real-train", "real-dev"):
+        keys = [k for k in table if k.startswith(f"{root}__")]
+        print(root, len(keys), {s: round(float(np.mean([table[k][s] for k in keys])), 3)
+                                for s in table[keys[0]]})
 
 
 def main(out_dir: Path, roots: list[str]) -> None:

@@ -47,10 +47,10 @@ from crossview.models.dense.sgbm_fusion import (
     FUSION_SGBM_UNIQUENESS,
     fusion_steps,
 )
-from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 from adapt_rate import scores
+from record import replay
 
 BANDS = (8, 16)  # R: the residual searched, [-R, R) px
 
@@ -118,20 +118,7 @@ def scene_row(d: dict) -> dict[str, float]:
     return row
 
 
-def main(records: Path, out: Path) -> None:
-    table = {}
-    for path in sorted(records.glob("*.npz")):
-        with np.load(path) as data:
-            table[path.stem] = scene_row(dict(data))
-        print(path.stem, {k: round(v, 2) for k, v in table[path.stem].items()}, flush=True)
-        write_json(out, table)
-    for root in ("real-train", "real-dev"):
-        keys = [k for k in table if k.startswith(f"{root}__")]
-        print(root, len(keys), {s: round(float(np.mean([table[k][s] for k in keys])), 3)
-                                for s in table[keys[0]]})
-
-
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    replay(Path(sys.argv[1]), Path(sys.argv[2]), scene_row)

@@ -57,6 +57,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
 from itertools import chain
 from pathlib import Path
 
@@ -192,14 +193,17 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     return row
 
 
-def score(cache: Path, out: Path, roots: list[str], part: tuple[int, int]) -> None:
-    """Step 2 of the module docstring, on every ``part[1]``-th pair from the ``part[0]``-th."""
+def score(cache: Path, out: Path, roots: list[str], part: tuple[int, int],
+          row: Callable[..., dict] | None = None) -> None:
+    """Step 2 of the module docstring, on every ``part[1]``-th pair from the ``part[0]``-th;
+    ``row``: what scores a cached pair, with :func:`score_pair`'s arguments (``None``: it)."""
+    row = score_pair if row is None else row
     table = json.loads(out.read_text()) if out.is_file() else {}
     for index, (key, _, _, frame0, frame1, truth, known) in enumerate(every_pair(roots)):
         if index % part[1] != part[0] or key in table:
             continue
         with np.load(cache / f"{key}.npz") as data:
-            table[key] = score_pair(dict(data), frame0, frame1, truth, known)
+            table[key] = row(dict(data), frame0, frame1, truth, known)
         print(key, {k: round(v, 3) for k, v in table[key].items() if isinstance(v, float)},
               flush=True)
         write_json(out, table)

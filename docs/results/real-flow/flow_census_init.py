@@ -13,12 +13,16 @@ and window) among:
   rank transforms);
 - ``B``: ``A`` and DIS (medium, grey frames) started from the network's fields, both ways
   (``flow_census_candidates.dis_from``);
-- ``E``: ``A`` and DIS started from ``A``'s choice (a second round).
+- ``E``: ``A`` and DIS started from ``A``'s choice (a second round; shipped since);
+- ``F``: ``E``'s candidates, but where none is consistent the last (DIS started from the
+  choice) instead of the network's;
+- ``G``: ``E``'s candidates, but where none is consistent the one with the lowest census cost.
 
 Each raw and ``+`` polished (edge medians, variational refinement:
 :func:`crossview.models.dense.dis_fusion.polished`). Score: EPE of the forward flow on the known
 pixels at the pair's size (``flow_census_choice.at_size``); ``default`` is the recorded
-default (``A+`` must equal it) and ``dis`` DIS medium alone on the pair's own frames. The JSON
+default (``A+`` equals it in the committed JSON, recorded before ``E`` shipped; a cache
+recorded since holds ``E+``) and ``dis`` DIS medium alone on the pair's own frames. The JSON
 (``{pair: {"root", "factor", "motion_max", "dis", "default", setting: EPE}}``, written after
 every pair; a rerun skips the pairs it holds) is read by ``choose``: the leave-one-group-out
 choice among the polished rules over the real-train pairs (``flow_census_choice.choose``) and
@@ -50,18 +54,25 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import torch
 
 import crossview
 from crossview.data.io import read_image
-from crossview.geometry.census_arrays import census_codes
+from crossview.geometry.census_arrays import census_codes, census_cost
+from crossview.geometry.consistency import consistency_error
 from crossview.models.dense.classical import dis_flow
-from crossview.models.dense.dis_fusion import census_choice, polished
+from crossview.models.dense.dis_fusion import (
+    FLOW_CENSUS_WINDOW,
+    FUSION_DIS_FB_PX,
+    census_choice,
+    polished,
+)
 from crossview.report import print_table, write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
 from flow_census_candidates import dis_from
-from flow_census_choice import at_size, choose, dis_runs, every_pair
+from flow_census_choice import at_size, choose, dis_runs, score
 from flow_census_presets import KITTI_SIZE
 from flow_dis_fusion import epe
 
@@ -69,6 +80,21 @@ from flow_dis_fusion import epe
 def started_from(first: np.ndarray, second: np.ndarray, flow: np.ndarray) -> np.ndarray:
     """DIS started from each direction of ``flow [2, H, W, 2]`` -> ``[2, H, W, 2]``."""
     return np.stack([dis_from(first, second, flow[0]), dis_from(second, first, flow[1])])
+
+
+def fallback_choices(candidates: list[np.ndarray], codes: list[np.ndarray]
+                     ) -> dict[str, np.ndarray]:
+    """``F`` and ``G`` of the module docstring over ``candidates`` (``[2, H, W, 2]`` each)."""
+    consistent = np.stack([consistency_error(torch.from_numpy(c))[0].numpy() <= FUSION_DIS_FB_PX
+                           for c in candidates])
+    costs = np.stack([census_cost(codes, c, FLOW_CENSUS_WINDOW, vertical=True)
+                      for c in candidates])
+    among = np.where(consistent, costs, np.inf).argmin(0)
+    stack = np.stack(candidates)
+    fallbacks = {"F": np.full(among.shape, len(candidates) - 1), "G": costs.argmin(0)}
+    return {name: np.take_along_axis(
+        stack, np.where(consistent.any(0), among, fallback)[None, ..., None], 0)[0]
+        for name, fallback in fallbacks.items()}
 
 
 def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.ndarray,
@@ -79,9 +105,10 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     codes = [census_codes(first), census_codes(second)]
     shipped = [network, *dis_runs(first, second)]
     chosen = census_choice(shipped, codes)
+    four = [*shipped, started_from(first, second, chosen)]
     flows = {"A": chosen,
              "B": census_choice([*shipped, started_from(first, second, network)], codes),
-             "E": census_choice([*shipped, started_from(first, second, chosen)], codes)}
+             "E": census_choice(four, codes), **fallback_choices(four, codes)}
     shape = truth.shape[:2]
 
     def error(flow: np.ndarray) -> float:
@@ -98,20 +125,6 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     return row
 
 
-def score(cache: Path, out: Path, roots: list[str], part: tuple[int, int]) -> None:
-    """The scoring of the module docstring, on every ``part[1]``-th pair from the
-    ``part[0]``-th."""
-    table = json.loads(out.read_text()) if out.is_file() else {}
-    for index, (key, _, _, frame0, frame1, truth, known) in enumerate(every_pair(roots)):
-        if index % part[1] != part[0] or key in table:
-            continue
-        with np.load(cache / f"{key}.npz") as data:
-            table[key] = score_pair(dict(data), frame0, frame1, truth, known)
-        print(key, {k: round(v, 3) for k, v in table[key].items() if isinstance(v, float)},
-              flush=True)
-        write_json(out, table)
-
-
 def large_motions(tables: list[Path]) -> None:
     """Per setting the mean EPE over the pairs moving 100 px and more and how many of them it
     leads DIS on."""
@@ -119,7 +132,7 @@ def large_motions(tables: list[Path]) -> None:
     for path in tables:
         table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
     keys = [k for k in table if not k.endswith("@x1")]
-    for setting in ("default", "A+", "B+", "E+"):
+    for setting in ("default", "A+", "B+", "E+", "F+", "G+"):
         ahead = [k for k in keys if table[k][setting] < table[k]["dis"]]
         print(f"large motions, {setting}: mean EPE "
               f"{np.mean([table[k][setting] for k in keys]):.3f} (DIS "
@@ -171,7 +184,7 @@ def main() -> None:
         time_step(args.out, args.dev_root, args.rounds)
     elif args.step == "score":
         index, count = (int(v) for v in args.part.split("/"))
-        score(args.cache, args.out, args.roots, (index, count))
+        score(args.cache, args.out, args.roots, (index, count), score_pair)
     else:
         choose(args.tables, args.train_root)
         large_motions(args.tables)
