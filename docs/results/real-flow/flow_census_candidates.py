@@ -3,8 +3,9 @@
 The shipped fusion chooses per pixel among the network's flow and DIS's two runs
 (:func:`crossview.models.dense.dis_fusion.census_choice`). Two more DIS runs, each both ways:
 
-- ``init``: DIS (medium, grey frames) started from the network's flow (OpenCV's ``calc`` with
-  the flow given: the coarse-to-fine search begins from it);
+- ``init``: DIS (medium, grey frames) started from the network's flow
+  (:func:`crossview.models.dense.classical.dis_flow` with ``start``: the coarse-to-fine
+  search begins from it);
 - ``half``: DIS on the frames shrunk to half (area), its flow enlarged back and doubled, for
   motions beyond DIS's own range.
 
@@ -30,7 +31,7 @@ import cv2
 import numpy as np
 
 from crossview.geometry.census_arrays import census_codes
-from crossview.models.dense.classical import grey_image
+from crossview.models.dense.classical import dis_flow, grey_image
 from crossview.models.dense.dis_fusion import census_choice
 from crossview.report import write_json
 
@@ -38,12 +39,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
 from flow_census_choice import at_size, dis_runs, every_pair
 from flow_dis_fusion import epe
-
-
-def dis_from(first: np.ndarray, second: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """DIS medium on the grey frames ``[H, W, 3]`` started from the flow ``start [H, W, 2]``."""
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-    return dis.calc(grey_image(first), grey_image(second), np.ascontiguousarray(start).copy())
 
 
 def dis_at_half(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -64,8 +59,8 @@ def main(cache: Path, out: Path, roots: list[str]) -> None:
         with np.load(cache / f"{key}.npz") as data:
             first, second, network = data["frame0"], data["frame1"], data["field"]
         shipped = [network, *dis_runs(first, second)]
-        start = np.stack([dis_from(first, second, network[0]),
-                          dis_from(second, first, network[1])])
+        start = np.stack([dis_flow(first, second, network[0]),
+                          dis_flow(second, first, network[1])])
         half = np.stack([dis_at_half(first, second), dis_at_half(second, first)])
         codes = [census_codes(first), census_codes(second)]
         sets = {"A": shipped, "B": [*shipped, start], "C": [*shipped, half],

@@ -16,7 +16,8 @@ and window) among:
 - ``E``: ``A`` and DIS started from ``A``'s choice (a second round; shipped since);
 - ``F``: ``E``'s candidates, but where none is consistent the last (DIS started from the
   choice) instead of the network's;
-- ``G``: ``E``'s candidates, but where none is consistent the one with the lowest census cost.
+- ``G``: ``E``'s candidates, but where none is consistent the one with the lowest census cost;
+- ``R``: ``A`` and DIS on the rank transforms (radius 2) started from ``A``'s choice.
 
 Each raw and ``+`` polished (edge medians, variational refinement:
 :func:`crossview.models.dense.dis_fusion.polished`). Score: EPE of the forward flow on the known
@@ -60,26 +61,27 @@ import crossview
 from crossview.data.io import read_image
 from crossview.geometry.census_arrays import census_codes, census_cost
 from crossview.geometry.consistency import consistency_error
-from crossview.models.dense.classical import dis_flow
+from crossview.models.dense.classical import dis_flow, grey_image
 from crossview.models.dense.dis_fusion import (
     FLOW_CENSUS_WINDOW,
     FUSION_DIS_FB_PX,
     census_choice,
     polished,
 )
+from crossview.models.dense.rank_transform import rank_transform
 from crossview.report import print_table, write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_candidates import dis_from
 from flow_census_choice import at_size, choose, dis_runs, score
 from flow_census_presets import KITTI_SIZE
 from flow_dis_fusion import epe
 
 
 def started_from(first: np.ndarray, second: np.ndarray, flow: np.ndarray) -> np.ndarray:
-    """DIS started from each direction of ``flow [2, H, W, 2]`` -> ``[2, H, W, 2]``."""
-    return np.stack([dis_from(first, second, flow[0]), dis_from(second, first, flow[1])])
+    """DIS on the frames (``[H, W, 3]`` RGB or ``[H, W]`` grey) started from each direction of
+    ``flow [2, H, W, 2]`` -> ``[2, H, W, 2]``."""
+    return np.stack([dis_flow(first, second, flow[0]), dis_flow(second, first, flow[1])])
 
 
 def fallback_choices(candidates: list[np.ndarray], codes: list[np.ndarray]
@@ -106,9 +108,11 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     shipped = [network, *dis_runs(first, second)]
     chosen = census_choice(shipped, codes)
     four = [*shipped, started_from(first, second, chosen)]
+    ranked = [rank_transform(grey_image(f), 2) for f in (first, second)]
     flows = {"A": chosen,
              "B": census_choice([*shipped, started_from(first, second, network)], codes),
-             "E": census_choice(four, codes), **fallback_choices(four, codes)}
+             "E": census_choice(four, codes), **fallback_choices(four, codes),
+             "R": census_choice([*shipped, started_from(*ranked, chosen)], codes)}
     shape = truth.shape[:2]
 
     def error(flow: np.ndarray) -> float:
@@ -132,7 +136,7 @@ def large_motions(tables: list[Path]) -> None:
     for path in tables:
         table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
     keys = [k for k in table if not k.endswith("@x1")]
-    for setting in ("default", "A+", "B+", "E+", "F+", "G+"):
+    for setting in ("default", "A+", "B+", "E+", "F+", "G+", "R+"):
         ahead = [k for k in keys if table[k][setting] < table[k]["dis"]]
         print(f"large motions, {setting}: mean EPE "
               f"{np.mean([table[k][setting] for k in keys]):.3f} (DIS "
