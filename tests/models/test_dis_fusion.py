@@ -177,6 +177,8 @@ def test_a_bad_network_field_gives_way_to_dis_on_a_translation() -> None:
     assert (error < 0.5).float().mean() > 0.9
     with pytest.raises(ValueError, match=r"\[2B, H, W, 2\]"):
         fuse_with_dis(*_tensors(frame0, frame1), field[:1])
+    with pytest.raises(ValueError, match="'network'"):
+        fuse_with_dis(*_tensors(frame0, frame1), field, runs=(None, "network"))
 
 
 def test_a_consistent_but_wrong_network_field_gives_way_to_dis_s_better_matches() -> None:

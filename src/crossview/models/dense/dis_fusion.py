@@ -132,6 +132,11 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     runs = FLOW_DIS_RUNS if runs is None else runs
     if not runs:
         raise ValueError("runs must name at least one DIS run")
+    unknown = [run for run in runs if not (run is None or run == DIS_FROM_CHOICE
+                                           or (isinstance(run, int) and run > 0))]
+    if unknown:
+        raise ValueError(f"runs are None, a rank radius > 0 or {DIS_FROM_CHOICE!r}, got "
+                         f"{unknown}")
     if field.shape[0] != 2 * b or field.shape[1:3] != x0.shape[-2:]:
         raise ValueError(f"field must be [2B, H, W, 2] for frames {tuple(x0.shape)}, "
                          f"got {field.shape=}")
