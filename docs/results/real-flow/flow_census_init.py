@@ -32,7 +32,11 @@ times, the streets). ``time``: KITTI's flow pair resized to 375x1242 (area), the
 ``matchflow-hybrid`` with its own settings (``best``) making the fusion's first two DIS runs
 (``A``) or all three (``E``: :data:`~crossview.models.dense.dis_fusion.FLOW_DIS_RUNS` since this
 study), in turn for ``--rounds`` rounds; median seconds per pair (ratios within the one run:
-the machine is shared); JSON ``{"A": s, "E": s}``.
+the machine is shared); JSON ``{"A": s, "E": s}``. ``rows``: the same pair and default, its
+census costs computed for the two directions side by side (the fusion's thread pool, shipped
+since) or in turn (the private ``dis_fusion._choice_cost`` wrapped to map over the rows on the
+calling thread), in turn for ``--rounds`` rounds; median seconds and whether the flows are
+equal; JSON ``{"side by side": s, "in turn": s, "equal": bool}``.
 
 Run (``--part I/N`` splits the pairs over processes)::
 
@@ -42,6 +46,8 @@ Run (``--part I/N`` splits the pairs over processes)::
         docs/results/real-flow/flow_census_init.json ../shared/real-train
     OMP_NUM_THREADS=2 python docs/results/real-flow/flow_census_init.py time \
         docs/results/real-flow/flow_census_init_timing.json ../shared/real-dev
+    OMP_NUM_THREADS=2 python docs/results/real-flow/flow_census_init.py rows \
+        docs/results/real-flow/flow_census_rows_timing.json ../shared/real-dev
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ import crossview
 from crossview.data.io import read_image
 from crossview.geometry.census_arrays import census_codes, census_cost
 from crossview.geometry.consistency import consistency_error
+from crossview.models.dense import dis_fusion
 from crossview.models.dense.classical import dis_flow, grey_image
 from crossview.models.dense.dis_fusion import (
     FLOW_CENSUS_WINDOW,
@@ -144,11 +151,45 @@ def large_motions(tables: list[Path]) -> None:
               f"{len(ahead)}/{len(keys)}; behind: {sorted(set(keys) - set(ahead))}")
 
 
+def kitti_frames(dev_root: Path) -> tuple[np.ndarray, np.ndarray]:
+    """KITTI's flow pair of ``dev_root`` resized to 375x1242 (area)."""
+    return tuple(cv2.resize(read_image(dev_root / "kitti2012_flow_000045" / name), KITTI_SIZE,
+                            interpolation=cv2.INTER_AREA) for name in ("frame0.png", "frame1.png"))
+
+
+def rows_step(out: Path, dev_root: Path, rounds: int) -> None:
+    """The ``rows`` step of the module docstring."""
+    frames = kitti_frames(dev_root)
+    model = crossview.load_model("matchflow-hybrid")
+    pooled = dis_fusion._choice_cost
+
+    def in_turn(candidate: np.ndarray, codes: list, threshold: float, window: int,
+                mapper: object = map) -> np.ndarray:  # the fusion's pool.map left unused
+        return pooled(candidate, codes, threshold, window)
+
+    ways = {"side by side": pooled, "in turn": in_turn}
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    flows: dict[str, np.ndarray] = {}
+    crossview.estimate_flow(*frames, model=model)  # warm-up
+    try:
+        for _ in range(rounds):
+            for name, way in ways.items():
+                dis_fusion._choice_cost = way
+                start = time.perf_counter()
+                flows[name] = crossview.estimate_flow(*frames, model=model).flow.numpy()
+                seconds[name].append(time.perf_counter() - start)
+    finally:
+        dis_fusion._choice_cost = pooled
+    medians = {k: float(np.median(v)) for k, v in seconds.items()}
+    equal = bool(np.array_equal(flows["side by side"], flows["in turn"]))
+    write_json(out, {**medians, "equal": equal})
+    print_table("median s per pair at 375x1242 (best)", ("side by side", "in turn", "equal"),
+                [(medians["side by side"], medians["in turn"], str(equal))])
+
+
 def time_step(out: Path, dev_root: Path, rounds: int) -> None:
     """The ``time`` step of the module docstring."""
-    frame0, frame1 = (cv2.resize(read_image(dev_root / "kitti2012_flow_000045" / name), KITTI_SIZE,
-                                 interpolation=cv2.INTER_AREA)
-                      for name in ("frame0.png", "frame1.png"))
+    frame0, frame1 = kitti_frames(dev_root)
     model = crossview.load_model("matchflow-hybrid")
     own = model.fused_network
     settings = {"A": dataclasses.replace(own, classical_runs=2),
@@ -179,13 +220,16 @@ def main() -> None:
     step = steps.add_parser("choose")
     step.add_argument("tables", type=Path, nargs="+")
     step.add_argument("train_root", type=Path)
-    step = steps.add_parser("time")
-    step.add_argument("out", type=Path)
-    step.add_argument("dev_root", type=Path)
-    step.add_argument("--rounds", type=int, default=5)
+    for name in ("time", "rows"):
+        step = steps.add_parser(name)
+        step.add_argument("out", type=Path)
+        step.add_argument("dev_root", type=Path)
+        step.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     if args.step == "time":
         time_step(args.out, args.dev_root, args.rounds)
+    elif args.step == "rows":
+        rows_step(args.out, args.dev_root, args.rounds)
     elif args.step == "score":
         index, count = (int(v) for v in args.part.split("/"))
         score(args.cache, args.out, args.roots, (index, count), score_pair)

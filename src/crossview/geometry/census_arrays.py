@@ -26,7 +26,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import cv2
 import numpy as np
@@ -63,7 +63,7 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int, *,
-                vertical: bool = False) -> np.ndarray:
+                vertical: bool = False, mapper: Callable = map) -> np.ndarray:
     """Each view's census cost ``[2B, H, W]`` float32 (bits) of the ``field [2B, H, W, 2]``
     (both views or directions, first rows first; stereo: x = -disparity in first views): row
     ``i``'s pixel ``(y, x)`` against row ``(i + B) mod 2B``'s codes at ``m = x + field_x`` on
@@ -73,14 +73,15 @@ def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int, *,
     seldom change a choice made by it; a rounded match would jump); ``vertical`` (flow): at
     ``(y + field_y, x + field_x)``, the four codes around it weighted bilinearly. Averaged over
     ``window x window`` pixels (reflected borders; 1: the pixel's own). ``codes``: each row's
-    :func:`census_codes`."""
+    :func:`census_codes`. ``mapper``: what maps the rows' computation over the rows (a thread
+    pool's ``map`` computes them side by side: numpy and OpenCV release the GIL)."""
     n, h, w = field.shape[:3]
     if n % 2 or len(codes) != n:
         raise ValueError(f"need both views' fields [2B, H, W, 2] and a code per row, got "
                          f"{field.shape} and {len(codes)} codes")
     rows = np.broadcast_to(np.arange(h)[:, None], (h, w))
-    costs = np.empty((n, h, w), np.float32)
-    for i in range(n):
+
+    def row_cost(i: int) -> np.ndarray:
         own, other = codes[i], codes[(i + n // 2) % n]
         x0, east = _corner(np.arange(w, dtype=np.float32)[None] + field[i, ..., 0], w)
         x1 = np.minimum(x0 + 1, w - 1)
@@ -92,9 +93,10 @@ def census_cost(codes: Sequence[np.ndarray], field: np.ndarray, window: int, *,
                                             hamming(own, other[y1, x1]), east), south)
         else:
             cost = _between(hamming(own, other[rows, x0]), hamming(own, other[rows, x1]), east)
-        costs[i] = cost if window == 1 else cv2.blur(cost, (window, window),
-                                                       borderType=cv2.BORDER_REFLECT)
-    return costs
+        return cost if window == 1 else cv2.blur(cost, (window, window),
+                                                  borderType=cv2.BORDER_REFLECT)
+
+    return np.stack(list(mapper(row_cost, range(n)))).astype(np.float32, copy=False)
 
 
 def _corner(match: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

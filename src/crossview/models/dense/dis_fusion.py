@@ -29,7 +29,7 @@ scenes used as flow pairs (docs/real-eval.md, ``docs/results/real-flow/flow_dis_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -83,12 +83,14 @@ def census_choice(candidates: Sequence[np.ndarray], codes: Sequence[np.ndarray],
 
 
 def _choice_cost(candidate: np.ndarray, codes: Sequence[np.ndarray], threshold: float,
-                 window: int) -> np.ndarray:
+                 window: int, mapper: Callable = map) -> np.ndarray:
     """What :func:`census_choice` ranks ``candidate [2B, H, W, 2]`` by: its census cost ``[2B,
     H, W]`` where its own forward-backward error is at most ``threshold`` px, ``inf`` elsewhere
-    (census costs are finite: matches out of view are clipped into it)."""
+    (census costs are finite: matches out of view are clipped into it); ``mapper`` maps the
+    cost over the rows (:func:`~crossview.geometry.census_arrays.census_cost`)."""
     consistent = consistency_error(torch.from_numpy(candidate))[0].numpy() <= threshold
-    return np.where(consistent, census_cost(codes, candidate, window, vertical=True), np.inf)
+    cost = census_cost(codes, candidate, window, vertical=True, mapper=mapper)
+    return np.where(consistent, cost, np.inf)
 
 
 def _chosen(candidates: Sequence[np.ndarray], costs: Sequence[np.ndarray]) -> np.ndarray:
@@ -158,11 +160,12 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     with ThreadPoolExecutor(max_workers=workers) as pool, shared_opencv_threads(workers):
         codes = list(pool.map(census_codes, firsts))
         candidates = [field.float().cpu().numpy()]
-        costs = [_choice_cost(candidates[0], codes, FUSION_DIS_FB_PX, FLOW_CENSUS_WINDOW)]
+        costs = [_choice_cost(candidates[0], codes, FUSION_DIS_FB_PX, FLOW_CENSUS_WINDOW,
+                              pool.map)]
         for run in runs:  # each candidate's cost once: a run may start from the choice so far
             candidates.append(np.stack(list(pool.map(dis_flow, *dis_inputs(run)))))
             costs.append(_choice_cost(candidates[-1], codes, FUSION_DIS_FB_PX,
-                                      FLOW_CENSUS_WINDOW))
+                                      FLOW_CENSUS_WINDOW, pool.map))
         fused = np.stack(list(pool.map(partial(polished, medians=medians),
                                        _chosen(candidates, costs), firsts, seconds)))
     return torch.from_numpy(fused).to(field)
