@@ -17,7 +17,9 @@ and window) among:
 - ``F``: ``E``'s candidates, but where none is consistent the last (DIS started from the
   choice) instead of the network's;
 - ``G``: ``E``'s candidates, but where none is consistent the one with the lowest census cost;
-- ``R``: ``A`` and DIS on the rank transforms (radius 2) started from ``A``'s choice.
+- ``R``: ``A`` and DIS on the rank transforms (radius 2) started from ``A``'s choice;
+- ``H{t}``: ``E``'s candidates, but where none is consistent the last where the network's own
+  forward-backward error is above ``t`` px (:data:`FALLBACK_PX`), the network's elsewhere.
 
 Each raw and ``+`` polished (edge medians, variational refinement:
 :func:`crossview.models.dense.dis_fusion.polished`). Score: EPE of the forward flow on the known
@@ -84,6 +86,8 @@ from flow_census_choice import at_size, choose, dis_runs, score
 from flow_census_presets import KITTI_SIZE
 from flow_dis_fusion import epe
 
+FALLBACK_PX = (2, 8, 32)
+
 
 def started_from(first: np.ndarray, second: np.ndarray, flow: np.ndarray) -> np.ndarray:
     """DIS on the frames (``[H, W, 3]`` RGB or ``[H, W]`` grey) started from each direction of
@@ -93,14 +97,17 @@ def started_from(first: np.ndarray, second: np.ndarray, flow: np.ndarray) -> np.
 
 def fallback_choices(candidates: list[np.ndarray], codes: list[np.ndarray]
                      ) -> dict[str, np.ndarray]:
-    """``F`` and ``G`` of the module docstring over ``candidates`` (``[2, H, W, 2]`` each)."""
-    consistent = np.stack([consistency_error(torch.from_numpy(c))[0].numpy() <= FUSION_DIS_FB_PX
-                           for c in candidates])
+    """``F``, ``G`` and ``H{t}`` of the module docstring over ``candidates`` (``[2, H, W, 2]``
+    each)."""
+    errors = np.stack([consistency_error(torch.from_numpy(c))[0].numpy() for c in candidates])
+    consistent = errors <= FUSION_DIS_FB_PX
     costs = np.stack([census_cost(codes, c, FLOW_CENSUS_WINDOW, vertical=True)
                       for c in candidates])
     among = np.where(consistent, costs, np.inf).argmin(0)
     stack = np.stack(candidates)
-    fallbacks = {"F": np.full(among.shape, len(candidates) - 1), "G": costs.argmin(0)}
+    last = np.full(among.shape, len(candidates) - 1)
+    fallbacks = {"F": last, "G": costs.argmin(0),
+                 **{f"H{t}": np.where(errors[0] > t, last, 0) for t in FALLBACK_PX}}
     return {name: np.take_along_axis(
         stack, np.where(consistent.any(0), among, fallback)[None, ..., None], 0)[0]
         for name, fallback in fallbacks.items()}
@@ -143,7 +150,8 @@ def large_motions(tables: list[Path]) -> None:
     for path in tables:
         table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
     keys = [k for k in table if not k.endswith("@x1")]
-    for setting in ("default", "A+", "B+", "E+", "F+", "G+", "R+"):
+    for setting in ("default", "A+", "B+", "E+", "F+", "G+", "R+",
+                    *(f"H{t}+" for t in FALLBACK_PX)):
         ahead = [k for k in keys if table[k][setting] < table[k]["dis"]]
         print(f"large motions, {setting}: mean EPE "
               f"{np.mean([table[k][setting] for k in keys]):.3f} (DIS "
