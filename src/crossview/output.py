@@ -202,6 +202,33 @@ def check_output_files(paths: Iterable[str | os.PathLike[str]]) -> None:
         check_writable(directory)
 
 
+# the suffixes of files a command reads or writes: an output directory named with one is a
+# file name given where a directory is asked for (``-o depth.png``)
+FILE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".exr",
+                           ".pfm", ".flo", ".npy", ".npz", ".ply", ".json", ".csv", ".txt",
+                           ".mp4", ".avi", ".mov", ".gif", ".onnx", ".safetensors", ".pth"})
+
+
+def check_output_directory(path: str | os.PathLike[str], option: str) -> None:
+    """Raise :class:`UserError` (naming ``option``) where ``path``, an output directory that
+    does not exist yet, is named like a file (a suffix of :data:`FILE_SUFFIXES`): the command
+    would make a directory of that name. An existing directory of any name is taken as given;
+    what cannot be made a directory is :func:`check_writable`'s to say.
+
+    >>> check_output_directory("stereo-out", "--out")
+    >>> try:
+    ...     check_output_directory("depth.png", "--out")
+    ... except UserError as error:
+    ...     print(str(error).split("; ")[-1])
+    give a directory, e.g. --out depth
+    """
+    path = Path(path)
+    if not path.exists() and path.suffix.lower() in FILE_SUFFIXES:
+        raise UserError(f"{option} {path}: names the directory the outputs are written into, "
+                        f"and {path.name!r} looks like a file name; give a directory, e.g. "
+                        f"{option} {path.with_suffix('')}")
+
+
 def check_output_file(path: str | os.PathLike[str], option: str) -> None:
     """Raise :class:`UserError` (naming ``option``) unless ``path`` can be written as a file."""
     path = Path(path)

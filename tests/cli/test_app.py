@@ -64,6 +64,36 @@ def _images(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.parametrize("command", ["stereo", "flow", "match", "rectify"])
+@pytest.mark.parametrize("name", ["depth.png", "result.PFM", "out.npy"])
+def test_an_output_directory_named_like_a_file_is_one_error_and_makes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, name: str) -> None:
+    """``-o depth.png`` (a file name where the outputs' directory is asked for; the runtime's
+    ``-o`` takes a file) is refused before any work, with the directory to give instead."""
+    images = _images(tmp_path / "in")
+    out = tmp_path / name
+    with pytest.raises(SystemExit) as done:
+        main([command, str(images / "a.png"), str(images / "b.png"), "-o", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2
+    assert err == (f"error: --out {out}: names the directory the outputs are written into, "
+                   f"and {name!r} looks like a file name; give a directory, e.g. --out "
+                   f"{out.with_suffix('')}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_an_existing_directory_named_like_a_file_is_taken_as_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    images = _images(tmp_path / "in")
+    out = tmp_path / "results.png"
+    out.mkdir()
+    with pytest.raises(SystemExit) as done:
+        main(["stereo", str(images / "a.png"), str(images / "b.png"), "--model",
+              "matchstereo-mini", "-o", str(out)])
+    assert done.value.code == 0
+    assert (out / "a_disp.pfm").is_file()
+
+
 @pytest.mark.parametrize(("patch", "args", "kept"), [
     # the second pair: a run of many pairs keeps the first, published when it was done
     ("crossview.api estimate_disparity 2", "stereo {in} {in} --model matchstereo-mini -o {out}",

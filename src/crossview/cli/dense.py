@@ -31,7 +31,12 @@ from crossview.console import stderr, stdout
 from crossview.defaults import PRESET_NAMES
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
-from crossview.output import check_finite, check_output_files, staged_files
+from crossview.output import (
+    check_finite,
+    check_output_directory,
+    check_output_files,
+    staged_files,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -87,6 +92,7 @@ class DenseOptions:
     self_fuse: bool = False  # stereo: the network's views fused with each other, not with SGBM
 
     def __post_init__(self) -> None:
+        check_output_directory(self.out_dir, "--out")
         if self.preset is not None and self.preset not in PRESET_NAMES:
             raise UserError(f"--preset must be one of {', '.join(PRESET_NAMES)}, got "
                             f"{self.preset!r}")

@@ -21,7 +21,7 @@ from crossview.console import stdout
 from crossview.defaults import DEFAULT_MATCH_MODEL
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
-from crossview.output import check_output_files, staged_files
+from crossview.output import check_output_directory, check_output_files, staged_files
 
 api = lazy_import("crossview.api")
 viz = lazy_import("crossview.viz")  # matplotlib: loaded when matches are drawn
@@ -77,6 +77,7 @@ def match_command(
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
 ) -> None:
     """Transfer keypoints from SRC to TGT (semantic correspondence) and draw the matches."""
+    check_output_directory(out_dir, "--out")
     if points is not None and points_file is not None:
         raise UserError("give either --points or --points-file, not both")
     api.resolve_device(device, "--device")

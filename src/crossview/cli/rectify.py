@@ -15,7 +15,7 @@ from crossview.cli import options
 from crossview.console import stdout
 from crossview.errors import UserError
 from crossview.lazy import lazy_import
-from crossview.output import check_output_files
+from crossview.output import check_output_directory, check_output_files
 
 api = lazy_import("crossview.api")
 
@@ -35,6 +35,7 @@ def rectify_command(
 ) -> None:
     """Rectify LEFT/RIGHT, from a rig calibration (--calib) or from the photographs' own
     matches; writes left.png, right.png and calib.txt or rectification.json."""
+    check_output_directory(out_dir, "--out")
     if calib is None:
         if alpha is not None:
             raise UserError("--alpha needs --calib: rectification from the photographs' own "
