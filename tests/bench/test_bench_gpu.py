@@ -104,7 +104,7 @@ class TestRunner:
         # ours: 50 ms and 1500 MiB = 1.57 GB beside the paper's 38 ms and 1.45 GB
         assert "| MatchStereo-T | 0.34 | 38 | 50 | 1.45 | 1.57 | model-paper |" in text
         assert "| MatchStereo-S | 0.98 | 45 | - | 1.73 | - | not measured |" in text
-        assert "| MatchFlow-B | 3.6 | 77 | - | 3.22 | - | not a stereo model" in text
+        assert "| MatchFlow-B | 3.6 | 77 | - | 3.22 | - | not measured |" in text
         assert "| T | 1536x1536 | fp16 | triton | - | 50 | 1.5e+03 | - | ok |" in text
 
     def test_reports_exist_before_the_first_step_ends(self, tmp_path: Path) -> None:

@@ -71,6 +71,16 @@ def test_with_alone_a_fusing_model_also_runs_unfused_and_self_fused() -> None:
     assert len({bench._key(c) for c in cases}) == len(cases)
 
 
+def test_a_fusing_flow_model_runs_alone_but_never_self_fused() -> None:
+    assert get_spec("matchflow-hybrid").task == "flow"
+    cases = bench.default_cases(["matchflow-hybrid"], [(375, 1242)], ["fp32"], big=False,
+                                reference_sizes=[], repeats=1, threads=2, alone=True,
+                                presets=["fast"])
+    # its fused network refines: also timed without the refinement
+    assert [(c["refine"], c.get("preset"), c.get("answer")) for c in cases] == [
+        (None, None, None), (False, None, None), (None, "fast", None), (None, None, "no-fuse")]
+
+
 @pytest.mark.parametrize("answer", ["no-fuse", "self-fuse"])
 def test_measure_runs_a_fusing_model_without_its_fusion(answer: str) -> None:
     from crossview.attention import set_backend
@@ -152,8 +162,9 @@ def test_ratios_pair_rows_of_the_same_configuration(monkeypatch: pytest.MonkeyPa
     assert "ratio" not in rows[("reference", "fp32")]
 
 
-@pytest.mark.parametrize("model", ["T", "matchstereo-mini"])
-def test_measure_runs_one_small_case(model: str) -> None:
+@pytest.mark.parametrize(("model", "task"), [("T", "stereo"), ("matchstereo-mini", "stereo"),
+                                           ("matchflow-mini", "flow")])
+def test_measure_runs_one_small_case(model: str, task: str) -> None:
     from crossview.attention import set_backend
 
     threads = torch.get_num_threads()
@@ -164,7 +175,7 @@ def test_measure_runs_one_small_case(model: str) -> None:
         torch.set_num_threads(threads)
         set_backend(None)
     assert row["status"] == "ok" and row["median_s"] > 0 and row["peak_rss_mib"] > 0
-    assert row["model"] == model
+    assert row["model"] == model and row["task"] == task
 
 
 def test_a_fused_pair_above_the_cap_reports_the_network_at_its_working_size() -> None:

@@ -155,3 +155,12 @@ def test_bench_match_times_semantic_models_only(tmp_path: Path,
     assert err == ("error: --model 'matchstereo-mini' estimates stereo; bench match times a "
                    "semantic model: transformatcher, transformatcher-lite0-lite2")
     assert not (tmp_path / "m.json").exists()
+
+
+def test_bench_model_takes_stereo_and_flow_models_only(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    err = _fails_with_one_line(["bench", "model", "--model", "transformatcher", "--json",
+                                str(tmp_path / "m.json")], capsys)
+    assert "--model takes T, S, B or a stereo or flow model name (" in err
+    assert "matchflow-hybrid" in err and "matchstereo-hybrid" in err
+    assert not (tmp_path / "m.json").exists()

@@ -51,15 +51,15 @@ GPU_TEST_FILES = (
 
 # The authors' GPU figures of the published checkpoints (the MatchAttention project page and
 # README, as recorded in the team's notes on the published weights): inference at 1536x1536,
-# fp16. MatchFlow-B is not a stereo model, so `bench model` does not time it.
+# fp16.
 PAPER_SOURCE = ("the MatchAttention authors' project page and README (published checkpoints, "
                 "Hugging Face Tingman/MatchAttention): inference at 1536x1536, fp16")
 PAPER_SIZE, PAPER_PRECISION = (1536, 1536), "fp16"
-PAPER_GPU = (  # (model, bench model's name for it or None, TFLOPs, GB, ms)
+PAPER_GPU = (  # (model, bench model's name for it, TFLOPs, GB, ms)
     ("MatchStereo-T", "T", 0.34, 1.45, 38),
     ("MatchStereo-S", "S", 0.98, 1.73, 45),
     ("MatchStereo-B", "B", 3.59, 2.94, 75),
-    ("MatchFlow-B", None, 3.60, 3.22, 77),
+    ("MatchFlow-B", "matchflow-b", 3.60, 3.22, 77),
 )
 
 STATUSES = ("ok", "failed", "timeout", "interrupted", "not run")
@@ -85,7 +85,7 @@ class Step:
 def plan(out: Path, *, target: str = "sm_90", python: str = sys.executable) -> list[Step]:
     """The steps of a run writing into ``out`` (absolute), compiling for ``target``."""
     cli = (python, "-m", "crossview", "bench")
-    paper = [arg for letter in ("T", "S", "B") for arg in ("--model", letter)]
+    paper = [arg for _, name, *_ in PAPER_GPU for arg in ("--model", name)]
     size = "x".join(map(str, PAPER_SIZE))
     return [
         Step("tests", (python, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
@@ -104,7 +104,8 @@ def plan(out: Path, *, target: str = "sm_90", python: str = sys.executable) -> l
         Step("model-paper", (*cli, "model", "--device", "cuda", *paper, "--size", size,
                              "--precision", PAPER_PRECISION, "--no-big", "--json",
                              str(out / "model_paper.json")),
-             f"MatchStereo-T/S/B at {size}, {PAPER_PRECISION}: the paper's figures", 900,
+             f"MatchStereo-T/S/B and MatchFlow-B at {size}, {PAPER_PRECISION}: the paper's "
+             "figures", 900,
              parse="model", output="model_paper.json",
              docs="crossview bench model --device cuda"),
         Step("model", (*cli, "model", "--device", "cuda", "--json",
@@ -433,13 +434,12 @@ def paper_rows(result: dict[str, Any]) -> list[list[Any]]:
                     row.get("refine") in (None, False):
                 ours[row["model"]] = (row, name)
     rows = []
-    for model, letter, tflops, gb, ms in PAPER_GPU:
-        row, step = ours.get(letter, (None, None)) if letter else (None, None)
+    for model, name, tflops, gb, ms in PAPER_GPU:
+        row, step = ours.get(name, (None, None))
         mib = None if row is None else row.get("peak_gpu_mib")
         rows.append([model, tflops, ms, None if row is None else row["median_ms"], gb,
                      None if mib is None else mib * 2**20 / 1e9,
-                     step or ("not a stereo model: bench model does not time it"
-                              if letter is None else "not measured")])
+                     step or "not measured"])
     return rows
 
 

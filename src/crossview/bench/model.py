@@ -1,12 +1,14 @@
-"""MatchStereo speed and memory: latency, peak RSS and the fused-vs-reference ratio in one run.
+"""MatchStereo speed and memory (stereo and flow models): latency, peak RSS and the
+fused-vs-reference ratio in one run.
 
 Every configuration (model, size, precision, MatchAttention backend) runs in its own child
 process (``python -m crossview.bench.model CASE_JSON``), so the peak resident set size is that
 configuration's alone and an out-of-memory case cannot take the others down. A case times
-``crossview.estimate_disparity`` with the model's defaults (padding, both views, lri, the
-refinement, the SGBM fusion and the consistency mask included) on one random pair whose right
-view is the left shifted by :data:`SHIFT_FRACTION` of the width (155 px at 1242 px wide, a
-near range of a driving scene), or on a real rectified pair given as two image files, resized
+``crossview.estimate_disparity`` (a stereo model) or ``crossview.estimate_flow`` (a flow model)
+with the model's defaults (padding, both views, lri, the refinement, the SGBM or DIS fusion and
+the consistency mask included) on one random pair whose second image is the first shifted by
+:data:`SHIFT_FRACTION` of the width (155 px at 1242 px wide, a near range of a driving scene),
+or on a real pair given as two image files (a rectified pair, or two frames for flow), resized
 to each size (``pair``): what a fusion costs depends on the pair (SGBM's search range, the
 depth edges the median filters), so a real photograph times what users get. Models that ship
 weights run with them: the SGBM fusion's search range follows the network's disparities, which
@@ -34,7 +36,7 @@ from typing import Any
 
 import torch
 
-from crossview.api import build_model, estimate_disparity, load_model
+from crossview.api import build_model, estimate_disparity, estimate_flow, load_model
 from crossview.attention import set_backend
 from crossview.bench.device import FUSED, synchronized
 from crossview.bench.measure import peak_rss_bytes, time_call
@@ -44,7 +46,9 @@ from crossview.models.dense.inference import fuses, network_settings, working_si
 from crossview.models.registry import ModelSpec, get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
-# stereo model names are benchmarked under their own name
+# stereo and flow model names are benchmarked under their own name
+TASKS = ("stereo", "flow")  # what a benchmarked model may estimate
+ESTIMATE = {"stereo": estimate_disparity, "flow": estimate_flow}
 SIZES = ((384, 1248), (1536, 1536))
 BIG = ((2176, 3840), "T")  # 4K: MatchStereo-T only on CPU, every model on a GPU
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -69,8 +73,8 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
     inference refines photometrically by default (:func:`refines_by_default`) also runs without
     the refinement (``"refine": False``), so that one run shows what the polish costs; a model
     that fuses also runs with each of ``presets`` and, with ``alone``, without the fusion
-    (``"answer"``: ``"no-fuse"``, the network alone; ``"self-fuse"``, the network's views fused
-    with each other, :data:`ANSWERS`). With ``classical``, each size's pair is also
+    (``"answer"``: ``"no-fuse"``, the network alone; for stereo ``"self-fuse"``, the network's
+    views fused with each other, :data:`ANSWERS`). With ``classical``, each size's pair is also
     matched by each of :data:`CLASSICAL` (first, on the CPU). Every case runs on ``pair`` (two
     image files) if given, else on the random pair (:func:`bench_pair`). Cases above 1 Mpx run
     once, without warm-up."""
@@ -91,7 +95,8 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
             fusing = spec.fuse and spec.fused_network is not None
             runs = [{"refine": refine} for refine in refine_modes] + [
                 {"refine": None, "preset": preset} for preset in presets if fusing] + [
-                {"refine": None, "answer": answer} for answer in ANSWERS if alone and fusing]
+                {"refine": None, "answer": answer} for answer, (task, _) in ANSWERS.items()
+                if alone and fusing and task in (None, spec.task)]
             for backend in [FUSED[device]] + (["reference"] if reference else []):
                 for run in runs:
                     cases.append({"model": model, "size": list(size), "precision": precision,
@@ -103,8 +108,9 @@ def default_cases(models: Sequence[str], sizes: Sequence[tuple[int, int]],
     return cases
 
 
-# a fusing model's runs without its fusion: estimate_disparity's options for each
-ANSWERS = {"no-fuse": {"fuse": False}, "self-fuse": {"self_fuse": True}}
+# a fusing model's runs without its fusion: (the task that has it, None: every task; the
+# estimate's options)
+ANSWERS = {"no-fuse": (None, {"fuse": False}), "self-fuse": ("stereo", {"self_fuse": True})}
 
 
 def refines_by_default(spec: ModelSpec) -> bool:
@@ -123,29 +129,31 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
         return _measure_classical(case)
     set_backend(case["backend"])
     name = MODELS.get(case["model"], case["model"])
-    shipped = get_spec(name).weights_path
+    spec = get_spec(name)
+    shipped = spec.weights_path
     model = (load_model(name) if shipped is not None and shipped.is_file()
              else build_model(name)).eval().to(device)
     h, w = case["size"]
-    answer = ANSWERS.get(case.get("answer"), {})
+    answer = ANSWERS[case["answer"]][1] if "answer" in case else {}
     fuse = fuses(model, None) and not answer
     preset = case.get("preset")
     # a fused pair above the model's max_pixels runs whole at its working size
-    shape = working_size(model, "stereo", fuse, None, (h, w), preset=preset) or (h, w)
-    lri, refine, size = network_settings(model, "stereo", fuse, None, case.get("refine"), None,
+    shape = working_size(model, spec.task, fuse, None, (h, w), preset=preset) or (h, w)
+    lri, refine, size = network_settings(model, spec.task, fuse, None, case.get("refine"), None,
                                          shape, preset=preset)
-    left, right = (image.to(device) for image in bench_pair(h, w, case.get("pair")))
+    first, second = (image.to(device) for image in bench_pair(h, w, case.get("pair")))
+    estimate = ESTIMATE[spec.task]
     cpu: list[float] = []
 
     def run() -> None:
         started = time.process_time()
-        estimate_disparity(left, right, model=model, precision=case["precision"], device=device,
-                           refine=refine, preset=preset, **answer)
+        estimate(first, second, model=model, precision=case["precision"], device=device,
+                 refine=refine, preset=preset, **answer)
         cpu.append(time.process_time() - started)
 
     stats = time_call(synchronized(run, device), repeats=case["repeats"], warmup=case["warmup"])
     timed_cpu = sorted(cpu[case["warmup"]:])
-    row = {**case, "refine": refine, "lri": lri, "fuse": fuse,
+    row = {**case, "task": spec.task, "refine": refine, "lri": lri, "fuse": fuse,
            "network_size": list(size or shape),
            "median_s": stats["median_s"], "min_s": stats["min_s"],
            "cpu_s": timed_cpu[len(timed_cpu) // 2], "peak_rss_mib": peak_rss_bytes() / 2**20,
@@ -165,8 +173,9 @@ def check_pair(pair: Sequence[str]) -> None:
 def bench_pair(h: int, w: int, pair: Sequence[str] | None = None,
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """The benchmark pair ``[1, 3, H, W]`` (0..255): the two image files of ``pair`` resized to
-    H x W (area interpolation); without ``pair``, random, the right view the left moved by
-    :data:`SHIFT_FRACTION` of the width."""
+    H x W (area interpolation); without ``pair``, random, the second image the first moved left
+    by :data:`SHIFT_FRACTION` of the width (a stereo pair's right view, or a flow pair's second
+    frame)."""
     if pair is not None:
         import cv2  # the baselines extra, as the fusion itself
 

@@ -254,8 +254,9 @@ def attention(
 @app.command("model")
 def model(
     models: Annotated[list[str] | None, typer.Option(
-        "--model", help="T, S, B or a registered stereo model name such as matchstereo-mini "
-                        "(repeatable; default T, S and B).")] = None,
+        "--model", help="T, S, B or a registered stereo or flow model name such as "
+                        "matchstereo-hybrid or matchflow-hybrid (repeatable; default T, S and "
+                        "B).")] = None,
     sizes: Annotated[list[str] | None, typer.Option(
         "--size", help="Image sizes HxW (repeatable; default 384x1248 and 1536x1536).")] = None,
     big: Annotated[bool, typer.Option(help="Also run MatchStereo-T at 2176x3840.")] = True,
@@ -288,8 +289,8 @@ def model(
         "--pair", metavar="LEFT RIGHT", help="A real rectified pair (two image files), resized "
         "to each --size, instead of the random pair at disparity W/8.")] = None,
 ) -> None:
-    """MatchStereo-T/S/B end to end: latency, peak RSS, fused-vs-reference ratio and the ratio
-    to OpenCV SGBM and DIS (same run)."""
+    """MatchStereo-T/S/B (or stereo and flow models by name) end to end: latency, peak RSS,
+    fused-vs-reference ratio and the ratio to OpenCV SGBM and DIS (same run)."""
     check_output_file(json_path, "--json")
     if pair is not None:
         model_bench.check_pair(pair)  # an unreadable file: one error line before anything runs
@@ -297,11 +298,11 @@ def model(
     chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
     device_bench.fused_backend(device)  # fails before measuring if it cannot run
     chosen_precisions = precisions or list(model_bench.DEFAULT_PRECISIONS[device])
-    stereo_names = api.list_models("stereo")
-    if set(chosen) - set(letters) - set(stereo_names) or set(chosen_precisions) - set(
+    dense_names = [name for task in model_bench.TASKS for name in api.list_models(task)]
+    if set(chosen) - set(letters) - set(dense_names) or set(chosen_precisions) - set(
             precision_names):
-        raise UserError(f"--model takes {', '.join(letters)} or a stereo model name "
-                        f"({', '.join(stereo_names)}); --precision takes "
+        raise UserError(f"--model takes {', '.join(letters)} or a stereo or flow model name "
+                        f"({', '.join(dense_names)}); --precision takes "
                         f"{', '.join(precision_names)}")
     if repeats <= 0 or threads <= 0:
         raise UserError("--repeats and --threads must be positive")
@@ -330,9 +331,11 @@ def model(
         return "-" if value is None else format(value, digits)
 
     print_table(
-        f"MatchStereo forward (estimate_disparity with the model's defaults, both views), "
-        f"{threads} threads, bundled weights where a model ships them (else random), "
-        + (f"the pair {pair[0]}, {pair[1]} resized" if pair else "a random pair at disparity W/8")
+        f"MatchStereo forward (estimate_disparity or, for flow models, estimate_flow with the "
+        f"model's defaults, both directions), {threads} threads, bundled weights where a model "
+        f"ships them (else random), "
+        + (f"the pair {pair[0]}, {pair[1]} resized" if pair
+           else "a random pair shifted by W/8")
         + "; ratio = reference / fused, same run",
         ["model", "preset", "size", "network at", "lri", "precision", "operator", "refine",
          "fuse", "median s", "cpu s",
