@@ -1,7 +1,8 @@
 """Fine-tuning the default stereo model on one real scene reaches the network's answer
 (issue 50 item 3): ``configs/finetune-stereo.yaml`` run a few steps on scikit-image's Middlebury
 2014 Motorcycle pair (real photographs with ground truth, shipped inside scikit-image) lowers
-the network's own error on that scene (``--no-fuse``: what ONNX ``--bare`` and a GPU run); the
+the network's own error on that scene (``--no-fuse``: what ONNX ``--bare`` and a GPU run) and
+that of its self-fused answer (``--self-fuse``: every value the network's); the
 fused default's answer is SGBM's and the fill's there, which the command line says in a
 ``note:`` pointing to ``--no-fuse``."""
 
@@ -43,9 +44,11 @@ def _motorcycle(folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _errors(model: torch.nn.Module, left: np.ndarray, right: np.ndarray,
-            truth: np.ndarray) -> tuple[float, float]:
-    """The network alone's end-point error (px) and bad-2 (%) on the known pixels."""
-    disparity = api.estimate_disparity(left, right, model=model, fuse=False).disparity[0]
+            truth: np.ndarray, **answer: bool) -> tuple[float, float]:
+    """The network alone's end-point error (px) and bad-2 (%) on the known pixels (``answer``:
+    ``self_fuse=True`` for its self-fused answer, every value still the network's)."""
+    disparity = api.estimate_disparity(left, right, model=model,
+                                       **(answer or {"fuse": False})).disparity[0]
     error = np.abs(disparity.numpy() - truth)[np.isfinite(truth)]
     return float(error.mean()), float(100 * (error > 2).mean())
 
@@ -65,12 +68,17 @@ def test_fine_tuning_on_a_real_scene_lowers_the_networks_error_there(
     torch.manual_seed(0)
     code, _, err = run_cli(["train", str(config), "--export", str(tuned_file)], capsys)
     assert code == 0, err
-    before = _errors(api.load_model(DEFAULT_STEREO_MODEL), left, right, truth)
-    after = _errors(api.load_model(str(tuned_file)), left, right, truth)
+    bundled, tuned = api.load_model(DEFAULT_STEREO_MODEL), api.load_model(str(tuned_file))
+    before, after = (_errors(model, left, right, truth) for model in (bundled, tuned))
+    fused_before, fused_after = (_errors(model, left, right, truth, self_fuse=True)
+                                 for model in (bundled, tuned))
     with capsys.disabled():
         print(f"network alone on Motorcycle (half size): EPE {before[0]:.3f} -> {after[0]:.3f}"
-              f" px, bad-2 {before[1]:.2f} -> {after[1]:.2f} %")
+              f" px, bad-2 {before[1]:.2f} -> {after[1]:.2f} %; self-fused: EPE "
+              f"{fused_before[0]:.3f} -> {fused_after[0]:.3f} px, bad-2 {fused_before[1]:.2f} "
+              f"-> {fused_after[1]:.2f} %")
     assert after[0] < 0.9 * before[0] and after[1] < before[1]
+    assert fused_after[0] < fused_before[0] and fused_after[1] < fused_before[1]
     paths = [str(tmp_path / "scenes" / "motorcycle" / name) for name in ("left.png", "right.png")]
     code, _, err = run_cli(["stereo", *paths, "-o", str(tmp_path / "out"), "--model",
                             str(tuned_file), "--format", "npy"], capsys)
