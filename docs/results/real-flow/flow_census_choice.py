@@ -60,6 +60,7 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -248,12 +249,12 @@ def choose(tables: list[Path], train_root: Path) -> None:
         print(f"{setting} | " + " | ".join(cells))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def scoring_steps(description: str) -> tuple[argparse.ArgumentParser, Any]:
+    """A study's command line with the ``score`` (``cache out roots... [--part I/N]``) and
+    ``choose`` (``tables... train_root``) steps of this one; returns the parser and its
+    subparsers (for more steps)."""
+    parser = argparse.ArgumentParser(description=description)
     steps = parser.add_subparsers(dest="step", required=True)
-    step = steps.add_parser("record")
-    step.add_argument("cache", type=Path)
-    step.add_argument("roots", nargs="+")
     step = steps.add_parser("score")
     step.add_argument("cache", type=Path)
     step.add_argument("out", type=Path)
@@ -262,12 +263,25 @@ def main() -> None:
     step = steps.add_parser("choose")
     step.add_argument("tables", type=Path, nargs="+")
     step.add_argument("train_root", type=Path)
+    return parser, steps
+
+
+def part(args: argparse.Namespace) -> tuple[int, int]:
+    """``--part I/N`` as ``(I, N)``."""
+    index, count = (int(v) for v in args.part.split("/"))
+    return index, count
+
+
+def main() -> None:
+    parser, steps = scoring_steps(__doc__.splitlines()[0])
+    step = steps.add_parser("record")
+    step.add_argument("cache", type=Path)
+    step.add_argument("roots", nargs="+")
     args = parser.parse_args()
     if args.step == "record":
         record(args.cache, args.roots)
     elif args.step == "score":
-        index, count = (int(v) for v in args.part.split("/"))
-        score(args.cache, args.out, args.roots, (index, count))
+        score(args.cache, args.out, args.roots, part(args))
     else:
         choose(args.tables, args.train_root)
 

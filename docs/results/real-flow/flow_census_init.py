@@ -54,7 +54,6 @@ Run (``--part I/N`` splits the pairs over processes)::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -82,7 +81,7 @@ from crossview.report import print_table, write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_choice import at_size, choose, dis_runs, score
+from flow_census_choice import at_size, choose, dis_runs, part, score, scoring_steps
 from flow_census_presets import KITTI_SIZE
 from flow_dis_fusion import epe
 
@@ -143,15 +142,17 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     return row
 
 
-def large_motions(tables: list[Path]) -> None:
-    """Per setting the mean EPE over the pairs moving 100 px and more and how many of them it
-    leads DIS on."""
+SETTINGS = ("A", "B", "E", "F", "G", "R", *(f"H{t}" for t in FALLBACK_PX))
+
+
+def large_motions(tables: list[Path], settings: tuple[str, ...] = SETTINGS) -> None:
+    """Per polished setting of ``settings`` (and the recorded default) the mean EPE over the
+    pairs moving 100 px and more and how many of them it leads DIS on."""
     table: dict = {}
     for path in tables:
         table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
     keys = [k for k in table if not k.endswith("@x1")]
-    for setting in ("default", "A+", "B+", "E+", "F+", "G+", "R+",
-                    *(f"H{t}+" for t in FALLBACK_PX)):
+    for setting in ("default", *(f"{s}+" for s in settings)):
         ahead = [k for k in keys if table[k][setting] < table[k]["dis"]]
         print(f"large motions, {setting}: mean EPE "
               f"{np.mean([table[k][setting] for k in keys]):.3f} (DIS "
@@ -218,16 +219,7 @@ def time_step(out: Path, dev_root: Path, rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    steps = parser.add_subparsers(dest="step", required=True)
-    step = steps.add_parser("score")
-    step.add_argument("cache", type=Path)
-    step.add_argument("out", type=Path)
-    step.add_argument("roots", nargs="+")
-    step.add_argument("--part", default="0/1", help="I/N: the I-th of N shares of the pairs")
-    step = steps.add_parser("choose")
-    step.add_argument("tables", type=Path, nargs="+")
-    step.add_argument("train_root", type=Path)
+    parser, steps = scoring_steps(__doc__.splitlines()[0])
     for name in ("time", "rows"):
         step = steps.add_parser(name)
         step.add_argument("out", type=Path)
@@ -239,8 +231,7 @@ def main() -> None:
     elif args.step == "rows":
         rows_step(args.out, args.dev_root, args.rounds)
     elif args.step == "score":
-        index, count = (int(v) for v in args.part.split("/"))
-        score(args.cache, args.out, args.roots, (index, count), score_pair)
+        score(args.cache, args.out, args.roots, part(args), score_pair)
     else:
         choose(args.tables, args.train_root)
         large_motions(args.tables)

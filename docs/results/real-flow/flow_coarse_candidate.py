@@ -46,8 +46,6 @@ Run (``--part I/N`` splits the pairs over processes)::
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -63,8 +61,8 @@ from crossview.models.dense.inference import _fits, _resize, _resize_field, run_
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_choice import at_size, choose, dis_runs, score
-from flow_census_init import started_from
+from flow_census_choice import at_size, choose, dis_runs, part, score, scoring_steps
+from flow_census_init import large_motions, started_from
 from flow_dis_fusion import epe
 
 SETTINGS = ("E", "C", "Ca", "CQ")
@@ -121,39 +119,13 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     return row
 
 
-def large_motions(tables: list[Path]) -> None:
-    """Per polished setting the mean EPE over the pairs moving 100 px and more and how many of
-    them it leads DIS on."""
-    table: dict = {}
-    for path in tables:
-        table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
-    keys = [k for k in table if not k.endswith("@x1")]
-    for setting in ("default", *(f"{s}+" for s in SETTINGS)):
-        ahead = [k for k in keys if table[k][setting] < table[k]["dis"]]
-        print(f"large motions, {setting}: mean EPE "
-              f"{np.mean([table[k][setting] for k in keys]):.3f} (DIS "
-              f"{np.mean([table[k]['dis'] for k in keys]):.3f}), ahead of DIS on "
-              f"{len(ahead)}/{len(keys)}; behind: {sorted(set(keys) - set(ahead))}")
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    steps = parser.add_subparsers(dest="step", required=True)
-    step = steps.add_parser("score")
-    step.add_argument("cache", type=Path)
-    step.add_argument("out", type=Path)
-    step.add_argument("roots", nargs="+")
-    step.add_argument("--part", default="0/1", help="I/N: the I-th of N shares of the pairs")
-    step = steps.add_parser("choose")
-    step.add_argument("tables", type=Path, nargs="+")
-    step.add_argument("train_root", type=Path)
-    args = parser.parse_args()
+    args = scoring_steps(__doc__.splitlines()[0])[0].parse_args()
     if args.step == "score":
-        index, count = (int(v) for v in args.part.split("/"))
-        score(args.cache, args.out, args.roots, (index, count), score_pair)
+        score(args.cache, args.out, args.roots, part(args), score_pair)
     else:
         choose(args.tables, args.train_root)
-        large_motions(args.tables)
+        large_motions(args.tables, SETTINGS)
 
 
 if __name__ == "__main__":
