@@ -25,6 +25,7 @@ from crossview.models.dense.dis_fusion import (
     FLOW_CENSUS_WINDOW,
     FLOW_DIS_RUNS,
     FLOW_EDGE_MEDIANS,
+    FLOW_SECOND_TIER_PX,
     FLOW_VARIATIONAL,
     FUSION_DIS_FB_PX,
     fuse_with_dis,
@@ -60,18 +61,42 @@ def _tensors(*frames: np.ndarray) -> list[torch.Tensor]:
 
 def _choice_by_loops(candidates: list[np.ndarray], codes: list[np.ndarray]) -> np.ndarray:
     """The rule pixel by pixel: among the candidates ``[2, H, W, 2]`` whose own forward-backward
-    error is at most the threshold, the first with the lowest census cost; the first candidate
-    (the network) where none is."""
+    error is at most the threshold, the first with the lowest census cost; where none is, the
+    same within the second tier; the first candidate (the network) where none is."""
     errors = [consistency_error(torch.from_numpy(c))[0].numpy() for c in candidates]
     costs = [census_cost(codes, c, FLOW_CENSUS_WINDOW, vertical=True) for c in candidates]
     chosen = np.empty_like(candidates[0])
     for row, y, x in np.ndindex(*chosen.shape[:3]):
-        best, lowest = 0, np.inf
-        for index, (error, cost) in enumerate(zip(errors, costs, strict=True)):
-            if error[row, y, x] <= FUSION_DIS_FB_PX and cost[row, y, x] < lowest:
-                best, lowest = index, cost[row, y, x]
+        best = 0
+        for tier in (FUSION_DIS_FB_PX, FLOW_SECOND_TIER_PX):
+            within = [(cost[row, y, x], index) for index, (error, cost)
+                      in enumerate(zip(errors, costs, strict=True)) if error[row, y, x] <= tier]
+            if within:
+                best = min(within)[1]  # the lowest cost, the earlier on ties
+                break
         chosen[row, y, x] = candidates[best][row, y, x]
     return chosen
+
+
+def test_the_second_tier_decides_only_where_nothing_is_consistent_within_the_first() -> None:
+    """Three candidates on four pixels: consistent within 0.5 px (the first tier), within 2 px
+    only, or not at all; the first tier wins where it holds any, the network where neither
+    does."""
+    assert (FUSION_DIS_FB_PX, FLOW_SECOND_TIER_PX) == (0.5, 2.0)
+    candidates = [np.full((1, 1, 4, 2), value, np.float32) for value in (0.0, 1.0, 2.0)]
+    costs = [np.array([[[5.0, 5.0, 5.0, 5.0]]]), np.array([[[1.0, 1.0, 1.0, 1.0]]]),
+             np.array([[[3.0, 3.0, 3.0, 3.0]]])]
+    errors = [np.array([[[0.2, 1.5, 3.0, 3.0]]]),  # the network
+              np.array([[[1.0, 3.0, 3.0, 3.0]]]),  # lowest cost, within the second tier only
+              np.array([[[0.4, 1.9, 2.5, 9.0]]])]
+    chosen = dis_fusion._chosen(candidates, list(zip(costs, errors, strict=True)),
+                                (FUSION_DIS_FB_PX, FLOW_SECOND_TIER_PX))
+    # pixel 0: both the network and the third are within 0.5 px, the third costs less;
+    # pixel 1: none within 0.5, within 2 the network and the third; pixels 2, 3: the network
+    assert chosen[0, 0, :, 0].tolist() == [2.0, 2.0, 0.0, 0.0]
+    one_tier = dis_fusion._chosen(candidates, list(zip(costs, errors, strict=True)),
+                                  (FUSION_DIS_FB_PX,))
+    assert one_tier[0, 0, :, 0].tolist() == [2.0, 0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize("runs", ["shipped", "grey only"])

@@ -214,7 +214,9 @@ def choose(tables: list[Path], train_root: Path) -> None:
     """Step 3 of the module docstring."""
     table: dict = {}
     for path in tables:
-        table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
+        for key, row in json.loads(path.read_text()).items():  # rows merged per pair
+            if key != "machine":
+                table.setdefault(key, {}).update(row)
     groups = scene_groups(train_root)
     settings = [k for k in next(iter(table.values())) if k not in ("root", "factor",
                                                                    "motion_max")]

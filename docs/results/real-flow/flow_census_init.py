@@ -150,7 +150,9 @@ def large_motions(tables: list[Path], settings: tuple[str, ...] = SETTINGS) -> N
     pairs moving 100 px and more and how many of them it leads DIS on."""
     table: dict = {}
     for path in tables:
-        table.update({k: v for k, v in json.loads(path.read_text()).items() if k != "machine"})
+        for key, row in json.loads(path.read_text()).items():  # rows merged per pair
+            if key != "machine":
+                table.setdefault(key, {}).update(row)
     keys = [k for k in table if not k.endswith("@x1")]
     for setting in ("default", *(f"{s}+" for s in settings)):
         ahead = [k for k in keys if table[k][setting] < table[k]["dis"]]
@@ -172,9 +174,9 @@ def rows_step(out: Path, dev_root: Path, rounds: int) -> None:
     model = crossview.load_model("matchflow-hybrid")
     pooled = dis_fusion._choice_cost
 
-    def in_turn(candidate: np.ndarray, codes: list, threshold: float, window: int,
-                mapper: object = map) -> np.ndarray:  # the fusion's pool.map left unused
-        return pooled(candidate, codes, threshold, window)
+    def in_turn(candidate: np.ndarray, codes: list, window: int,
+                mapper: object = map) -> tuple[np.ndarray, np.ndarray]:  # pool.map unused
+        return pooled(candidate, codes, window)
 
     ways = {"side by side": pooled, "in turn": in_turn}
     seconds: dict[str, list[float]] = {name: [] for name in ways}

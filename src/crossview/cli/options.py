@@ -48,8 +48,8 @@ SelfFuse = Annotated[bool, typer.Option(
 FuseFlow = Annotated[bool | None, typer.Option(
     "--fuse/--no-fuse", help="Fuse the network's flow with OpenCV DIS's (on the grey frames, "
     "on their rank transforms, and started from the choice so far): per pixel, among the "
-    "flows whose forward-backward error is at most 0.5 px, the one whose matches look most "
-    "alike (census cost; the network's where none is) (default: the model's; on for "
+    "flows whose forward-backward error is at most 0.5 px (else 2 px), the one whose matches "
+    "look most alike (census cost; the network's where none is) (default: the model's; on for "
     "matchflow-hybrid).",
     show_default=False)]
 Adapt = Annotated[int, typer.Option(

@@ -13,7 +13,8 @@ candidates whose own forward-backward error
 (:func:`crossview.geometry.consistency.consistency_error`) is at most
 :data:`FUSION_DIS_FB_PX`, the one whose matches look most alike: the lowest census cost
 (:func:`crossview.geometry.census_arrays.census_cost`) over :data:`FLOW_CENSUS_WINDOW` px
-square; the network's where no candidate is consistent (:func:`census_choice`). Around the
+square; where none is, the same among those within :data:`FLOW_SECOND_TIER_PX`; the network's
+where no candidate is (:func:`census_choice`). Around the
 motion edges of the result, each direction then takes the colour-weighted median of its frame
 (:func:`crossview.geometry.edge_weighted_median.edge_weighted_median_flow`, the stereo fusion's
 :data:`~crossview.models.dense.sgbm_fusion.EDGE_MEDIANS` passes), which puts motion edges on
@@ -24,7 +25,7 @@ smoothness term at full resolution. No ground truth is read; the rule, its thres
 the median's passes and the refinement's settings were chosen by leave-one-group-out on real
 scenes used as flow pairs (docs/real-eval.md, ``docs/results/real-flow/flow_dis_fusion.py``,
 ``flow_rank_dis.py``, ``flow_edge_median.py``, ``flow_variational.py``,
-``flow_census_choice.py``, ``flow_census_init.py`` there).
+``flow_census_choice.py``, ``flow_census_init.py``, ``flow_census_retune.py`` there).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ from crossview.models.dense.sgbm_fusion import EDGE_MEDIANS, FUSION_THREADS
 
 # chosen by leave-one-group-out over {0, 0.5, 1, 2, 4} px, two rules (docs/real-eval.md)
 FUSION_DIS_FB_PX = 0.5
+# px: where no candidate is consistent within FUSION_DIS_FB_PX, the census choice among those
+# consistent within this (the second tier); chosen by leave-one-group-out over {1, 2, 4} px and
+# none (15 of 17 folds; docs/results/real-flow/flow_census_retune.py)
+FLOW_SECOND_TIER_PX = 2.0
 # px: the census cost's window, chosen by leave-one-group-out over {5, 9, 15, 25} and the
 # forward-backward rule before it (9 in 16 of 17 folds;
 # docs/results/real-flow/flow_census_choice.py)
@@ -72,32 +77,48 @@ FLOW_VARIATIONAL = {"iterations": 10, "sor_iterations": 5, "alpha": 40.0, "delta
 
 def census_choice(candidates: Sequence[np.ndarray], codes: Sequence[np.ndarray], *,
                   threshold: float = FUSION_DIS_FB_PX,
-                  window: int = FLOW_CENSUS_WINDOW) -> np.ndarray:
+                  window: int = FLOW_CENSUS_WINDOW,
+                  second_tier: float | None = None) -> np.ndarray:
     """Per pixel of each direction, among the ``candidates`` (both directions' flows ``[2B, H,
     W, 2]`` float32 each, the network's first) whose own forward-backward error is at most
     ``threshold`` px, the one with the lowest census cost over ``window`` px square (ties: the
-    earlier); the first's where none is -> ``[2B, H, W, 2]``. ``codes``: each row's first frame's
+    earlier); where none is and ``second_tier`` is given, the same among those within
+    ``second_tier`` px (the fusion's :data:`FLOW_SECOND_TIER_PX`); the first's where none is ->
+    ``[2B, H, W, 2]``. ``codes``: each row's first frame's
     :func:`crossview.geometry.census_arrays.census_codes` (the first frames, then the
     second)."""
-    return _chosen(candidates, [_choice_cost(c, codes, threshold, window) for c in candidates])
+    tiers = (threshold,) if second_tier is None else (threshold, second_tier)
+    return _chosen(candidates, [_choice_cost(c, codes, window) for c in candidates], tiers)
 
 
-def _choice_cost(candidate: np.ndarray, codes: Sequence[np.ndarray], threshold: float,
-                 window: int, mapper: Callable = map) -> np.ndarray:
+def _choice_cost(candidate: np.ndarray, codes: Sequence[np.ndarray], window: int,
+                 mapper: Callable = map) -> tuple[np.ndarray, np.ndarray]:
     """What :func:`census_choice` ranks ``candidate [2B, H, W, 2]`` by: its census cost ``[2B,
-    H, W]`` where its own forward-backward error is at most ``threshold`` px, ``inf`` elsewhere
-    (census costs are finite: matches out of view are clipped into it); ``mapper`` maps the
-    cost over the rows (:func:`~crossview.geometry.census_arrays.census_cost`)."""
-    consistent = consistency_error(torch.from_numpy(candidate))[0].numpy() <= threshold
-    cost = census_cost(codes, candidate, window, vertical=True, mapper=mapper)
-    return np.where(consistent, cost, np.inf)
+    H, W]`` (finite: matches out of view are clipped into it) and its own forward-backward
+    error ``[2B, H, W]`` px; ``mapper`` maps the cost over the rows
+    (:func:`~crossview.geometry.census_arrays.census_cost`)."""
+    error = consistency_error(torch.from_numpy(candidate))[0].numpy()
+    return census_cost(codes, candidate, window, vertical=True, mapper=mapper), error
 
 
-def _chosen(candidates: Sequence[np.ndarray], costs: Sequence[np.ndarray]) -> np.ndarray:
-    """Per pixel the candidate ``[2B, H, W, 2]`` of the lowest of ``costs`` ``[2B, H, W]`` each
-    (ties: the earlier), the first where all are ``inf`` -> ``[2B, H, W, 2]``."""
-    cost = np.stack(costs)  # [C, 2B, H, W]
-    best = np.where(np.isfinite(cost).any(0), cost.argmin(0), 0)
+def _chosen(candidates: Sequence[np.ndarray], costs: Sequence[tuple[np.ndarray, np.ndarray]],
+            tiers: Sequence[float]) -> np.ndarray:
+    """Per pixel the candidate ``[2B, H, W, 2]`` of the lowest census cost among those whose
+    error is within the first of ``tiers`` (px) that holds any (ties: the earlier), the first
+    candidate where none does; ``costs``: each candidate's ``(cost, error)``, ``[2B, H, W]``
+    each -> ``[2B, H, W, 2]``."""
+    cost = np.stack([c for c, _ in costs])  # [C, 2B, H, W]
+    error = np.stack([e for _, e in costs])
+    masked = np.where(error <= tiers[0], cost, np.inf)
+    found = np.isfinite(masked).any(0)
+    best = np.where(found, masked.argmin(0), 0)
+    for tier in tiers[1:]:  # only on the pixels the tiers before left open
+        at = np.nonzero(~found)
+        masked = np.where(error[(slice(None), *at)] <= tier, cost[(slice(None), *at)], np.inf)
+        here = np.isfinite(masked).any(0)
+        decided = tuple(index[here] for index in at)
+        best[decided] = masked.argmin(0)[here]
+        found[decided] = True
     return np.take_along_axis(np.stack(candidates), best[None, ..., None], 0)[0]
 
 
@@ -144,13 +165,14 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
                          f"got {field.shape=}")
     frames0, frames1 = uint8_images(x0), uint8_images(x1)
     firsts, seconds = frames0 + frames1, frames1 + frames0  # row r's frames
+    tiers = (FUSION_DIS_FB_PX, FLOW_SECOND_TIER_PX)
 
     def dis_inputs(run: int | str | None) -> tuple[list, ...]:
         """Row r's first and second frames as one DIS run sees them (and where it starts)."""
         if run is None:
             return firsts, seconds
         if run == DIS_FROM_CHOICE:
-            return firsts, seconds, list(_chosen(candidates, costs))
+            return firsts, seconds, list(_chosen(candidates, costs, tiers))
         ranked0, ranked1 = ([rank_transform(grey_image(f), run) for f in frames]
                             for frames in (frames0, frames1))
         return ranked0 + ranked1, ranked1 + ranked0
@@ -160,12 +182,10 @@ def fuse_with_dis(x0: torch.Tensor, x1: torch.Tensor, field: torch.Tensor, *,
     with ThreadPoolExecutor(max_workers=workers) as pool, shared_opencv_threads(workers):
         codes = list(pool.map(census_codes, firsts))
         candidates = [field.float().cpu().numpy()]
-        costs = [_choice_cost(candidates[0], codes, FUSION_DIS_FB_PX, FLOW_CENSUS_WINDOW,
-                              pool.map)]
+        costs = [_choice_cost(candidates[0], codes, FLOW_CENSUS_WINDOW, pool.map)]
         for run in runs:  # each candidate's cost once: a run may start from the choice so far
             candidates.append(np.stack(list(pool.map(dis_flow, *dis_inputs(run)))))
-            costs.append(_choice_cost(candidates[-1], codes, FUSION_DIS_FB_PX,
-                                      FLOW_CENSUS_WINDOW, pool.map))
+            costs.append(_choice_cost(candidates[-1], codes, FLOW_CENSUS_WINDOW, pool.map))
         fused = np.stack(list(pool.map(partial(polished, medians=medians),
-                                       _chosen(candidates, costs), firsts, seconds)))
+                                       _chosen(candidates, costs, tiers), firsts, seconds)))
     return torch.from_numpy(fused).to(field)
