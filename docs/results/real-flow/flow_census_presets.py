@@ -1,9 +1,12 @@
 """The flow presets with the census choice against the forward-backward rule before it (issue 50,
 item 5; ``flow_census_choice.py`` chose the rule for the default, ``best``).
 
-The fusion's rule is swapped in one process: :func:`crossview.models.dense.dis_fusion.census_choice`
-(shipped) or ``flow_dis_fusion.forward_backward_choice`` applied to DIS's runs one after the other
-(before), monkeypatched into the fusion, so both run on the same build.
+The fusion's rule is swapped in one process: its choice among the candidates
+(``dis_fusion._chosen``, the census choice with its tiers; shipped) or
+``flow_dis_fusion.forward_backward_choice`` applied to DIS's runs one after the other (before),
+monkeypatched into the fusion, so both run on the same build. (The committed JSONs of
+2026-11-30 swapped ``census_choice``, which the fusion called then; from 2026-12-07 the fusion
+computes each candidate's cost once and calls ``_chosen``, which this study swaps since.)
 
 - ``epe``: every pair of ``flow_dis_fusion.pairs`` (real-train's and real-dev's stereo scenes as
   flow, real-dev's KITTI flow pair, Motorcycle) at its own size, ``crossview.estimate_flow`` of
@@ -47,27 +50,29 @@ PRESETS = ("fast", "balanced", "best")
 KITTI_SIZE = (1242, 375)  # (W, H)
 
 
-def forward_backward_rule(candidates: list[np.ndarray], codes: list[np.ndarray],
-                          **_: object) -> np.ndarray:
+def forward_backward_rule(candidates: list[np.ndarray], costs: list, tiers: tuple) -> np.ndarray:
     """The rule before the census choice: each DIS run takes the pixels where what the runs
-    before it left fails the forward-backward check and it passes (``codes`` unused)."""
+    before it left fails the forward-backward check and it passes (the census ``costs`` and
+    ``tiers`` the fusion hands its choice unused)."""
     fused = torch.from_numpy(candidates[0])
     for classical in candidates[1:]:
         fused = forward_backward_choice(fused, torch.from_numpy(classical))
     return fused.numpy()
 
 
-RULES: dict[str, Callable] = {"census": dis_fusion.census_choice, "fb": forward_backward_rule}
+# the fusion's choice among its candidates (the private ``dis_fusion._chosen``, which the fusion
+# calls for its result and for the start of DIS's restart), as shipped or swapped
+RULES: dict[str, Callable] = {"census": dis_fusion._chosen, "fb": forward_backward_rule}
 
 
 def flow(model: torch.nn.Module, frame0: np.ndarray, frame1: np.ndarray, preset: str,
          rule: str) -> np.ndarray:
     """The forward flow ``[H, W, 2]`` of ``preset`` with the fusion's rule set to ``rule``."""
-    dis_fusion.census_choice = RULES[rule]
+    dis_fusion._chosen = RULES[rule]
     try:
         result = crossview.estimate_flow(frame0, frame1, model=model, preset=preset)
     finally:
-        dis_fusion.census_choice = RULES["census"]
+        dis_fusion._chosen = RULES["census"]
     return result.flow[0].permute(1, 2, 0).numpy()
 
 
