@@ -47,7 +47,7 @@ from crossview.models.registry import ModelSpec, get_spec
 
 MODELS = {"T": "matchstereo-t", "S": "matchstereo-s", "B": "matchstereo-b"}  # other registered
 # stereo and flow model names are benchmarked under their own name
-TASKS = ("stereo", "flow")  # what a benchmarked model may estimate
+# what a benchmarked model may estimate, and the call that times it
 ESTIMATE = {"stereo": estimate_disparity, "flow": estimate_flow}
 SIZES = ((384, 1248), (1536, 1536))
 BIG = ((2176, 3840), "T")  # 4K: MatchStereo-T only on CPU, every model on a GPU

@@ -286,8 +286,9 @@ def model(
         "--alone", help="Also run a fusing model without its fusion: the network alone "
         "(--no-fuse) and self-fused (--self-fuse, six network runs).")] = False,
     pair: Annotated[tuple[str, str] | None, typer.Option(
-        "--pair", metavar="LEFT RIGHT", help="A real rectified pair (two image files), resized "
-        "to each --size, instead of the random pair at disparity W/8.")] = None,
+        "--pair", metavar="LEFT RIGHT", help="A real pair (two image files: a rectified stereo "
+        "pair, or two frames for a flow model), resized to each --size, instead of the random "
+        "pair shifted by W/8.")] = None,
 ) -> None:
     """MatchStereo-T/S/B (or stereo and flow models by name) end to end: latency, peak RSS,
     fused-vs-reference ratio and the ratio to OpenCV SGBM and DIS (same run)."""
@@ -298,7 +299,7 @@ def model(
     chosen = [m.upper() if m.upper() in letters else m.lower() for m in models or letters]
     device_bench.fused_backend(device)  # fails before measuring if it cannot run
     chosen_precisions = precisions or list(model_bench.DEFAULT_PRECISIONS[device])
-    dense_names = [name for task in model_bench.TASKS for name in api.list_models(task)]
+    dense_names = [name for task in model_bench.ESTIMATE for name in api.list_models(task)]
     if set(chosen) - set(letters) - set(dense_names) or set(chosen_precisions) - set(
             precision_names):
         raise UserError(f"--model takes {', '.join(letters)} or a stereo or flow model name "
