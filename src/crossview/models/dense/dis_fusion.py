@@ -119,7 +119,10 @@ def _chosen(candidates: Sequence[np.ndarray], costs: Sequence[tuple[np.ndarray, 
         decided = tuple(index[here] for index in at)
         best[decided] = masked.argmin(0)[here]
         found[decided] = True
-    return np.take_along_axis(np.stack(candidates), best[None, ..., None], 0)[0]
+    chosen = candidates[0].copy()  # the others written where chosen: no stack of them all
+    for index, candidate in enumerate(candidates[1:], 1):
+        np.copyto(chosen, candidate, where=(best == index)[..., None])
+    return chosen
 
 
 def polished(flow: np.ndarray, first: np.ndarray, second: np.ndarray, *,
