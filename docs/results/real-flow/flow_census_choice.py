@@ -150,6 +150,18 @@ def at_size(flow: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return out * np.array([shape[1] / w, shape[0] / h], np.float32)
 
 
+def cached_row(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.ndarray,
+               known: np.ndarray) -> dict:
+    """The columns a study's row of a cached pair (``data``; its frames ``[H, W, 3]``, truth
+    ``[H, W, 2]`` on ``known [H, W]``) starts with: ``root``, ``factor``, ``motion_max`` (px,
+    the largest true motion), ``dis`` (DIS medium alone on the pair's own frames) and
+    ``default`` (the recorded fusion's forward flow), EPE px at the pair's size."""
+    return {"root": str(data["root"]), "factor": int(data["factor"]),
+            "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
+            "dis": epe(dis_flow(frame0, frame1), truth, known),
+            "default": epe(at_size(data["fused"][0], truth.shape[:2]), truth, known)}
+
+
 def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.ndarray,
                known: np.ndarray) -> dict:
     """The JSON row of one cached pair (module docstring): its working-size frames, fields and
@@ -175,10 +187,8 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     def pick(index: np.ndarray) -> np.ndarray:
         return np.take_along_axis(stack, index[None, ..., None], 0)[0]
 
-    row = {"root": str(data["root"]), "factor": int(data["factor"]),
-           "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
-           "dis": epe(dis_flow(frame0, frame1), truth, known),
-           "default": error(data["fused"]), "fb": error(fb), "fb+": error(polish(fb))}
+    row = {**cached_row(data, frame0, frame1, truth, known), "fb": error(fb),
+           "fb+": error(polish(fb))}
     for name, flow in zip(("network", "dis_grey", "dis_rank"), candidates, strict=True):
         row[name] = error(flow)
     truth_small = at_size(np.nan_to_num(truth), stack.shape[2:4])

@@ -81,7 +81,15 @@ from crossview.report import print_table, write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_choice import at_size, choose, dis_runs, part, score, scoring_steps
+from flow_census_choice import (
+    at_size,
+    cached_row,
+    choose,
+    dis_runs,
+    part,
+    score,
+    scoring_steps,
+)
 from flow_census_presets import KITTI_SIZE
 from flow_dis_fusion import epe
 
@@ -132,9 +140,7 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
         """EPE of the forward flow of ``flow [2, h, w, 2]`` at the pair's size."""
         return epe(at_size(flow[0], shape), truth, known)
 
-    row = {"root": str(data["root"]), "factor": int(data["factor"]),
-           "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
-           "dis": epe(dis_flow(frame0, frame1), truth, known), "default": error(data["fused"])}
+    row = cached_row(data, frame0, frame1, truth, known)
     for name, flow in flows.items():
         row[name] = error(flow)
         row[f"{name}+"] = error(np.stack([polished(flow[0], first, second),

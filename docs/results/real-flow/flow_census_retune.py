@@ -48,12 +48,19 @@ from pathlib import Path
 import numpy as np
 
 from crossview.geometry.census_arrays import census_codes
-from crossview.models.dense.classical import dis_flow
 from crossview.models.dense.dis_fusion import census_choice, polished
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_choice import at_size, choose, dis_runs, part, score, scoring_steps
+from flow_census_choice import (
+    at_size,
+    cached_row,
+    choose,
+    dis_runs,
+    part,
+    score,
+    scoring_steps,
+)
 from flow_census_init import large_motions, started_from
 from flow_dis_fusion import epe
 
@@ -70,10 +77,7 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     first, second = data["frame0"], data["frame1"]
     codes = [census_codes(first), census_codes(second)]
     three = [data["field"], *dis_runs(first, second)]
-    row = {"root": str(data["root"]), "factor": int(data["factor"]),
-           "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
-           "dis": epe(dis_flow(frame0, frame1), truth, known),
-           "default": epe(at_size(data["fused"][0], truth.shape[:2]), truth, known)}
+    row = cached_row(data, frame0, frame1, truth, known)
     rules = ({f"tier{tier:g}": partial(census_choice, second_tier=tier) for tier in TIERS}
              if tiers
              else {name: partial(census_choice, threshold=threshold, window=window)

@@ -37,7 +37,6 @@ from pathlib import Path
 import numpy as np
 
 from crossview.geometry.census_arrays import census_codes
-from crossview.models.dense.classical import dis_flow
 from crossview.models.dense.dis_fusion import (
     FLOW_CENSUS_WINDOW,
     FLOW_SECOND_TIER_PX,
@@ -49,7 +48,15 @@ from crossview.models.dense.dis_fusion import (
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_choice import at_size, choose, dis_runs, part, score, scoring_steps
+from flow_census_choice import (
+    at_size,
+    cached_row,
+    choose,
+    dis_runs,
+    part,
+    score,
+    scoring_steps,
+)
 from flow_census_init import large_motions, started_from
 from flow_dis_fusion import epe
 
@@ -92,10 +99,7 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
     codes = [census_codes(first), census_codes(second)]
     three = [data["field"], *dis_runs(first, second)]
     costs = [_choice_cost(c, codes, FLOW_CENSUS_WINDOW) for c in three]
-    row = {"root": str(data["root"]), "factor": int(data["factor"]),
-           "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
-           "dis": epe(dis_flow(frame0, frame1), truth, known),
-           "default": epe(at_size(data["fused"][0], truth.shape[:2]), truth, known)}
+    row = cached_row(data, frame0, frame1, truth, known)
     for name in SETTINGS:
         margin, order = float(name[1:-3]), ORDERS[name[-3:]]
         restart = started_from(first, second, near_tie_choice(three, costs, margin, order))

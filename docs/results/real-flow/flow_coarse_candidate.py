@@ -55,13 +55,20 @@ import torch
 import crossview
 from crossview.data.image_batch import as_image_batch
 from crossview.geometry.census_arrays import census_codes
-from crossview.models.dense.classical import dis_flow
 from crossview.models.dense.dis_fusion import census_choice, polished
 from crossview.models.dense.inference import _fits, _resize, _resize_field, run_padded
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_choice import at_size, choose, dis_runs, part, score, scoring_steps
+from flow_census_choice import (
+    at_size,
+    cached_row,
+    choose,
+    dis_runs,
+    part,
+    score,
+    scoring_steps,
+)
 from flow_census_init import large_motions, started_from
 from flow_dis_fusion import epe
 
@@ -107,10 +114,7 @@ def score_pair(data: dict, frame0: np.ndarray, frame1: np.ndarray, truth: np.nda
         """EPE of the forward flow of ``flow [2, h, w, 2]`` at the pair's size."""
         return epe(at_size(flow[0], shape), truth, known)
 
-    row = {"root": str(data["root"]), "factor": int(data["factor"]),
-           "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
-           "dis": epe(dis_flow(frame0, frame1), truth, known),
-           "default": error(data["fused"]), "half": error(half),
+    row = {**cached_row(data, frame0, frame1, truth, known), "half": error(half),
            "quarter": float("nan") if quarter is None else error(quarter)}
     for name, flow in flows.items():
         row[name] = error(flow)

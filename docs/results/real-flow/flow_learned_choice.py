@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from crossview.geometry.census_arrays import census_codes
-from crossview.models.dense.classical import dis_flow, grey_image
+from crossview.models.dense.classical import grey_image
 from crossview.models.dense.dis_fusion import (
     FLOW_CENSUS_WINDOW,
     FLOW_SECOND_TIER_PX,
@@ -63,7 +63,7 @@ from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1] / "real-stereo"))  # the stereo studies' helpers
-from flow_census_choice import at_size, choose, dis_runs, every_pair
+from flow_census_choice import at_size, cached_row, choose, dis_runs, every_pair
 from flow_census_init import large_motions, started_from
 from flow_dis_fusion import epe
 from real_choice import scene_groups
@@ -207,10 +207,7 @@ def score_row(scorer: Scorer, data: dict, frame0: np.ndarray, frame1: np.ndarray
     four = [*three, restart]
     costs.append(_choice_cost(restart, codes, FLOW_CENSUS_WINDOW))
     flow = learned_choice(scorer, four, costs, firsts)[0]
-    return {"root": str(data["root"]), "factor": int(data["factor"]),
-            "motion_max": float(np.linalg.norm(truth, axis=-1)[known].max()),
-            "dis": epe(dis_flow(frame0, frame1), truth, known),
-            "default": epe(at_size(data["fused"][0], truth.shape[:2]), truth, known),
+    return {**cached_row(data, frame0, frame1, truth, known),
             "learned+": epe(at_size(polished(flow, *firsts), truth.shape[:2]), truth, known)}
 
 
