@@ -19,7 +19,7 @@ means per kind).
 
 Run (one thread each; two processes share the pairs)::
 
-    OMP_NUM_THREADS=1 python docs/results/real-flow/flow_refine_fused.py score - OUT_I.json \\
+    OMP_NUM_THREADS=1 python docs/results/real-flow/flow_refine_fused.py score OUT_I.json \\
         ../shared/real-train ../shared/real-dev --part I/2
     python docs/results/real-flow/flow_refine_fused.py choose OUT_0.json OUT_1.json \\
         ../shared/real-train
@@ -27,6 +27,7 @@ Run (one thread each; two processes share the pairs)::
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -40,7 +41,7 @@ from crossview.models.dense.dis_fusion import fuse_with_dis
 from crossview.report import write_json
 
 sys.path.insert(0, str(Path(__file__).parent))
-from flow_census_choice import at_size, choose, every_pair, part, scoring_steps
+from flow_census_choice import at_size, choose, every_pair, part
 from flow_dis_fusion import epe
 
 
@@ -83,7 +84,15 @@ def score(out: Path, roots: list[str], share: tuple[int, int]) -> None:
 
 
 def main() -> None:
-    parser, _ = scoring_steps(__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    steps = parser.add_subparsers(dest="step", required=True)
+    step = steps.add_parser("score")  # no cache: the study runs the default itself
+    step.add_argument("out", type=Path)
+    step.add_argument("roots", nargs="+")
+    step.add_argument("--part", default="0/1", help="I/N: the I-th of N shares of the pairs")
+    step = steps.add_parser("choose")
+    step.add_argument("tables", type=Path, nargs="+")
+    step.add_argument("train_root", type=Path)
     args = parser.parse_args()
     if args.step == "score":
         score(args.out, args.roots, part(args))
