@@ -57,6 +57,7 @@ from crossview.models.dense.dis_fusion import (
     FLOW_SECOND_TIER_PX,
     _choice_cost,
     _chosen,
+    _picked,
     polished,
 )
 from crossview.report import write_json
@@ -192,11 +193,7 @@ def learned_choice(scorer: Scorer, candidates: list, costs: list, firsts: list) 
     """Per pixel the candidate of the highest score ``[2, H, W, 2]``."""
     with torch.no_grad():
         scores = scorer(torch.from_numpy(features(candidates, costs, firsts)))  # [C, 2, H, W]
-    best = scores.argmax(0).numpy()
-    chosen = candidates[0].copy()
-    for index, candidate in enumerate(candidates[1:], 1):
-        np.copyto(chosen, candidate, where=(best == index)[..., None])
-    return chosen
+    return _picked(candidates, scores.argmax(0).numpy())
 
 
 def score_row(scorer: Scorer, data: dict, frame0: np.ndarray, frame1: np.ndarray,

@@ -119,7 +119,13 @@ def _chosen(candidates: Sequence[np.ndarray], costs: Sequence[tuple[np.ndarray, 
         decided = tuple(index[here] for index in at)
         best[decided] = masked.argmin(0)[here]
         found[decided] = True
-    chosen = candidates[0].copy()  # the others written where chosen: no stack of them all
+    return _picked(candidates, best)
+
+
+def _picked(candidates: Sequence[np.ndarray], best: np.ndarray) -> np.ndarray:
+    """Per pixel the candidate ``[2B, H, W, 2]`` that ``best [2B, H, W]`` (indices into
+    ``candidates``) names, written in place of the first (no stack of them all)."""
+    chosen = candidates[0].copy()
     for index, candidate in enumerate(candidates[1:], 1):
         np.copyto(chosen, candidate, where=(best == index)[..., None])
     return chosen
